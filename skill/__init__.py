@@ -1,0 +1,1 @@
+"""How agents and people reach the tools: registry, CLI, MCP server, demo, emulator."""

@@ -1,0 +1,160 @@
+"""What every tool call runs with: credentials, clients, state folder, human channels.
+
+A :class:`Context` is cheap to build and resolves everything lazily, so importing
+``tools`` and building a context costs no I/O. Tests and hosts build one explicitly
+(``Context(env={...}, home=tmp)``); the CLI and MCP server use :meth:`Context.from_environment`.
+
+The :func:`tool` decorator is the single place where a tool's outcome is normalised:
+a result model, or a :class:`~tools.errors.ToolError` (from ``ToolFailure`` or a
+``PlatformError``), always scrubbed of every known secret value.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel
+
+from tools.errors import ToolError, ToolFailure, from_platform
+from tools.platform.errors import PlatformError
+
+if TYPE_CHECKING:
+    from tools.guardrails.secrets import Scrubber
+    from tools.platform.client import PlatformClient, TracesClient
+    from tools.platform.settings import Settings
+
+#: ``progress(done, total, message)``: ``total`` is ``None`` when unknown.
+ProgressCallback = Callable[[float, "float | None", str], None]
+
+#: ``approver(request) -> bool``: a human-facing channel (host UI, MCP elicitation,
+#: terminal prompt) that shows ``request.summary`` to a person and returns their answer.
+Approver = Callable[[Any], bool]
+
+STATE_DIR_ENV = "MODEL_FACTORY_STATE_DIR"
+
+
+@dataclass
+class Context:
+    """Per-session environment of the tools.
+
+    Attributes:
+        env: environment variables to read (default: ``os.environ`` at construction).
+            Secrets are read from here by *name*, in-process, only when needed.
+        home: home folder holding ``.prime/config.json`` (default: ``Path.home()``).
+        state_dir: folder for plans, approvals and the launch ledger (default:
+            ``$MODEL_FACTORY_STATE_DIR``, else ``./.model-factory``).
+        approver: optional host callback that asks a human to approve a plan.
+        progress: optional callback for long calls (downloads, waits).
+        cwd: folder relative paths are resolved against (default: current directory).
+    """
+
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    home: Path | None = None
+    state_dir: Path | None = None
+    approver: Approver | None = None
+    progress: ProgressCallback | None = None
+    cwd: Path | None = None
+    _settings: Settings | None = field(default=None, repr=False)
+    _platform: PlatformClient | None = field(default=None, repr=False)
+    _traces: TracesClient | None = field(default=None, repr=False)
+    _scrubber: Scrubber | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_environment(cls, **overrides: Any) -> Context:
+        """A context over the current process environment."""
+        return cls(**overrides)
+
+    # -- lazily resolved pieces ---------------------------------------------------------
+    @property
+    def settings(self) -> Settings:
+        """Resolved credentials and URLs, with the ``prime`` CLI's precedence (read-only)."""
+        if self._settings is None:
+            from tools.platform.settings import resolve_settings
+
+            self._settings = resolve_settings(env=self.env, home=self.home)
+        return self._settings
+
+    def platform(self) -> PlatformClient:
+        """The platform API client (``{base}/api/v1``), built on first use."""
+        if self._platform is None:
+            from tools.platform.client import PlatformClient
+
+            self._platform = PlatformClient(self.settings)
+        return self._platform
+
+    def traces(self) -> TracesClient:
+        """The traces-host client (``{traces_url}/api/v1``), built on first use."""
+        if self._traces is None:
+            from tools.platform.client import TracesClient
+
+            self._traces = TracesClient(self.settings)
+        return self._traces
+
+    @property
+    def scrubber(self) -> Scrubber:
+        """Replaces every known secret value in outputs (see :mod:`tools.guardrails.secrets`)."""
+        if self._scrubber is None:
+            from tools.guardrails.secrets import Scrubber
+
+            self._scrubber = Scrubber.from_context(self)
+        return self._scrubber
+
+    def resolve_path(self, path: str | os.PathLike[str]) -> Path:
+        """``path`` made absolute against :attr:`cwd` (``~`` expanded)."""
+        p = Path(path).expanduser()
+        return p if p.is_absolute() else (self.cwd or Path.cwd()) / p
+
+    def state_path(self) -> Path:
+        """The state folder (not created here)."""
+        if self.state_dir is not None:
+            return Path(self.state_dir)
+        configured = self.env.get(STATE_DIR_ENV, "").strip()
+        return Path(configured).expanduser() if configured else (self.cwd or Path.cwd()) / ".model-factory"
+
+    def report(self, done: float, total: float | None, message: str) -> None:
+        """Send a progress update when a callback is attached (no-op otherwise)."""
+        if self.progress is not None:
+            self.progress(done, total, self.scrubber.scrub_text(message))
+
+    def close(self) -> None:
+        """Close the HTTP clients (safe to call twice)."""
+        for client in (self._platform, self._traces):
+            if client is not None:
+                client.close()
+        self._platform = self._traces = None
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def tool(fn: Callable[[Any, Context], M]) -> Callable[..., M | ToolError]:
+    """Wrap a tool body ``fn(input, ctx) -> Model``.
+
+    The wrapper supplies a default :class:`Context`, turns ``ToolFailure`` and
+    ``PlatformError`` into :class:`ToolError`, and scrubs secret values out of whatever
+    it returns. Unexpected exceptions are *not* swallowed here (the surfaces report them
+    as ``internal_error``), so bugs stay visible in tests.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(inp: Any, ctx: Context | None = None) -> M | ToolError:
+        own = ctx is None
+        ctx = ctx or Context.from_environment()
+        try:
+            result: BaseModel = fn(inp, ctx)
+        except ToolFailure as failure:
+            result = failure.error
+        except PlatformError as exc:
+            result = from_platform(exc)
+        finally:
+            if own:
+                ctx.close()
+        return ctx.scrubber.scrub_model(result)
+
+    wrapper.__wrapped_tool__ = fn  # type: ignore[attr-defined]
+    return wrapper

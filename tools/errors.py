@@ -1,0 +1,107 @@
+"""The one error shape every tool returns: :class:`ToolError`.
+
+Tools never let an exception escape to the agent. Inside a tool, raise
+:class:`ToolFailure` (or let a :class:`~tools.platform.errors.PlatformError` propagate);
+the ``@tool`` wrapper in :mod:`tools.context` turns either into a :class:`ToolError`
+whose ``fix`` names the next call or command.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from tools.platform import errors as perr
+
+
+class FieldProblem(BaseModel):
+    """One bad field: ``path`` is a dotted location (``config.trainer.lr`` or ``max_steps``)."""
+
+    path: str = Field(description="Dotted location of the bad value ('' for the whole input).")
+    problem: str = Field(description="What was expected, in words. Never contains a secret value.")
+
+
+class ToolError(BaseModel):
+    """A tool failed. Returned instead of the tool's result model.
+
+    ``retryable``: repeating the same call later may succeed (rate limit, outage).
+    ``ambiguous``: the call may have taken effect (a launch whose answer was lost); do not
+    repeat it, reconcile instead. ``fix`` is always an actionable next step.
+    """
+
+    error: bool = Field(default=True, description="Always true; tells a ToolError apart from a result.")
+    code: str = Field(description="Stable machine code, e.g. not_found, unauthorized, confirmation_required.")
+    message: str = Field(description="What went wrong, for a human.")
+    retryable: bool = Field(default=False, description="True when the same call may succeed later.")
+    ambiguous: bool = Field(default=False, description="True when the call may have taken effect; never repeat it.")
+    fix: str = Field(description="The next call or command that resolves this.")
+    fields: list[FieldProblem] = Field(default_factory=list, description="Per-field problems, when the input was bad.")
+    retry_after_seconds: float | None = Field(default=None, description="Seconds to wait before retrying, when known.")
+
+
+class ToolFailure(Exception):
+    """Raised inside a tool to return ``error`` to the caller."""
+
+    def __init__(self, error: ToolError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def fail(code: str, message: str, fix: str, **extra) -> ToolFailure:
+    """Build a :class:`ToolFailure` in one line: ``raise fail("not_found", "...", "call mf_list_runs")``."""
+    return ToolFailure(ToolError(code=code, message=message, fix=fix, **extra))
+
+
+_FIXES: dict[type[perr.PlatformError], str] = {
+    perr.CredentialsMissing: (
+        "Set PRIME_API_KEY in the environment of this process, or run `prime login` "
+        "(never paste the key into a tool argument); then call mf_preflight."
+    ),
+    perr.Unauthorized: (
+        "The API key was rejected: check PRIME_API_KEY / `prime login`, and that "
+        "PRIME_API_BASE_URL points at the right platform; then call mf_preflight."
+    ),
+    perr.PaymentRequired: "Add credit or a billing method for this owner in the Prime Intellect dashboard, then retry.",
+    perr.Forbidden: (
+        "The key cannot act for this owner: check the team (PRIME_TEAM_ID, mf_list_teams) "
+        "and your role in it."
+    ),
+    perr.NotFound: (
+        "Check the id and the owner: call mf_list_runs (runs are scoped to the team that "
+        "launched them; set the team explicitly if needed)."
+    ),
+    perr.Conflict: "Read the current state (mf_get_run) and act on it; the request does not fit that state.",
+    perr.RateLimited: "Wait retry_after_seconds (or ~10 s), then repeat the same read.",
+    perr.Unavailable: (
+        "The platform could not be reached or answered with a server error: check "
+        "PRIME_API_BASE_URL and your network (mf_preflight), then retry the read."
+    ),
+    perr.InvalidRequest: "Correct the listed fields and call again.",
+    perr.Ambiguous: (
+        "Do not repeat the request. Reconcile first: call mf_dispatch_run with the same "
+        "plan_id (it only reconciles) or mf_list_launches."
+    ),
+}
+
+
+def from_platform(exc: perr.PlatformError) -> ToolError:
+    """Map a :class:`~tools.platform.errors.PlatformError` to a :class:`ToolError`.
+
+    The ``fix`` comes from the error class; ``Unavailable`` with ``sent=False`` is marked
+    not ambiguous (nothing left this machine).
+    """
+    fix = next((text for cls, text in _FIXES.items() if isinstance(exc, cls)), "Call mf_preflight.")
+    ambiguous = exc.ambiguous
+    if isinstance(exc, perr.Unavailable) and not exc.sent:
+        fix = (
+            "Nothing was sent: the platform is not reachable. Check PRIME_API_BASE_URL (for the "
+            "local emulator start `model-factory emulator`), then retry."
+        )
+    return ToolError(
+        code=exc.code,
+        message=exc.message,
+        retryable=exc.retryable,
+        ambiguous=ambiguous,
+        fix=fix,
+        fields=[FieldProblem(path=loc, problem=msg) for loc, msg in exc.field_errors],
+        retry_after_seconds=exc.retry_after,
+    )

@@ -1,0 +1,1 @@
+"""Guardrails enforced in code: confirmation gate, secrets by name, launch ledger, budget policy."""

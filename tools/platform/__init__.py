@@ -1,0 +1,1 @@
+"""Model Factory HTTP API: settings, httpx clients, wire models, errors."""
