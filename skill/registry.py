@@ -1,0 +1,406 @@
+"""The tool catalogue: one registry served as MCP tools, OpenAI/Anthropic tool specs and CLI.
+
+Each :class:`ToolSpec` names a tool function (``tools.<module>:<function>``), its
+agent-facing name (``mf_`` prefix), a description saying when to use it and when not, and
+truthful MCP annotations. Input and output JSON Schemas are generated from the function's
+pydantic models and normalised once (:func:`input_schema`) so that the same schema passes
+OpenAI strict mode, Anthropic ``input_schema`` and MCP (JSON Schema 2020-12):
+
+- every object has ``additionalProperties: false`` and lists every property in ``required``;
+- a property that has a default becomes nullable, its default is written into its
+  description, and ``null`` (or omission) means "use the default";
+- keywords outside the portable subset (``default``, ``title``, numeric and length bounds,
+  ``format``...) are moved into the description; pydantic still enforces them.
+
+:func:`call_tool` is the single entry point every surface uses: arguments (a dict or a JSON
+string) are checked with jsonschema, then by the pydantic model, and a malformed call
+returns a :class:`~tools.errors.ToolError` listing each bad field path, never a traceback.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import importlib
+import json
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from tools.errors import FieldProblem, ToolError
+
+#: JSON Schema keywords kept in input schemas (the portable strict-mode subset).
+PORTABLE_KEYWORDS = frozenset(
+    {"type", "properties", "required", "additionalProperties", "enum", "const", "anyOf",
+     "$ref", "$defs", "description", "items"}
+)
+_DESCRIBED_KEYWORDS = {
+    "minimum": "minimum {}", "maximum": "maximum {}", "exclusiveMinimum": "greater than {}",
+    "exclusiveMaximum": "less than {}", "minLength": "at least {} characters",
+    "maxLength": "at most {} characters", "minItems": "at least {} items",
+    "maxItems": "at most {} items", "pattern": "matching {}", "format": "format {}",
+}
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool of the catalogue.
+
+    Attributes:
+        name: agent-facing name, ``mf_`` + the function name.
+        target: ``"tools.<module>:<function>"``; imported on first use.
+        description: when to use it, when not, and what it costs or changes.
+        read_only / destructive / idempotent / open_world: MCP tool annotations
+            (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``, ``openWorldHint``).
+        positional: input fields taken as positional CLI arguments.
+        long_running: the tool reports progress (downloads, bounded waits).
+    """
+
+    name: str
+    target: str
+    description: str
+    read_only: bool = True
+    destructive: bool = False
+    idempotent: bool = True
+    open_world: bool = True
+    positional: tuple[str, ...] = ()
+    long_running: bool = False
+    cli_name: str = field(default="")
+
+    @property
+    def command(self) -> str:
+        """The CLI subcommand name (``get-run`` for ``mf_get_run``)."""
+        return self.cli_name or self.name.removeprefix("mf_").replace("_", "-")
+
+    @functools.cached_property
+    def function(self) -> Callable[..., Any]:
+        """The tool function (imported lazily)."""
+        module, _, attr = self.target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    @functools.cached_property
+    def _hints(self) -> dict[str, Any]:
+        fn = getattr(self.function, "__wrapped_tool__", self.function)
+        return typing.get_type_hints(fn)
+
+    @property
+    def input_model(self) -> type[BaseModel]:
+        """The pydantic model of the tool's single input argument."""
+        fn = getattr(self.function, "__wrapped_tool__", self.function)
+        first = next(iter(typing.get_type_hints(fn).keys() - {"return", "ctx"}), None)
+        return self._hints[first]
+
+    @property
+    def output_model(self) -> type[BaseModel]:
+        """The pydantic model of the tool's result (``ToolError`` aside)."""
+        return self._hints["return"]
+
+    def annotations(self) -> dict[str, Any]:
+        """MCP ``ToolAnnotations`` as a dict."""
+        return {
+            "title": self.command.replace("-", " ").capitalize(),
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent,
+            "openWorldHint": self.open_world,
+        }
+
+
+def _spec(name: str, module: str, description: str, **kw: Any) -> ToolSpec:
+    return ToolSpec(name=f"mf_{name}", target=f"tools.{module}:{name}", description=description, **kw)
+
+
+WRITE = {"read_only": False, "idempotent": False}
+
+#: The whole catalogue, in workflow order.
+TOOLS: tuple[ToolSpec, ...] = (
+    _spec("preflight", "preflight",
+          "Check that this machine can use Model Factory: API key source and validity, owner "
+          "(team or personal), API reachability, prime CLI presence/version, uv. Call it first in "
+          "a session and whenever another tool reports unauthorized/unavailable. Read-only; "
+          "never shows a key."),
+    _spec("list_examples", "configs",
+          "List the checked-in prime-rl example configs bundled with this skill (RL and SFT), "
+          "with model, steps and GPUs. Use it to pick a starting point before mf_prepare_config. "
+          "Local, no network.", open_world=False, positional=()),
+    _spec("prepare_config", "configs",
+          "Copy a bundled prime-rl example to a new task TOML for hosted runs: drops [slurm], "
+          "output_dir and run.dir, sets [deployment], keeps dtypes and comments. Never "
+          "overwrites an existing file. Use it instead of writing a config from scratch.",
+          read_only=False, idempotent=True, open_world=False, positional=("example", "dest")),
+    _spec("validate_config", "configs",
+          "Validate a prime-rl TOML for Model Factory: parse, RL vs SFT as the prime CLI decides, "
+          "structural and hosted-run rules, secret-looking values. Local, no network; run it "
+          "before mf_plan_run and after every edit.", open_world=False, positional=("config_path",)),
+    _spec("list_models", "catalogue",
+          "List trainable base models and on-demand GPU prices (USD per GPU-hour) for the owner. "
+          "Use it to check a config's model is available and what it will cost."),
+    _spec("list_gpus", "catalogue",
+          "List GPU types the owner can train on, with on-demand price per GPU-hour when known."),
+    _spec("list_volumes", "catalogue",
+          "List the owner's storage volumes (name, size, status) for dispatching with a volume."),
+    _spec("list_teams", "catalogue",
+          "List the teams this API key belongs to, and which owner is currently selected and why. "
+          "Use it when a plan stops with owner_ambiguous."),
+    _spec("plan_run", "launch",
+          "Plan a training run without launching it: resolves the owner, GPU type and count, "
+          "price per GPU-hour, low/expected/high cost with assumptions, step cap (smoke runs "
+          "default to 20 steps), forwarded secret NAMES, warnings; returns plan_id and "
+          "plan_hash. Show the summary to the user. Costs nothing.",
+          read_only=False, idempotent=False, open_world=True, positional=("config_path",)),
+    _spec("dispatch_run", "launch",
+          "Launch a planned run exactly once. Needs a confirmation minted by a human for this "
+          "exact plan (host approval, MCP elicitation, `model-factory approve PLAN_ID` in a "
+          "terminal, or a human-written budget policy). Spends money. If a previous attempt's "
+          "outcome is unknown it only reconciles, never re-sends. Never call it twice to 'retry'.",
+          read_only=False, destructive=False, idempotent=False, positional=("plan_id",)),
+    _spec("stop_run", "launch",
+          "Stop a run (irreversible), then wait a bounded time and report its terminal status. "
+          "Gated like dispatch: needs the user's confirmation for this run.",
+          read_only=False, destructive=True, idempotent=True, positional=("run_id",)),
+    _spec("list_launches", "launch",
+          "List launches recorded in the local ledger: plan, approval, attempts, outcome, run id. "
+          "Use it after a restart or an ambiguous launch before doing anything else.",
+          open_world=False),
+    _spec("get_run", "monitor",
+          "Read one run: status, model, steps, GPUs, owner, timing, error and failure analysis. "
+          "A RUNNING status alone does not mean healthy: use mf_check_progress for that.",
+          positional=("run_id",)),
+    _spec("list_runs", "monitor",
+          "List the owner's runs, newest first, one page at a time."),
+    _spec("check_progress", "monitor",
+          "Decide whether a run is actually progressing (new steps recently, reward moving, env "
+          "servers healthy), not just RUNNING. Returns a verdict with evidence and next step.",
+          positional=("run_id",)),
+    _spec("get_logs", "monitor",
+          "Read a bounded tail of one component's logs (orchestrator, trainer, inference, "
+          "env-server) with optional search/level/since filters. Prefer mf_summarize_logs "
+          "first; never pull everything.", positional=("run_id",)),
+    _spec("summarize_logs", "monitor",
+          "Summarize recent logs of every component: counts by level, distinct errors and "
+          "warnings with first/last seen, tracebacks. Use before mf_get_logs.",
+          positional=("run_id",)),
+    _spec("get_metrics", "monitor",
+          "Read per-step metrics (reward, loss, entropy, ...) for a step range, downsampled to "
+          "fit the output budget.", positional=("run_id",)),
+    _spec("plot_metrics", "monitor",
+          "Render chosen metrics over steps as a PNG image (file path, and the image over MCP).",
+          read_only=False, idempotent=True, positional=("run_id",)),
+    _spec("list_checkpoints", "monitor",
+          "List a run's checkpoints (step, status, size in bytes, storage URL).",
+          positional=("run_id",)),
+    _spec("wait_for_run", "monitor",
+          "Wait, bounded by timeout_seconds, until a run reaches a terminal status or a target "
+          "step, reporting progress. Returns the last status; call again to keep waiting.",
+          positional=("run_id",), long_running=True),
+    _spec("list_traces", "traces",
+          "List a run's traces (or episodes, or eval runs) one cursor page at a time, with "
+          "filters (step, reward, errors).", positional=("run_id",)),
+    _spec("download_traces", "traces",
+          "Download every trace of a run to a folder, with a manifest (sha256, bytes), resume, "
+          "and a report of what the platform has not uploaded. Writes files only under dest.",
+          read_only=False, idempotent=True, positional=("run_id", "dest"), long_running=True),
+)
+
+_BY_NAME = {spec.name: spec for spec in TOOLS}
+
+
+def get(name: str) -> ToolSpec:
+    """The spec called ``name`` (``mf_`` prefix optional). Raises ``KeyError``."""
+    return _BY_NAME[name if name.startswith("mf_") else f"mf_{name}"]
+
+
+# -- schemas ----------------------------------------------------------------------------
+
+
+def _portable(node: Any) -> Any:
+    """Rewrite one pydantic JSON Schema node into the portable strict subset."""
+    if isinstance(node, list):
+        return [_portable(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    notes: list[str] = []
+    for key, value in node.items():
+        if key in ("properties", "$defs"):
+            out[key] = {k: _portable(v) for k, v in value.items()}
+        elif key in PORTABLE_KEYWORDS:
+            out[key] = _portable(value)
+        elif key in _DESCRIBED_KEYWORDS:
+            notes.append(_DESCRIBED_KEYWORDS[key].format(json.dumps(value)))
+    if notes:
+        out["description"] = (out.get("description", "") + f" ({'; '.join(notes)})").strip()
+    if out.get("type") == "object" or "properties" in out:
+        props = out.setdefault("properties", {})
+        required = set(node.get("required", []))
+        for pname, pschema in props.items():
+            original = node["properties"][pname]
+            if pname not in required:
+                props[pname] = _nullable(pschema, original)
+        out["required"] = list(props)
+        out["additionalProperties"] = False
+    return out
+
+
+def _nullable(schema: dict[str, Any], original: dict[str, Any]) -> dict[str, Any]:
+    """Make an optional property nullable and say what null means."""
+    schema = dict(schema)
+    variants = schema.get("anyOf")
+    if variants is None:
+        desc = schema.pop("description", None)
+        schema = {"anyOf": [schema, {"type": "null"}]}
+        if desc:
+            schema["description"] = desc
+    elif not any(v.get("type") == "null" for v in variants):
+        schema["anyOf"] = [*variants, {"type": "null"}]
+    if original.get("default") is not None:
+        default = json.dumps(original["default"])
+        schema["description"] = (schema.get("description", "") + f" Default: {default}.").strip()
+    return schema
+
+
+@functools.cache
+def input_schema(name: str) -> dict[str, Any]:
+    """The portable input JSON Schema of tool ``name`` (see module docstring)."""
+    raw = get(name).input_model.model_json_schema()
+    schema = _portable(raw)
+    schema.pop("description", None)
+    return schema
+
+
+@functools.cache
+def output_schema(name: str) -> dict[str, Any]:
+    """The output JSON Schema (result model; a ToolError may be returned instead)."""
+    return get(name).output_model.model_json_schema(mode="serialization")
+
+
+# -- exports ----------------------------------------------------------------------------
+
+
+def openai_tools() -> list[dict[str, Any]]:
+    """Tool specs for OpenAI function calling (``strict: true``)."""
+    return [
+        {"type": "function", "function": {
+            "name": s.name, "description": s.description,
+            "parameters": copy.deepcopy(input_schema(s.name)), "strict": True}}
+        for s in TOOLS
+    ]
+
+
+def anthropic_tools() -> list[dict[str, Any]]:
+    """Tool specs for the Anthropic Messages API (``input_schema``)."""
+    return [
+        {"name": s.name, "description": s.description, "input_schema": copy.deepcopy(input_schema(s.name))}
+        for s in TOOLS
+    ]
+
+
+def mcp_tools() -> list[dict[str, Any]]:
+    """Tool definitions as MCP ``tools/list`` items (inputSchema, outputSchema, annotations)."""
+    return [
+        {"name": s.name, "description": s.description, "inputSchema": copy.deepcopy(input_schema(s.name)),
+         "outputSchema": copy.deepcopy(output_schema(s.name)), "annotations": s.annotations()}
+        for s in TOOLS
+    ]
+
+
+# -- calling ----------------------------------------------------------------------------
+
+
+def _bad_arguments(problems: list[FieldProblem], name: str) -> ToolError:
+    return ToolError(
+        code="bad_arguments",
+        message=f"{name}: invalid arguments: " + "; ".join(f"{p.path or '(input)'}: {p.problem}" for p in problems),
+        fix=f"Correct the listed fields and call {name} again (see its input schema).",
+        fields=problems,
+    )
+
+
+def check_arguments(name: str, arguments: Mapping[str, Any] | str | None) -> BaseModel | ToolError:
+    """Validate ``arguments`` for tool ``name``; return the input model or a ToolError.
+
+    Omitted optional properties are treated as ``null``; ``null`` means the default.
+    """
+    from jsonschema import Draft202012Validator
+
+    spec = get(name)
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            return _bad_arguments([FieldProblem(path="", problem=f"arguments are not valid JSON ({exc.msg})")], spec.name)
+    arguments = dict(arguments or {})
+    if not isinstance(arguments, dict):
+        return _bad_arguments([FieldProblem(path="", problem="arguments must be a JSON object")], spec.name)
+    schema = input_schema(spec.name)
+    for prop in schema["properties"]:
+        arguments.setdefault(prop, None)
+    validator = Draft202012Validator(schema)
+    problems = [
+        FieldProblem(path=".".join(str(p) for p in err.absolute_path), problem=err.message)
+        for err in sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    ]
+    if problems:
+        return _bad_arguments(problems, spec.name)
+    model = spec.input_model
+    cleaned = _drop_null_defaults(model, arguments)
+    try:
+        return model.model_validate(cleaned)
+    except ValidationError as exc:
+        return _bad_arguments(
+            [FieldProblem(path=".".join(str(p) for p in e["loc"]), problem=e["msg"]) for e in exc.errors()],
+            spec.name,
+        )
+
+
+def _drop_null_defaults(model: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]:
+    """Remove ``null`` for fields whose default applies (pydantic fills it in)."""
+    out = {}
+    for key, value in data.items():
+        info = model.model_fields.get(key)
+        if value is None and info is not None and not info.is_required():
+            continue
+        if isinstance(value, dict) and info is not None:
+            sub = _submodel(info.annotation)
+            if sub is not None:
+                value = _drop_null_defaults(sub, value)
+        out[key] = value
+    return out
+
+
+def _submodel(annotation: Any) -> type[BaseModel] | None:
+    for candidate in (annotation, *typing.get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
+def call_tool(name: str, arguments: Mapping[str, Any] | str | None = None, ctx: Any = None) -> BaseModel:
+    """Run tool ``name`` with ``arguments``; return its result model or a ToolError.
+
+    ``ctx`` is a :class:`tools.context.Context` (default: one over the process environment).
+    An unknown tool name or malformed arguments give a ToolError; an unexpected exception
+    gives ``internal_error`` with its type and message (scrubbed), never a traceback.
+    """
+    try:
+        spec = get(name)
+    except KeyError:
+        return ToolError(code="unknown_tool", message=f"No tool named {name!r}.",
+                         fix="List the tools (MCP tools/list or `model-factory tools export`).")
+    parsed = check_arguments(spec.name, arguments)
+    if isinstance(parsed, ToolError):
+        return parsed
+    try:
+        return spec.function(parsed, ctx)
+    except Exception as exc:  # noqa: BLE001 - surfaces must never show a traceback
+        from tools.context import Context
+
+        scrubber = (ctx or Context.from_environment()).scrubber
+        return ToolError(
+            code="internal_error",
+            message=scrubber.scrub_text(f"{spec.name} failed unexpectedly: {type(exc).__name__}: {exc}"),
+            fix="This is a bug in model-factory-skill; retry once, then report it with the message.",
+        )
