@@ -1,0 +1,426 @@
+"""The confirmation gate: a launch needs a human's approval of *this exact plan*, once.
+
+Flow for the launch tool (all state lives in the :class:`~tools.guardrails.ledger.Ledger`)::
+
+    h = plan_hash(material)                              # plan_run
+    record_plan(ledger, plan_id, h, **facts)
+    token = mint(ledger, plan_id, h, "terminal")         # a human channel, never the model
+    ...
+    claim = claim_dispatch(ledger, plan_id, plan_hash(material_now), token)   # dispatch_run
+    try: run = client.create_run(...)                     # the one HTTP create, never retried
+    except <nothing was sent>:  record_outcome(ledger, plan_id, claim.attempt_id, "not_sent")
+    except <4xx answer>:        record_outcome(..., "rejected", status_code=...)
+    except <sent, no answer>:   record_outcome(..., "ambiguous")      # then reconcile:
+    else:                       record_outcome(..., "created", run_id=run.id, ...)
+    # reconciliation later records "reconciled" (run_id found) or "still_unknown".
+
+Ledger events written here (besides ``ts`` and ``event``):
+
+* ``plan``: ``plan_id``, ``plan_hash`` + the caller's facts (``config_sha256``, ``team_id``,
+  ``source_ref``, ``image_tag``, ``gpu_type``, ``gpu_count``, ``volume``,
+  ``usd_per_gpu_hour``, ``cost``, ``secret_names``, ``max_steps``, ...).
+* ``approval``: ``plan_id``, ``plan_hash``, ``token_sha256`` (never the token), ``channel``,
+  ``owner``, ``expires_at``.
+* ``attempt``: ``plan_id``, ``attempt_id``, ``plan_hash``, ``token_sha256``, ``channel``.
+* ``outcome``: ``plan_id``, ``attempt_id``, ``outcome``, ``run_id`` + facts (price, status code).
+
+Rules enforced by :func:`claim_dispatch`, under the ledger lock, in one step:
+
+* A plan that has a *sent* attempt (outcome ``created``, ``reconciled``, ``ambiguous``,
+  ``still_unknown``, or no outcome yet: in flight or crashed) is never dispatched again:
+  ``already_dispatched`` (with the run id) or ``ambiguous_launch`` (reconcile, never re-send).
+  This check comes first: whatever token is presented, the answer is the same.
+* The token must be one minted for this plan (``confirmation_invalid`` otherwise, without
+  saying which token would be right), approve the plan hash as it is *now*
+  (``plan_changed``), be unexpired (``confirmation_expired``) and unused
+  (``confirmation_used``).
+* A token is consumed by an attempt unless that attempt's outcome is ``not_sent`` (nothing
+  left the machine, e.g. the network was down): "try again" then works without a new
+  approval. After ``rejected`` (the platform answered 4xx) the plan may be dispatched again,
+  but only with a new approval: a person should look at why it was refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from tools.errors import fail
+from tools.guardrails.ledger import Ledger, iso, utc_now
+
+CHANNELS = ("host_callback", "mcp_elicitation", "terminal", "policy")
+#: Outcomes after which the create may have reached the platform: the plan is spent.
+SENT_OUTCOMES = frozenset({"created", "reconciled", "ambiguous", "still_unknown"})
+#: Outcomes after which the plan may be dispatched again (``rejected`` needs a new approval).
+RETRYABLE_OUTCOMES = frozenset({"not_sent", "rejected"})
+OUTCOMES = SENT_OUTCOMES | RETRYABLE_OUTCOMES
+
+#: Keys :func:`plan_hash` requires in ``material`` (``None`` is allowed for "default/unknown").
+PLAN_MATERIAL_KEYS = (
+    "config_sha256", "team_id", "gpu_type", "gpu_count", "volume", "source_ref", "image_tag",
+    "secret_names", "max_steps", "cost",
+)
+MAX_TTL_SECONDS = 24 * 3600
+
+
+# --------------------------------------------------------------------------------------
+# Hashing
+# --------------------------------------------------------------------------------------
+
+
+def canonical_json(obj: Any) -> bytes:
+    """UTF-8 JSON with sorted keys and no whitespace; NaN/Infinity refused (ValueError).
+    Non-JSON values (TOML dates) are written as ``str(value)``."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False, default=str).encode("utf-8")
+
+
+def config_sha256(config: Mapping[str, Any]) -> str:
+    """Hex sha256 of the canonical JSON of a parsed config (the hosted config table), so
+    comments and formatting do not matter but every value does."""
+    return hashlib.sha256(canonical_json(config)).hexdigest()
+
+
+def plan_hash(material: Mapping[str, Any]) -> str:
+    """``"sha256:<hex>"`` of the canonical JSON of ``material``.
+
+    ``material`` must hold every key of :data:`PLAN_MATERIAL_KEYS` (value ``None`` when
+    the platform default applies or the value is unknown):
+
+    ``config_sha256`` (:func:`config_sha256` of the hosted config), ``team_id`` (the owner:
+    team id, ``None`` for the personal account), ``gpu_type``, ``gpu_count`` (int),
+    ``volume``, ``source_ref``, ``image_tag``, ``secret_names`` (names forwarded, never
+    values; order does not matter), ``max_steps`` (the step cap), ``cost`` (the estimate
+    shown to the human, e.g. ``{"usd_low":.., "usd_expected":.., "usd_high":..,
+    "usd_per_gpu_hour":..}``). Extra keys (``mode``, ``name``, ``resume_from``) are hashed too.
+
+    Raises ValueError when a required key is missing: a fact silently absent from the hash
+    would let it change after approval.
+    """
+    missing = [k for k in PLAN_MATERIAL_KEYS if k not in material]
+    if missing:
+        raise ValueError(f"plan material lacks {', '.join(missing)}")
+    data = dict(material)
+    data["secret_names"] = sorted(set(data["secret_names"] or []))
+    return "sha256:" + hashlib.sha256(canonical_json(data)).hexdigest()
+
+
+def _aware(now: datetime | None) -> datetime:
+    """``now`` (default: the current time) as an aware datetime; naive values are UTC."""
+    if now is None:
+        return utc_now()
+    return now if now.tzinfo is not None else now.replace(tzinfo=timezone.utc)
+
+
+def _token_sha256(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+# --------------------------------------------------------------------------------------
+# Folded view of the ledger
+# --------------------------------------------------------------------------------------
+
+
+class ApprovalView(BaseModel):
+    """One approval of a plan (the token itself is never stored)."""
+
+    approval_id: str = Field(description="First 12 hex digits of sha256(token); identifies the approval.")
+    channel: str = Field(description="host_callback | mcp_elicitation | terminal | policy.")
+    owner: str | None = Field(default=None, description="Owner the approval was given for (team id or 'personal').")
+    plan_hash: str = Field(description="The plan hash that was approved.")
+    minted_at: str = Field(description="ISO 8601 time of approval.")
+    expires_at: str = Field(description="ISO 8601 expiry.")
+    used: bool = Field(description="True once an attempt consumed it (a not_sent attempt does not).")
+
+
+class AttemptView(BaseModel):
+    """One dispatch attempt and its latest outcome."""
+
+    attempt_id: str
+    started_at: str = Field(description="ISO 8601 time the attempt was claimed.")
+    channel: str | None = Field(default=None, description="Channel of the approval it used.")
+    outcome: str | None = Field(default=None, description="Latest outcome; None = in flight or crashed before recording.")
+    outcome_at: str | None = None
+    run_id: str | None = None
+    facts: dict[str, Any] = Field(default_factory=dict, description="Facts recorded with the latest outcome.")
+
+
+class LaunchState(BaseModel):
+    """Everything the ledger knows about one plan.
+
+    ``status``: ``planned`` (no usable approval), ``approved`` (an unused, unexpired
+    approval of the current plan hash), ``in_flight`` (an attempt without outcome),
+    ``dispatched`` (created or reconciled: ``run_id`` set), ``ambiguous`` (ambiguous or
+    still_unknown: reconcile), ``rejected`` / ``not_sent`` (last attempt; may retry).
+    """
+
+    plan_id: str
+    plan_hash: str | None = Field(default=None, description="Hash of the latest plan record.")
+    planned_at: str | None = None
+    plan: dict[str, Any] = Field(default_factory=dict, description="Facts of the latest plan record.")
+    approvals: list[ApprovalView] = Field(default_factory=list)
+    attempts: list[AttemptView] = Field(default_factory=list)
+    last_outcome: str | None = None
+    run_id: str | None = None
+    status: Literal["planned", "approved", "in_flight", "dispatched", "ambiguous", "rejected", "not_sent"]
+    last_activity: str = Field(description="ISO 8601 time of the latest record for this plan.")
+
+
+@dataclass
+class _Plan:
+    plan_id: str
+    plans: list[dict[str, Any]]
+    approvals: list[dict[str, Any]]
+    attempts: dict[str, dict[str, Any]]  # attempt_id -> attempt record
+    outcomes: dict[str, dict[str, Any]]  # attempt_id -> latest outcome record
+    last_ts: str
+
+    def outcome_of(self, attempt_id: str) -> str | None:
+        rec = self.outcomes.get(attempt_id)
+        return rec.get("outcome") if rec else None
+
+    def token_used(self, token_sha256: str) -> bool:
+        return any(
+            a.get("token_sha256") == token_sha256 and self.outcome_of(aid) != "not_sent"
+            for aid, a in self.attempts.items()
+        )
+
+    def blocking(self) -> tuple[str, str | None] | None:
+        """(``already_dispatched`` | ``ambiguous_launch``, run id) when an attempt was sent."""
+        sent = [aid for aid in self.attempts if self.outcome_of(aid) not in RETRYABLE_OUTCOMES]
+        if not sent:
+            return None
+        for aid in sent:
+            if self.outcome_of(aid) in ("created", "reconciled"):
+                return "already_dispatched", self.outcomes[aid].get("run_id")
+        return "ambiguous_launch", None
+
+
+def _group(records: list[dict[str, Any]]) -> dict[str, _Plan]:
+    plans: dict[str, _Plan] = {}
+    for rec in records:
+        pid = rec.get("plan_id")
+        if not isinstance(pid, str):
+            continue
+        p = plans.setdefault(pid, _Plan(pid, [], [], {}, {}, ""))
+        p.last_ts = max(p.last_ts, str(rec.get("ts", "")))
+        event = rec["event"]
+        if event == "plan":
+            p.plans.append(rec)
+        elif event == "approval":
+            p.approvals.append(rec)
+        elif event == "attempt" and isinstance(rec.get("attempt_id"), str):
+            p.attempts[rec["attempt_id"]] = rec
+        elif event == "outcome" and rec.get("attempt_id") in p.attempts:
+            p.outcomes[rec["attempt_id"]] = rec
+    return plans
+
+
+_META = ("ts", "event", "plan_id")
+
+
+def _state(p: _Plan, now: datetime) -> LaunchState:
+    latest = p.plans[-1] if p.plans else {}
+    current_hash = latest.get("plan_hash")
+    approvals = [
+        ApprovalView(
+            approval_id=str(a.get("token_sha256", ""))[:12], channel=str(a.get("channel")), owner=a.get("owner"),
+            plan_hash=str(a.get("plan_hash")), minted_at=str(a.get("ts")), expires_at=str(a.get("expires_at")),
+            used=p.token_used(str(a.get("token_sha256"))),
+        )
+        for a in p.approvals
+    ]
+    attempts = []
+    for aid, a in p.attempts.items():
+        o = p.outcomes.get(aid, {})
+        attempts.append(AttemptView(
+            attempt_id=aid, started_at=str(a.get("ts")), channel=a.get("channel"), outcome=o.get("outcome"),
+            outcome_at=o.get("ts"), run_id=o.get("run_id"),
+            facts={k: v for k, v in o.items() if k not in (*_META, "attempt_id", "outcome", "run_id")},
+        ))
+    last_outcome = attempts[-1].outcome if attempts else None
+    blocking = p.blocking()
+    run_id = next((a.run_id for a in reversed(attempts) if a.run_id), None)
+    if blocking and blocking[0] == "already_dispatched":
+        status = "dispatched"
+    elif blocking:
+        status = "in_flight" if attempts and any(a.outcome is None for a in attempts) else "ambiguous"
+    elif any(
+        not a.used and a.plan_hash == current_hash and datetime.fromisoformat(a.expires_at) > now for a in approvals
+    ):
+        status = "approved"
+    elif last_outcome in RETRYABLE_OUTCOMES:
+        status = last_outcome
+    else:
+        status = "planned"
+    return LaunchState(
+        plan_id=p.plan_id, plan_hash=current_hash, planned_at=latest.get("ts"),
+        plan={k: v for k, v in latest.items() if k not in (*_META, "plan_hash")},
+        approvals=approvals, attempts=attempts, last_outcome=last_outcome, run_id=run_id,
+        status=status, last_activity=p.last_ts,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------------------
+
+
+def record_plan(ledger: Ledger, plan_id: str, plan_hash: str, **facts: Any) -> dict[str, Any]:
+    """Append a ``plan`` record (the facts shown to the human). Re-planning the same
+    ``plan_id`` appends another; the latest is the plan's current state. Returns the record."""
+    return ledger.append("plan", plan_id=plan_id, plan_hash=plan_hash, **facts)
+
+
+def mint(
+    ledger: Ledger, plan_id: str, plan_hash: str, channel: str, ttl_seconds: int = 900,
+    owner: str | None = None, *, now: datetime | None = None,
+) -> str:
+    """Record a human approval of ``plan_hash`` for ``plan_id`` and return its token.
+
+    Call this only from a human channel (``channel``: one of :data:`CHANNELS`), never on
+    the model's say-so. The token, ``mfc_<plan_id>_<40 hex>`` (160 random bits), is
+    returned once and never stored: the ledger keeps ``sha256(token)``, the channel, the
+    ``owner`` it was approved for (team id or ``personal``, for the record; the binding is
+    the hash, which contains the team) and ``expires_at = now + ttl_seconds`` (1..86400).
+
+    Raises ValueError for an unknown channel or a ttl out of range, and
+    ``ToolFailure(unknown_plan)`` when no plan record with this id and hash exists.
+    """
+    if channel not in CHANNELS:
+        raise ValueError(f"channel must be one of {', '.join(CHANNELS)}")
+    if not 0 < ttl_seconds <= MAX_TTL_SECONDS:
+        raise ValueError(f"ttl_seconds must be in 1..{MAX_TTL_SECONDS}")
+    now = _aware(now)
+    token = f"mfc_{plan_id}_{secrets.token_hex(20)}"
+    with ledger.locked():
+        p = _group(ledger.read()).get(plan_id)
+        if p is None or not any(r.get("plan_hash") == plan_hash for r in p.plans):
+            raise fail("unknown_plan", f"There is no plan {plan_id} with this plan hash.",
+                       "Call mf_plan_run and approve the plan_id and plan_hash it returns.")
+        ledger.append("approval", plan_id=plan_id, plan_hash=plan_hash, token_sha256=_token_sha256(token),
+                      channel=channel, owner=owner, expires_at=iso(now + timedelta(seconds=ttl_seconds)))
+    return token
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The right to send one create for a plan. Record its outcome with
+    ``record_outcome(ledger, claim.plan_id, claim.attempt_id, ...)``."""
+
+    plan_id: str
+    attempt_id: str
+    plan_hash: str
+    channel: str
+
+
+def claim_dispatch(
+    ledger: Ledger, plan_id: str, current_plan_hash: str, token: str | None, now: datetime | None = None
+) -> Claim:
+    """Check the approval and record an ``attempt``, atomically across processes.
+
+    ``current_plan_hash``: :func:`plan_hash` recomputed from the config *as it is now*.
+    Only after this returns may the caller send the create, exactly once; it must then call
+    :func:`record_outcome`. Two processes racing with the same token: exactly one wins.
+
+    Raises ``ToolFailure`` with code ``unknown_plan``, ``already_dispatched`` (run id in the
+    message when known), ``ambiguous_launch`` (``ambiguous=True``: reconcile, never re-send),
+    ``confirmation_required``, ``confirmation_invalid``, ``plan_changed``,
+    ``confirmation_expired`` or ``confirmation_used``; see the module docstring.
+    """
+    now = _aware(now)
+    with ledger.locked():
+        p = _group(ledger.read()).get(plan_id)
+        if p is None or not p.plans:
+            raise fail("unknown_plan", f"There is no plan {plan_id} in the launch ledger {ledger.path}.",
+                       "Call mf_plan_run first, then get the plan approved.")
+        blocking = p.blocking()
+        if blocking and blocking[0] == "already_dispatched":
+            run = f" as run {blocking[1]}" if blocking[1] else ""
+            raise fail("already_dispatched", f"Plan {plan_id} was already dispatched{run}; it is never sent twice.",
+                       f"Monitor it with mf_get_run{' run_id=' + blocking[1] if blocking[1] else ''}; "
+                       "to launch again, plan a new run.")
+        if blocking:
+            raise fail("ambiguous_launch",
+                       f"A dispatch of plan {plan_id} may have reached the platform (in flight, interrupted, "
+                       "or its answer was lost). It must not be sent again.",
+                       "Do not repeat the request. Reconcile first: call mf_dispatch_run with the same plan_id "
+                       "(it only reconciles) or mf_list_launches.", ambiguous=True)
+        approve = f"Ask the user to approve plan {plan_id} through a human channel (the host's approval prompt, " \
+                  f"or `model-factory approve {plan_id}` in their own terminal), then pass the confirmation it gives."
+        if not token:
+            raise fail("confirmation_required", f"Dispatching plan {plan_id} needs a confirmation from a human.",
+                       approve)
+        digest = _token_sha256(token)
+        approval = next((a for a in p.approvals
+                         if hmac.compare_digest(str(a.get("token_sha256", "")), digest)), None)
+        if approval is None:
+            raise fail("confirmation_invalid", f"That confirmation is not valid for plan {plan_id}.", approve)
+        if approval.get("plan_hash") != current_plan_hash:
+            raise fail("plan_changed",
+                       f"Plan {plan_id} changed after it was approved (config, team, GPU, volume, source, image, "
+                       "secrets, step cap or cost); the approval does not cover the new plan.",
+                       "Call mf_plan_run again and get the new plan approved.")
+        if datetime.fromisoformat(str(approval["expires_at"])) <= now:
+            raise fail("confirmation_expired", f"The confirmation for plan {plan_id} expired at "
+                       f"{approval['expires_at']}.", approve)
+        if p.token_used(digest):
+            raise fail("confirmation_used",
+                       f"That confirmation was already used by an attempt to dispatch plan {plan_id}; "
+                       "each confirmation launches once.", approve)
+        attempt_id = "att_" + uuid.uuid4().hex
+        channel = str(approval.get("channel"))
+        ledger.append("attempt", plan_id=plan_id, attempt_id=attempt_id, plan_hash=current_plan_hash,
+                      token_sha256=digest, channel=channel)
+    return Claim(plan_id=plan_id, attempt_id=attempt_id, plan_hash=current_plan_hash, channel=channel)
+
+
+def record_outcome(
+    ledger: Ledger, plan_id: str, attempt_id: str, outcome: str, run_id: str | None = None, **facts: Any
+) -> dict[str, Any]:
+    """Append the ``outcome`` of an attempt; the latest outcome of an attempt counts.
+
+    ``outcome``: ``created`` (``run_id`` required), ``rejected`` (4xx; e.g.
+    ``status_code=402``), ``not_sent`` (nothing left this machine), ``ambiguous`` (sent,
+    no answer), ``reconciled`` (an ambiguous attempt matched to ``run_id``), or
+    ``still_unknown`` (reconciliation found nothing yet). ``facts``: JSON values such as
+    ``usd_per_gpu_hour``, ``gpu_type``, ``status_code``, ``detail`` (scrubbed on write).
+
+    Raises ValueError for an unknown outcome, ``created`` without ``run_id``, or an
+    attempt id the ledger does not have for this plan.
+    """
+    if outcome not in OUTCOMES:
+        raise ValueError(f"outcome must be one of {', '.join(sorted(OUTCOMES))}")
+    if outcome == "created" and not run_id:
+        raise ValueError("outcome 'created' needs the run_id")
+    with ledger.locked():
+        p = _group(ledger.read()).get(plan_id)
+        if p is None or attempt_id not in p.attempts:
+            raise ValueError(f"no attempt {attempt_id} for plan {plan_id}")
+        return ledger.append("outcome", plan_id=plan_id, attempt_id=attempt_id, outcome=outcome,
+                             run_id=run_id, **facts)
+
+
+def launch_state(ledger: Ledger, plan_id: str, now: datetime | None = None) -> LaunchState:
+    """The folded state of one plan. Raises ``ToolFailure(unknown_plan)``."""
+    p = _group(ledger.read()).get(plan_id)
+    if p is None:
+        raise fail("unknown_plan", f"There is no plan {plan_id} in the launch ledger {ledger.path}.",
+                   "Call mf_list_launches to see known plans, or mf_plan_run to make one.")
+    return _state(p, _aware(now))
+
+
+def list_launches(ledger: Ledger, limit: int = 20, now: datetime | None = None) -> list[LaunchState]:
+    """Up to ``limit`` plans, most recently active first."""
+    now = _aware(now)
+    plans = sorted(_group(ledger.read()).values(), key=lambda p: p.last_ts, reverse=True)
+    return [_state(p, now) for p in plans[: max(limit, 0)]]

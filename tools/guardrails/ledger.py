@@ -1,0 +1,167 @@
+"""The durable launch ledger: an append-only JSONL file in the state folder.
+
+``<state>/launches.jsonl`` (state folder: ``ctx.state_path()``, default ``./.model-factory``;
+created with mode 0700 on first write, the file with 0600). One JSON object per line::
+
+    {"ts": "2025-01-01T12:00:00.000+00:00", "event": "plan" | "approval" | "attempt" | "outcome", ...}
+
+The events and their fields are defined by :mod:`tools.guardrails.confirmation`, which is
+the only intended writer. Guarantees:
+
+* **Durable**: each record is one ``write`` on an ``O_APPEND`` descriptor followed by
+  ``os.fsync`` (and an fsync of the folder when the file is created), so a record that
+  :meth:`Ledger.append` returned from survives a crash or power loss.
+* **Scrubbed**: records pass through the :class:`~tools.guardrails.secrets.Scrubber` before
+  they are written, so no known secret value reaches the disk.
+* **Serialised**: :meth:`Ledger.locked` is a cross-process lock (``filelock``, a
+  ``launches.jsonl.lock`` file next to the ledger). Hold it around any read-check-append
+  sequence; :meth:`append` takes it too (it is re-entrant within a thread).
+* **Crash tolerant**: a crash mid-write leaves a torn last line. :meth:`read` skips lines
+  that are not complete JSON objects, and the next append starts on a fresh line. A torn
+  record never describes something that happened: its writer died before going on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from filelock import FileLock, Timeout
+
+from tools.errors import fail
+
+if TYPE_CHECKING:
+    from tools.context import Context
+    from tools.guardrails.secrets import Scrubber
+
+LEDGER_FILE = "launches.jsonl"
+
+
+def utc_now() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(timezone.utc)
+
+
+def iso(ts: datetime) -> str:
+    """``ts`` as ISO 8601 with milliseconds and offset (naive datetimes are taken as UTC)."""
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=timezone.utc)
+    return ts.astimezone(timezone.utc).isoformat(timespec="milliseconds")
+
+
+class Ledger:
+    """Append-only JSONL ledger at ``state_dir / "launches.jsonl"``.
+
+    Args:
+        state_dir: the state folder (created 0700 on the first write, not before).
+        scrubber: applied to every record before it is written (``None``: not scrubbed;
+            tools should pass ``ctx.scrubber``, see :meth:`for_context`).
+        lock_timeout: seconds to wait for the cross-process lock before failing with
+            ``ToolFailure(ledger_busy)`` (retryable).
+    """
+
+    def __init__(self, state_dir: str | os.PathLike[str], scrubber: Scrubber | None = None,
+                 *, lock_timeout: float = 30.0) -> None:
+        self.state_dir = Path(state_dir)
+        self.path = self.state_dir / LEDGER_FILE
+        self.scrubber = scrubber
+        self._lock = FileLock(str(self.path) + ".lock", timeout=lock_timeout, mode=0o600)
+
+    @classmethod
+    def for_context(cls, ctx: Context) -> Ledger:
+        """The ledger of a tool context: ``ctx.state_path()``, scrubbed with ``ctx.scrubber``."""
+        return cls(ctx.state_path(), ctx.scrubber)
+
+    def _ensure_dir(self) -> None:
+        if not self.state_dir.is_dir():
+            self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+    @contextmanager
+    def locked(self) -> Iterator[Ledger]:
+        """Hold the cross-process lock (re-entrant in one thread). Creates the state folder.
+
+        Raises ``ToolFailure(ledger_busy)`` after ``lock_timeout`` seconds.
+        """
+        self._ensure_dir()
+        try:
+            self._lock.acquire()
+        except Timeout:
+            raise fail(
+                "ledger_busy",
+                f"The launch ledger {self.path} is locked by another process.",
+                "Wait a few seconds and retry; if it persists, check for a stuck model-factory process.",
+                retryable=True,
+            ) from None
+        try:
+            yield self
+        finally:
+            self._lock.release()
+
+    def append(self, event: str, **fields: Any) -> dict[str, Any]:
+        """Append ``{"ts": now, "event": event, **fields}`` (scrubbed) and fsync it.
+
+        ``fields`` must be JSON-serialisable (other objects are written as ``str(obj)``) and
+        may not be named ``ts`` or ``event``. Returns the record as written.
+        """
+        if "ts" in fields or "event" in fields:
+            raise ValueError("'ts' and 'event' are set by the ledger")
+        with self.locked():
+            record: dict[str, Any] = {"ts": iso(utc_now()), "event": event, **fields}
+            if self.scrubber is not None:
+                record = self.scrubber.scrub_obj(record)
+            data = (json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode()
+            created = not self.path.exists()
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    data = b"\n" + data  # close a torn line left by a crash
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            if created:
+                _fsync_dir(self.state_dir)
+        return record
+
+    def read(self) -> list[dict[str, Any]]:
+        """All complete records, oldest first (``[]`` when the file does not exist).
+
+        Lines that are not a JSON object with an ``event`` (a torn write) are skipped.
+        Reading does not lock; hold :meth:`locked` when the answer decides a write.
+        """
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        records = []
+        for line in data.split(b"\n"):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and isinstance(record.get("event"), str):
+                records.append(record)
+        return records
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

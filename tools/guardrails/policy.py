@@ -1,0 +1,191 @@
+"""A human-written budget policy that can pre-authorize plans within limits.
+
+The file is TOML at ``$MODEL_FACTORY_POLICY``, else ``~/.config/model-factory/policy.toml``::
+
+    max_usd_per_run = 25.0             # required: compared with the plan's HIGH cost estimate
+    max_gpus = 8                       # optional limits from here on
+    allowed_gpu_types = ["H100_80GB", "H200_141GB"]
+    allowed_models = ["Qwen/Qwen3-*"]  # shell-style wildcards
+    max_steps = 500
+    max_concurrent_runs = 2            # queued or running runs of the owner, this one included
+    owners = ["personal", "cteam0000000000000000000001"]
+
+Why it must live outside the project folder: the agent edits files in the project (configs,
+the state folder). A policy it could write would be an approval it could give itself. So a
+policy inside a folder the caller names as agent-writable (the project, the state folder),
+or writable by group/others, is refused. (An agent with write access to the user's home can
+still edit it; this keeps honest mistakes and casual self-approval out, not a determined
+adversary with the same file permissions as the user.)
+
+A policy that is missing or malformed authorizes nothing and says why. Every check fails
+closed: an unknown fact (cost, GPU count, ...) that a limit needs is a denial.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tomllib
+from collections.abc import Iterable, Mapping
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+POLICY_ENV = "MODEL_FACTORY_POLICY"
+
+
+class PolicyLimits(BaseModel):
+    """The limits in a policy file (unknown keys and loose types are errors, so a typo
+    cannot silently drop a limit)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    max_usd_per_run: float = Field(ge=0, description="USD; the plan's high cost estimate must be at most this.")
+    max_gpus: int | None = Field(default=None, ge=1, description="GPUs per run.")
+    allowed_gpu_types: list[str] | None = Field(default=None, description="Exact GPU type names, e.g. H100_80GB.")
+    allowed_models: list[str] | None = Field(default=None, description="Model names; shell wildcards allowed.")
+    max_steps: int | None = Field(default=None, ge=1, description="Training steps per run.")
+    max_concurrent_runs: int | None = Field(default=None, ge=0, description="Active runs of the owner incl. this one.")
+    owners: list[str] | None = Field(default=None, description="Team ids, or 'personal' for the personal account.")
+
+
+class Policy(BaseModel):
+    """A loaded policy: ``limits`` when usable, else ``error`` says why it authorizes nothing."""
+
+    path: Path
+    limits: PolicyLimits | None = None
+    error: str | None = None
+    sha256: str | None = Field(default=None, description="Hex sha256 of the file bytes, for the approval record.")
+
+
+class PlanFacts(BaseModel):
+    """What a policy judges about one plan. ``None`` means unknown (and fails any limit
+    that needs it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    usd_high: float | None = Field(default=None, description="High cost estimate of the run, USD.")
+    gpu_count: int | None = None
+    gpu_type: str | None = None
+    model: str | None = Field(default=None, description="Model name, e.g. Qwen/Qwen3-4B.")
+    steps: int | None = Field(default=None, description="Step cap of the run (max_steps).")
+    owner: str | None = Field(default=None, description="Team id, or 'personal'.")
+    active_runs: int | None = Field(default=None, description="Queued or running runs of the owner now, excluding this one.")
+
+
+class PolicyDecision(BaseModel):
+    """``allowed``: the plan may be approved on the ``policy`` channel without asking.
+    ``reasons``: every failed check when denied; every passed check when allowed."""
+
+    allowed: bool
+    reasons: list[str]
+    policy_path: str | None = None
+    policy_sha256: str | None = None
+
+
+def policy_path(env: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
+    """``$MODEL_FACTORY_POLICY`` (``~`` expanded) if set and non-blank, else
+    ``<home>/.config/model-factory/policy.toml``."""
+    env = os.environ if env is None else env
+    configured = (env.get(POLICY_ENV) or "").strip()
+    if configured:
+        return Path(configured).expanduser()
+    return (home or Path.home()) / ".config" / "model-factory" / "policy.toml"
+
+
+def load_policy(
+    path: str | Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+    agent_writable: Iterable[str | Path] = (),
+) -> Policy:
+    """Read and check the policy file (default :func:`policy_path`). Never raises for a
+    bad file: the returned :class:`Policy` carries ``error`` instead.
+
+    ``agent_writable``: folders the agent writes to (pass ``ctx.cwd`` and
+    ``ctx.state_path()``); a policy inside one of them is refused.
+    """
+    p = Path(path) if path is not None else policy_path(env, home)
+    resolved = p.resolve()
+    for folder in agent_writable:
+        if resolved.is_relative_to(Path(folder).resolve()):
+            return Policy(path=p, error=f"The policy {p} is inside {folder}, a folder the agent writes to; "
+                                        "move it to ~/.config/model-factory/policy.toml.")
+    try:
+        data = p.read_bytes()
+        mode = p.stat().st_mode
+    except FileNotFoundError:
+        return Policy(path=p, error=f"No budget policy at {p}; nothing is pre-authorized.")
+    except OSError as exc:
+        return Policy(path=p, error=f"The policy {p} cannot be read: {exc.strerror}.")
+    digest = hashlib.sha256(data).hexdigest()
+    if os.name == "posix" and mode & 0o022:
+        return Policy(path=p, sha256=digest, error=f"The policy {p} is writable by group or others; "
+                                                   f"make it private (chmod 600 {p}).")
+    try:
+        raw = tomllib.loads(data.decode("utf-8"))
+        limits = PolicyLimits.model_validate(raw)
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return Policy(path=p, sha256=digest, error=f"The policy {p} is not valid TOML: {exc}.")
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(x) for x in e['loc']) or '(file)'}: {e['msg']}" for e in exc.errors()
+        )
+        return Policy(path=p, sha256=digest, error=f"The policy {p} is malformed: {problems}.")
+    return Policy(path=p, limits=limits, sha256=digest)
+
+
+def evaluate(policy: Policy, facts: PlanFacts) -> PolicyDecision:
+    """Judge ``facts`` against ``policy``. Denied when the policy has an ``error`` or any
+    limit fails; a limit whose fact is unknown fails. Pure: no I/O."""
+    def decision(allowed: bool, reasons: list[str]) -> PolicyDecision:
+        return PolicyDecision(allowed=allowed, reasons=reasons, policy_path=str(policy.path),
+                              policy_sha256=policy.sha256)
+
+    if policy.limits is None:
+        return decision(False, [policy.error or f"The policy {policy.path} has no limits."])
+    lim = policy.limits
+    passed: list[str] = []
+    failed: list[str] = []
+
+    def check(ok: bool, good: str, bad: str) -> None:
+        (passed if ok else failed).append(good if ok else bad)
+
+    if facts.usd_high is None:
+        failed.append("The cost of the run is unknown, so the policy cannot cover it.")
+    else:
+        check(facts.usd_high <= lim.max_usd_per_run,
+              f"high cost estimate ${facts.usd_high:.2f} <= max_usd_per_run ${lim.max_usd_per_run:.2f}",
+              f"high cost estimate ${facts.usd_high:.2f} exceeds max_usd_per_run ${lim.max_usd_per_run:.2f}")
+    if lim.max_gpus is not None:
+        if facts.gpu_count is None:
+            failed.append("GPU count is unknown; the policy limits max_gpus.")
+        else:
+            check(facts.gpu_count <= lim.max_gpus, f"{facts.gpu_count} GPUs <= max_gpus {lim.max_gpus}",
+                  f"{facts.gpu_count} GPUs exceeds max_gpus {lim.max_gpus}")
+    if lim.allowed_gpu_types is not None:
+        check(facts.gpu_type in lim.allowed_gpu_types, f"GPU type {facts.gpu_type} is allowed",
+              f"GPU type {facts.gpu_type or '(unknown)'} is not in allowed_gpu_types")
+    if lim.allowed_models is not None:
+        ok = facts.model is not None and any(fnmatchcase(facts.model, pat) for pat in lim.allowed_models)
+        check(ok, f"model {facts.model} is allowed", f"model {facts.model or '(unknown)'} is not in allowed_models")
+    if lim.max_steps is not None:
+        if facts.steps is None:
+            failed.append("The step cap is unknown; the policy limits max_steps.")
+        else:
+            check(facts.steps <= lim.max_steps, f"{facts.steps} steps <= max_steps {lim.max_steps}",
+                  f"{facts.steps} steps exceeds max_steps {lim.max_steps}")
+    if lim.max_concurrent_runs is not None:
+        if facts.active_runs is None:
+            failed.append("The number of active runs is unknown; the policy limits max_concurrent_runs.")
+        else:
+            total = facts.active_runs + 1
+            check(total <= lim.max_concurrent_runs,
+                  f"{total} active runs with this one <= max_concurrent_runs {lim.max_concurrent_runs}",
+                  f"{total} active runs with this one exceeds max_concurrent_runs {lim.max_concurrent_runs}")
+    if lim.owners is not None:
+        check(facts.owner in lim.owners, f"owner {facts.owner} is allowed",
+              f"owner {facts.owner or '(unknown)'} is not in owners")
+    return decision(not failed, failed or passed)
