@@ -1,1 +1,62 @@
-"""Model Factory HTTP API: settings, httpx clients, wire models, errors."""
+"""Model Factory HTTP API: settings, httpx clients, wire models, errors.
+
+- :mod:`tools.platform.settings` - :func:`resolve_settings` -> :class:`Settings` (read-only,
+  ``prime`` 0.18.0 precedence).
+- :mod:`tools.platform.client` - :class:`PlatformClient` (``{base}/api/v1``) and
+  :class:`TracesClient` (``{traces_url}/api/v1``), with :class:`RetryPolicy`.
+- :mod:`tools.platform.wire` - pydantic wire models and the request-body builders
+  (:func:`build_create_body`, :func:`build_prepare_body`).
+- :mod:`tools.platform.errors` - the typed error set.
+
+Imports nothing from ``tools`` outside ``tools.platform``. Importing this package is
+cheap: the client module (httpx, tenacity) loads on first attribute access.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tools.platform.errors import (
+    Ambiguous,
+    Conflict,
+    CredentialsMissing,
+    Forbidden,
+    InvalidRequest,
+    NotFound,
+    PaymentRequired,
+    PlatformError,
+    RateLimited,
+    Unauthorized,
+    Unavailable,
+)
+from tools.platform.settings import Settings, resolve_settings
+
+if TYPE_CHECKING:
+    from tools.platform.client import PlatformClient, RetryPolicy, TracesClient
+
+__all__ = [
+    "Ambiguous",
+    "Conflict",
+    "CredentialsMissing",
+    "Forbidden",
+    "InvalidRequest",
+    "NotFound",
+    "PaymentRequired",
+    "PlatformClient",
+    "PlatformError",
+    "RateLimited",
+    "RetryPolicy",
+    "Settings",
+    "TracesClient",
+    "Unauthorized",
+    "Unavailable",
+    "resolve_settings",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("PlatformClient", "TracesClient", "RetryPolicy"):
+        from tools.platform import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module 'tools.platform' has no attribute {name!r}")

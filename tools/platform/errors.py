@@ -34,6 +34,9 @@ class PlatformError(Exception):
         ambiguous: ``True`` when the request may have taken effect on the server.
         retry_after: seconds the server asked us to wait (``Retry-After``), if any.
         field_errors: ``(dotted location, message)`` pairs from a 422 body.
+        service_code: the service's own error code when it sent one (traces host envelope
+            ``{"error": {"code": ...}}``, e.g. ``run_not_found``, ``trace_not_indexed``).
+        endpoint: ``"METHOD /path"`` of the failed request (no query, no host), if known.
     """
 
     code = "platform_error"
@@ -47,12 +50,16 @@ class PlatformError(Exception):
         status: int | None = None,
         retry_after: float | None = None,
         field_errors: list[tuple[str, str]] | None = None,
+        service_code: str | None = None,
+        endpoint: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
         self.retry_after = retry_after
         self.field_errors = field_errors or []
+        self.service_code = service_code
+        self.endpoint = endpoint
 
 
 class CredentialsMissing(PlatformError):
@@ -114,7 +121,11 @@ class Unavailable(PlatformError):
 
 
 class InvalidRequest(PlatformError):
-    """HTTP 400/405/422 (and unmapped 4xx), or a response that is not the documented shape."""
+    """HTTP 400/405/422 (and unmapped 4xx), or a response that is not the documented shape.
+
+    Also raised without sending anything when an argument cannot be put on the wire (an
+    empty id, a traces id containing ``/``).
+    """
 
     code = "invalid_request"
 
