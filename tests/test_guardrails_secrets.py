@@ -416,6 +416,16 @@ def test_scrubber_from_context_collects_env_and_config_key():
     assert "/home/someone/.ssh/id_rsa" in out and "/home/someone/canary-not-secret" in out
 
 
+def test_scrubber_from_context_reads_the_prime_config_file_key_too(tmp_path):
+    (tmp_path / ".prime").mkdir()
+    (tmp_path / ".prime" / "config.json").write_text('{"api_key": "canary-config-file-key"}')
+    ctx = Context(env={"PRIME_API_KEY": "canary-env-launch-key"}, home=tmp_path)
+    assert ctx.scrubber.scrub_text("canary-config-file-key canary-env-launch-key") == \
+        "[REDACTED:PRIME_API_KEY] [REDACTED:PRIME_API_KEY]"
+    assert Context(env={}, home=tmp_path).scrubber.scrub_text("canary-config-file-key") == \
+        "[REDACTED:PRIME_API_KEY]"
+
+
 def test_scrubber_from_context_survives_unresolvable_settings(tmp_path):
     class Broken(Context):
         @property

@@ -434,15 +434,19 @@ class Scrubber:
     @classmethod
     def from_context(cls, ctx: Context) -> Scrubber:
         """Collect the secrets a context can reach: ``PRIME_API_KEY`` (environment, and the
-        key from the prime config file via ``ctx.settings``, skipped if settings cannot be
+        key of the prime config file / active context, skipped if settings cannot be
         resolved), and every variable of ``ctx.env`` whose name contains KEY, TOKEN, SECRET,
         PASSWORD, PASSWD or CREDENTIAL or ends in ``_PAT`` (except ``*_PATH``/``*_FILE``/
         ``*_DIR``, which hold paths). Add env files with :meth:`add_env_file`."""
         scrubber = cls()
         scrubber.add(LAUNCH_KEY, ctx.env.get(LAUNCH_KEY) or "")
         try:
-            key = ctx.settings.api_key
-            scrubber.add(LAUNCH_KEY, key.get_secret_value() if hasattr(key, "get_secret_value") else str(key or ""))
+            scrubber.add(LAUNCH_KEY, _plain(ctx.settings.api_key))
+            if ctx.env.get(LAUNCH_KEY):  # the env key hides the file's key in settings: read it too
+                from tools.platform.settings import resolve_settings
+
+                file_env = {k: v for k, v in ctx.env.items() if k != LAUNCH_KEY}
+                scrubber.add(LAUNCH_KEY, _plain(resolve_settings(env=file_env, home=ctx.home).api_key))
         except Exception:  # noqa: BLE001 - a broken config file must not break scrubbing
             pass
         for name, value in ctx.env.items():
@@ -555,6 +559,11 @@ class Scrubber:
             for name in [n for n in copy.model_extra if self.scrub_text(n) != n]:
                 del copy.model_extra[name]
         return copy
+
+
+def _plain(key: Any) -> str:
+    """The text of a ``SecretStr`` (or plain string / None)."""
+    return key.get_secret_value() if hasattr(key, "get_secret_value") else str(key or "")
 
 
 def _raw_values(p: Path) -> list[tuple[str, str]]:
