@@ -1,0 +1,37 @@
+"""The local Model Factory emulator: the platform's HTTP API and the traces host on loopback.
+
+It serves the routes ``prime`` 0.18.0 uses (see ``reference/prime-api.md`` §2), with
+in-memory accounts and runs on a simulated clock that can run fast, scenarios (failure,
+stall, crash-looping env server, endless queue, a secret-echo canary) and fault injection
+(status codes, delays, cut connections, a create that commits and then times out).
+
+Use :class:`EmulatorServer` in-process (tests, the demo) or :func:`serve` in the foreground
+(``model-factory emulator``). It imports nothing from ``tools``: it is the other side of
+the wire.
+"""
+
+from .app import create_app
+from .faults import KINDS as FAULT_KINDS
+from .faults import FaultInjector, FaultRule
+from .scenarios import SCENARIOS
+from .seed import (
+    DEFAULT_API_KEY,
+    DEFAULT_SPEED,
+    DEFAULT_USER_ID,
+    DEMO_SPEED,
+    OTHER_API_KEY,
+    OTHER_USER_ID,
+    TEAM_EVALS_ID,
+    TEAM_RESEARCH_ID,
+    Seed,
+    default_seed,
+)
+from .server import EmulatorServer, serve
+from .simulator import SimRun, Timing, TraceShape
+from .state import EmulatorState
+
+__all__ = [
+    "DEFAULT_API_KEY", "DEFAULT_SPEED", "DEFAULT_USER_ID", "DEMO_SPEED", "FAULT_KINDS", "OTHER_API_KEY",
+    "OTHER_USER_ID", "SCENARIOS", "TEAM_EVALS_ID", "TEAM_RESEARCH_ID", "EmulatorServer", "EmulatorState",
+    "FaultInjector", "FaultRule", "Seed", "SimRun", "Timing", "TraceShape", "create_app", "default_seed", "serve",
+]

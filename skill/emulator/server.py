@@ -1,0 +1,107 @@
+"""Serving the emulator: :class:`EmulatorServer` (background thread) and :func:`serve` (blocking)."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import threading
+import time
+from typing import Any
+
+import uvicorn
+
+from .app import create_app
+from .faults import FaultInjector
+from .seed import DEFAULT_API_KEY, DEFAULT_SPEED
+from .state import EmulatorState
+
+
+def _config(app: Any, host: str, port: int) -> uvicorn.Config:
+    return uvicorn.Config(app, host=host, port=port, http="h11", lifespan="off", access_log=False,
+                          log_level="warning", server_header=False, date_header=False,
+                          timeout_graceful_shutdown=1)
+
+
+class EmulatorServer:
+    """The emulator on real HTTP, served by uvicorn in a daemon thread; a context manager.
+
+    ``EmulatorServer(speed=200.0)`` listens on a free loopback port. Attributes:
+    ``base_url`` (``http://127.0.0.1:PORT``, no ``/api/v1``; use it for both
+    ``PRIME_API_BASE_URL`` and ``PRIME_TRACES_URL``), ``api_key`` (the default user's key),
+    ``state`` (:class:`~skill.emulator.state.EmulatorState`, for set-up and assertions) and
+    ``faults`` (:class:`~skill.emulator.faults.FaultInjector`).
+
+    Keyword arguments other than ``speed``/``host``/``port`` go to
+    :class:`~skill.emulator.state.EmulatorState` (``seed``, ``timing``, ``shape``,
+    ``prepare_submission_supported``, ``prepare_available``, ``rng_seed``).
+    """
+
+    def __init__(self, speed: float = DEFAULT_SPEED, host: str = "127.0.0.1", port: int = 0,
+                 **state_options: Any) -> None:
+        self.state = EmulatorState(speed, **state_options)
+        self.faults = FaultInjector()
+        self.app = create_app(self.state, self.faults)
+        self.host = host
+        self.api_key = DEFAULT_API_KEY
+        self._sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind((host, port))
+        self.port: int = self._sock.getsockname()[1]
+        self._server = uvicorn.Server(_config(self.app, host, self.port))
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        """``http://HOST:PORT`` (no ``/api/v1``)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def start(self, timeout: float = 10.0) -> EmulatorServer:
+        """Start serving; returns once the server accepts connections."""
+        if self._thread is not None:
+            return self
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
+                                        name=f"emulator-{self.port}", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the emulator did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop serving and wait for the thread (in-flight slow requests are cut)."""
+        if self._thread is None:
+            self._sock.close()
+            return
+        self._server.should_exit = True
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            self._server.force_exit = True
+            self._thread.join(timeout)
+        self._sock.close()
+        self._thread = None
+
+    def __enter__(self) -> EmulatorServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.stop()
+
+
+def serve(host: str = "127.0.0.1", port: int = 8765, speed: float | None = None, **state_options: Any) -> None:
+    """Serve the emulator in the foreground until interrupted (``model-factory emulator``).
+
+    Prints the base URL, the API key and the environment to point ``prime`` or the tools
+    at it. ``speed`` None means real time (1.0).
+    """
+    state = EmulatorState(DEFAULT_SPEED if speed is None else speed, **state_options)
+    app = create_app(state, FaultInjector())
+    shown = f"[{host}]" if ":" in host else host
+    base = f"http://{shown}:{port}"
+    print(f"Model Factory emulator on {base} (clock speed {state.clock.speed}x)\n"
+          f"  export PRIME_API_BASE_URL={base} PRIME_TRACES_URL={base} PRIME_API_KEY={DEFAULT_API_KEY} "
+          f"PRIME_DISABLE_VERSION_CHECK=1\n"
+          f"  admin: {base}/_emulator/state (loopback clients only). Ctrl-C stops.", file=sys.stderr, flush=True)
+    uvicorn.Server(_config(app, host, port)).run()

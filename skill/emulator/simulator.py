@@ -1,0 +1,635 @@
+"""One simulated run: its timeline, and everything observable about it at a simulated time.
+
+A run is advanced lazily: :meth:`SimRun.advance` applies every event (start, step, failure,
+completion, ...) whose time has come, in time order, appending metrics, log lines,
+checkpoints and traces as it goes. No background thread is involved; callers advance a run
+before reading it or changing it.
+
+Default timeline (simulated seconds, see :class:`Timing`): QUEUED 60 s (``runsAhead``,
+``queueReason``), RUNNING start-up 90 s (pods, no steps), then one step every 30 s, then a
+10 s finalize (final checkpoint) before COMPLETED.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .configs import RunSpec
+from .content import hex_id, histogram, metrics_record, reward_mean, rng, rollout_text, trace_document
+from .errors import ApiError
+from .logs import LogLine, make_line, query_logs
+from .traces import EpisodeRecord, TraceRecord, TraceStore
+
+TERMINAL = frozenset({"COMPLETED", "FAILED", "STOPPED", "PAUSED"})
+MAX_PERIODIC_EVENTS = 500
+
+
+@dataclass
+class Timing:
+    """Durations of the simulated timeline, in simulated seconds."""
+
+    queue_seconds: float = 60.0
+    startup_seconds: float = 90.0
+    step_seconds: float = 30.0
+    finalize_seconds: float = 10.0
+    pause_seconds: float = 20.0
+    checkpoint_upload_seconds: float = 15.0
+    trace_ingest_seconds: float = 2.0
+    volume_ready_seconds: float = 20.0
+
+
+@dataclass
+class TraceShape:
+    """How many traces a step uploads, and how often eval traces appear."""
+
+    episodes_per_step: int = 4
+    traces_per_episode: int = 4
+    #: Eval every this many steps when the config has no ``eval.interval`` (0: never).
+    eval_interval: int = 5
+    eval_episodes: int = 4
+    max_traces_per_run: int = 20000
+
+
+@dataclass
+class Checkpoint:
+    """A checkpoint: READY once its upload time has passed."""
+
+    id: str
+    step: int
+    created_at: float
+    upload_seconds: float
+    size_bytes: int
+
+    def status(self, now: float) -> str:
+        """``UPLOADING`` until the upload finishes, then ``READY``."""
+        return "READY" if now >= self.created_at + self.upload_seconds else "UPLOADING"
+
+
+@dataclass
+class RunPlacement:
+    """Where and how a run was placed: owner, GPU type and price, volume, image pins."""
+
+    user_id: str
+    team_id: str | None
+    gpu_type: str
+    on_demand: bool
+    price_per_gpu_hour: float | None
+    cluster_id: str
+    volume_name: str | None = None
+    image_tag: str | None = None
+    source_commit: str | None = None
+
+
+@dataclass
+class SimRun:
+    """A simulated Hosted Training run (``kind`` DEDICATED_FULL_FT)."""
+
+    id: str
+    name: str | None
+    config: dict[str, Any]
+    spec: RunSpec
+    placement: RunPlacement
+    created_at: float
+    timing: Timing
+    shape: TraceShape
+    store: TraceStore
+    iso: Callable[[float], str]
+    wandb_api_key: str | None = None
+    scenarios: dict[str, dict[str, Any]] = field(default_factory=dict)
+    step_offset: int = 0
+    resumed_from: str | None = None
+
+    status: str = "QUEUED"
+    phase: str = "queued"
+    phase_since: float = 0.0
+    started_at: float | None = None
+    completed_at: float | None = None
+    updated_at: float = 0.0
+    current_step: int = 0
+    last_step_t: float = 0.0
+    attempt: int = 0
+    metrics: list[dict[str, Any]] = field(default_factory=list)
+    step_times: dict[int, float] = field(default_factory=dict)
+    logs: list[LogLine] = field(default_factory=list)
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    env_status: dict[str, str] = field(default_factory=dict)
+    error_message: str | None = None
+    failure_analysis: dict[str, Any] | None = None
+    notice: str | None = None
+    deleted: bool = False
+    crashed: bool = False
+    periodic_count: int = 0
+    last_periodic: float = 0.0
+    trace_count: int = 0
+
+    def __post_init__(self) -> None:
+        self.phase_since = self.updated_at = self.created_at
+        self.current_step = self.step_offset
+
+    # -- derived facts -----------------------------------------------------------------
+    @property
+    def sft(self) -> bool:
+        """Whether this is an SFT run (``loss == "sft"``)."""
+        return self.spec.loss == "sft"
+
+    @property
+    def primary(self) -> str:
+        """The component whose logs ``/logs`` serves without ``component``."""
+        return "trainer" if self.sft else "orchestrator"
+
+    @property
+    def env_names(self) -> list[str]:
+        """Env-server names: training environments, then eval-only ones."""
+        names = list(self.spec.env_names)
+        names += [e for e in self.spec.eval_env_names if e not in names]
+        return names
+
+    @property
+    def eval_interval(self) -> int:
+        """Steps between eval trace uploads (0 = none)."""
+        if self.spec.eval_interval:
+            return self.spec.eval_interval
+        return 0 if self.sft and not self.spec.eval_env_names else self.shape.eval_interval
+
+    @property
+    def samples_steps(self) -> list[int]:
+        """Steps with rollout samples: every 5th, and the last of a finished run."""
+        steps = [k for k in self.step_times if k % 5 == 0]
+        if self.spec.max_steps and self.spec.max_steps in self.step_times and self.spec.max_steps not in steps:
+            steps.append(self.spec.max_steps)
+        return sorted(steps) if not self.sft else []
+
+    @property
+    def distribution_steps(self) -> list[int]:
+        """Steps with distributions: the sample steps and the latest step."""
+        steps = list(self.samples_steps)
+        if self.step_times and not self.sft:
+            latest = max(self.step_times)
+            if latest not in steps:
+                steps.append(latest)
+        return steps
+
+    def _line(self, t: float, component: str, level: str, message: str, **kw: Any) -> None:
+        self.logs.append(make_line(t, self.iso(t), component, level, message, **kw))
+
+    # -- the timeline ------------------------------------------------------------------
+    def advance(self, now: float) -> None:
+        """Apply every event due at or before simulated time ``now``."""
+        while True:
+            event = self._next_event()
+            if event is None or event[0] > now:
+                return
+            when, action = event
+            action(when)
+            self.updated_at = max(self.updated_at, when)
+
+    def _next_event(self) -> tuple[float, Callable[[float], None]] | None:
+        tm = self.timing
+        if self.phase == "queued":
+            if "stay_queued" in self.scenarios:
+                return None
+            return self.phase_since + tm.queue_seconds, self._start
+        if self.phase == "starting":
+            return self.phase_since + tm.startup_seconds, self._begin_steps
+        if self.phase == "stepping":
+            fail = self.scenarios.get("fail")
+            if fail and self.current_step + 1 >= fail["at_step"]:
+                return self.last_step_t + 0.6 * tm.step_seconds, self._fail
+            crash = self.scenarios.get("crash_loop")
+            if crash and self.current_step >= crash["at_step"]:
+                if not self.crashed:
+                    return self.last_step_t + 0.5 * tm.step_seconds, self._crash
+                if self.periodic_count >= MAX_PERIODIC_EVENTS:
+                    return None
+                return self.last_periodic + 30.0, self._crash_tick
+            stall = self.scenarios.get("stall")
+            if stall and self.current_step >= stall["at_step"]:
+                return None
+            return self.last_step_t + tm.step_seconds, self._step
+        if self.phase == "finalizing":
+            return self.phase_since + tm.finalize_seconds, self._complete
+        if self.phase == "pausing":
+            return self.phase_since + tm.pause_seconds, self._paused
+        return None
+
+    def _enter(self, phase: str, t: float, status: str | None = None) -> None:
+        self.phase, self.phase_since = phase, t
+        if status:
+            self.status = status
+        self.updated_at = t
+
+    def _start(self, t: float) -> None:
+        self._enter("starting", t, "RUNNING")
+        self.started_at = t
+        base, gpus = self.spec.base_model, self.spec.gpu_count
+        for env in self.env_names:
+            self.env_status[env] = "Pending"
+        tick = iter(i * 0.01 for i in range(1000))
+        if not self.sft:
+            self._line(t + next(tick), "orchestrator", "INFO", f"Starting orchestrator for run {self.id} (prime-rl)")
+            self._line(t + next(tick), "orchestrator", "INFO",
+                       f"Loading environments: {', '.join(self.spec.env_names) or '-'}")
+            self._line(t + next(tick), "orchestrator", "INFO", "Waiting for inference server at http://inference:8000")
+        self._line(t + next(tick), "trainer", "INFO", f"Loading model {base} ({gpus} GPUs in this run)",
+                   prefix="[rank0]: ")
+        if "echo_wandb_key" in self.scenarios:
+            key = self.wandb_api_key or "<none forwarded>"
+            self._line(t + next(tick), "trainer", "INFO", f"wandb: logging in with api key {key}", prefix="[rank0]: ")
+        if self.spec.wandb_project:
+            self._line(t + next(tick), "trainer", "INFO", f"wandb: syncing to project {self.spec.wandb_project}",
+                       prefix="[rank0]: ")
+        if not self.sft or self.spec.eval_env_names:
+            self._line(t + next(tick), "inference", "INFO", f"Starting vLLM engine for {base}")
+            self._line(t + next(tick), "inference", "WARNING",
+                       "max_num_seqs not set; defaulting to 256 concurrent sequences")
+        for env in self.env_names:
+            self._line(t + next(tick), "env-server", "INFO", f"Starting environment server {env}", env_name=env)
+
+    def _begin_steps(self, t: float) -> None:
+        self._enter("stepping", t)
+        self.last_step_t = t
+        for env in self.env_names:
+            self.env_status[env] = "Running"
+        tick = iter(i * 0.01 for i in range(1000))
+        if not self.sft or self.spec.eval_env_names:
+            self._line(t + next(tick), "inference", "INFO", "Uvicorn running on http://0.0.0.0:8000")
+        for env in self.env_names:
+            self._line(t + next(tick), "env-server", "INFO", f"Environment server {env} listening on :8000",
+                       env_name=env)
+        if not self.sft:
+            self._line(t + next(tick), "orchestrator", "INFO", "Inference server ready; starting rollouts")
+        if self.current_step:
+            self._line(t + next(tick), self.primary, "INFO", f"Resuming from checkpoint at step {self.current_step}")
+
+    def _step(self, t: float) -> None:
+        k = self.current_step + 1
+        self.current_step, self.last_step_t = k, t
+        self.step_times[k] = t
+        spec, tm = self.spec, self.timing
+        record = metrics_record(self.id, k, spec.max_steps, sft=self.sft, timestamp=self.iso(t),
+                                step_seconds=tm.step_seconds, batch_size=spec.batch_size,
+                                learning_rate=spec.learning_rate)
+        self.metrics = [m for m in self.metrics if m["step"] != k] + [record]
+        tick = iter(i * 0.01 for i in range(1000))
+        total = spec.max_steps or "?"
+        if not self.sft:
+            for env in self.spec.env_names:
+                self._line(t + next(tick), "env-server", "INFO",
+                           f"Served {spec.batch_size or 64} rollouts for step {k}", env_name=env)
+            self._line(t + next(tick), "inference", "INFO",
+                       f"Avg prompt throughput: {record['throughput/tokens_per_sec'] / 3:.1f} tokens/s, "
+                       f"Avg generation throughput: {record['throughput/tokens_per_sec']:.1f} tokens/s")
+            if k % 9 == 0:
+                self._line(t + next(tick), "inference", "WARNING", "KV cache usage 93%; preempting 4 requests")
+            self._line(t + next(tick), "orchestrator", "INFO",
+                       f"Step {k}/{total} | reward {record['reward/all/mean']:.4f} | "
+                       f"seq_len {record['seq_len/mean']:.0f} | {record['time/step_seconds']:.1f}s")
+            self._line(t + next(tick), "orchestrator", "INFO", f"{round(100 * k / (spec.max_steps or k))}%",
+                       kind="progress")
+            if k % 7 == 0:
+                self._line(t + next(tick), "orchestrator", "WARNING",
+                           f"Slow rollout batch at step {k}: 3 rollouts exceeded 30s")
+        self._line(t + next(tick), "trainer", "INFO",
+                   f"Step {k}/{total} | loss {record['loss']:.4f} | entropy {record['entropy']:.4f} | "
+                   f"grad_norm {record['grad_norm']:.4f}", prefix="[rank0]: ")
+        if k % 10 == 0:
+            self._line(t + next(tick), "trainer", "DEBUG", f"Peak memory at step {k}: 61.2 GiB", prefix="[rank0]: ")
+        if not self.sft:
+            self._upload_train_traces(t, k)
+        if self.eval_interval and k % self.eval_interval == 0:
+            self._upload_eval_traces(t, k)
+            if not self.sft:
+                self._line(t + next(tick), "orchestrator", "INFO", f"Eval at step {k} uploaded")
+        last = spec.max_steps is not None and k >= spec.max_steps
+        if spec.ckpt_interval and k % spec.ckpt_interval == 0 or last and spec.ckpt_at_end:
+            self._checkpoint(t, k)
+            self._line(t + next(tick), "trainer", "INFO", f"Saved checkpoint at step {k}", prefix="[rank0]: ")
+        if last:
+            self._enter("finalizing", t)
+
+    def _checkpoint(self, t: float, k: int) -> None:
+        if any(c.step == k for c in self.checkpoints):
+            return
+        size = int((self.spec.base_model and _params_billion(self.spec.base_model) or 1.0) * 2e9 * 3)
+        self.checkpoints.append(Checkpoint("c" + hex_id(self.id, "ckpt", k, self.attempt, length=24), k, t,
+                                           self.timing.checkpoint_upload_seconds, size))
+
+    def _fail(self, t: float) -> None:
+        params = self.scenarios["fail"]
+        step = self.current_step + 1
+        self._enter("done", t, "FAILED")
+        self.completed_at = t
+        self.error_message = params["error_message"]
+        evidence = params["evidence"] or ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+                                          "trainer container exited with code 137 (OOMKilled)"]
+        if params["analysis"]:
+            self.failure_analysis = {
+                "rootCause": params["root_cause"] or f"CUDA OOM in trainer at step {step}",
+                "evidence": list(evidence), "confidence": params["confidence"],
+            }
+        tick = iter(i * 0.01 for i in range(1000))
+        for line in evidence:
+            self._line(t + next(tick), "trainer", "ERROR", line, prefix="[rank0]: ")
+        if not self.sft:
+            self._line(t + next(tick), "orchestrator", "ERROR",
+                       f"Trainer exited unexpectedly during step {step}: {self.error_message}")
+        for env in self.env_names:
+            self.env_status[env] = "Terminated"
+
+    def _crash(self, t: float) -> None:
+        self.crashed = True
+        self.last_periodic = t
+        self.periodic_count = 1
+        env = self._crash_env()
+        self.env_status[env] = "CrashLoopBackOff"
+        module = env.replace("-", "_")
+        self._line(t, "env-server", "ERROR", f"Environment server {env} crashed on start-up", env_name=env,
+                   extra={"exception": f"Traceback (most recent call last):\n  File \"server.py\", line 12\n"
+                                       f"ModuleNotFoundError: No module named '{module}'"})
+        self._line(t + 0.01, "env-server", "ERROR", "Back-off restarting failed container env-server (restart 1)",
+                   env_name=env)
+        self._line(t + 0.02, "orchestrator", "WARNING", f"Env server {env} unreachable; rollouts paused")
+
+    def _crash_tick(self, t: float) -> None:
+        self.periodic_count += 1
+        self.last_periodic = t
+        env = self._crash_env()
+        n = self.periodic_count
+        self._line(t, "env-server", "ERROR",
+                   f"ModuleNotFoundError: No module named '{env.replace('-', '_')}'", env_name=env)
+        self._line(t + 0.01, "env-server", "ERROR", f"Back-off restarting failed container env-server (restart {n})",
+                   env_name=env)
+        if n % 2 == 0:
+            self._line(t + 0.02, "orchestrator", "WARNING", f"Still waiting for env server {env} ({n} attempts)")
+
+    def _crash_env(self) -> str:
+        wanted = self.scenarios["crash_loop"]["env_name"]
+        names = self.env_names or ["env"]
+        return wanted if wanted in names else names[0]
+
+    def _complete(self, t: float) -> None:
+        self._enter("done", t, "COMPLETED")
+        self.completed_at = t
+        self._line(t, self.primary, "SUCCESS", f"Training finished after {self.current_step} steps")
+        for env in self.env_names:
+            self.env_status[env] = "Completed"
+
+    def _paused(self, t: float) -> None:
+        self._enter("done", t, "PAUSED")
+        self.notice = f"Paused at step {self.current_step}; resume with `prime train resume {self.id}`"
+        if self.current_step:
+            self._checkpoint(t, self.current_step)
+        self._line(t, self.primary, "INFO", f"Paused at step {self.current_step}")
+        for env in self.env_names:
+            self.env_status[env] = "Terminated"
+
+    # -- traces --------------------------------------------------------------------------
+    def _room_for(self, n: int) -> bool:
+        if self.trace_count + n > self.shape.max_traces_per_run:
+            return False
+        self.trace_count += n
+        return True
+
+    def _upload_train_traces(self, t: float, k: int) -> None:
+        missing = self.scenarios.get("missing_traces")
+        if missing and k in missing["steps"]:
+            return
+        e_count, m_count = self.shape.episodes_per_step, self.shape.traces_per_episode
+        if not self._room_for(e_count * m_count):
+            return
+        mean = reward_mean(self.id, k, self.spec.max_steps)
+        envs = self.spec.env_names or ["default"]
+        context = {"source": "prime-rl", "run_type": "train"}
+        self._upload(t, k, self.id, envs, e_count, m_count, mean, context, "train")
+
+    def _upload_eval_traces(self, t: float, k: int) -> None:
+        n = self.shape.eval_episodes
+        if not self._room_for(n):
+            return
+        envs = self.spec.eval_env_names or self.spec.env_names or ["default"]
+        mean = min(1.0, reward_mean(self.id, k, self.spec.max_steps) + 0.05) if not self.sft else 0.5
+        context = {"source": "prime-rl", "run_type": "eval", "train_run_id": self.id}
+        self._upload(t, k, f"{self.id}-eval", envs, n, 1, mean, context, "eval")
+
+    def _upload(self, t: float, k: int, run_id: str, envs: list[str], episodes: int, per_episode: int,
+                mean: float, context: dict[str, str], kind: str) -> None:
+        pl = self.placement
+        upload_id = hex_id(run_id, self.attempt, k, kind, "upload")
+        ingested = t + self.timing.trace_ingest_seconds
+        half_step = 0.5 * self.timing.step_seconds
+        for e in range(episodes):
+            env = envs[e % len(envs)]
+            r = rng(run_id, self.attempt, k, e, "episode")
+            episode_id = "ep-" + hex_id(run_id, self.attempt, k, e, length=20)
+            task_id = f"task-{r.randint(0, 9999):04d}"
+            traces = []
+            for m in range(per_episode):
+                tr = rng(run_id, self.attempt, k, e, m, "trace")
+                trace_id = "tr-" + hex_id(run_id, self.attempt, k, e, m, length=24)
+                has_error = tr.random() < 0.03
+                truncated = not has_error and tr.random() < 0.05
+                reward = None if has_error else round(min(1.0, max(0.0, tr.gauss(mean, 0.15))), 4)
+                prompt, completion = rollout_text((run_id, self.attempt, k, e, m), env)
+                raw = trace_document(trace_id, episode_id=episode_id, run_id=run_id, run_step=k, env=env,
+                                     model=self.spec.base_model or "", prompt=prompt, completion=completion,
+                                     reward=reward)
+                created = t - half_step + (e * per_episode + m) * 0.01
+                traces.append(TraceRecord(
+                    trace_id=trace_id, upload_id=upload_id, episode_id=episode_id, run_id=run_id,
+                    environment_id=env, task_id=task_id, model_id=self.spec.base_model or "",
+                    agent_name="solver", reward=reward, outcome="error" if has_error else
+                    ("truncated" if truncated else "done"), has_error=has_error, is_truncated=truncated,
+                    duration_ms=tr.randint(400, 3000), total_tokens=40 + (len(prompt) + len(completion)) // 3,
+                    created_at=created, ingested_at=ingested, context=dict(context), run_step=k,
+                    user_id=pl.user_id, team_id=pl.team_id, raw=raw))
+            ep_error = any(x.has_error for x in traces)
+            episode = EpisodeRecord(
+                episode_id=episode_id, upload_id=upload_id, run_id=run_id, environment_id=env, task_id=task_id,
+                outcome="error" if ep_error else "done", has_error=ep_error,
+                error_type="RolloutError" if ep_error else None,
+                error_message="sandbox command timed out" if ep_error else None,
+                created_at=min(x.created_at for x in traces), ingested_at=ingested, run_step=k,
+                user_id=pl.user_id, team_id=pl.team_id, context=dict(context))
+            self.store.add(episode, traces)
+
+    # -- interventions ---------------------------------------------------------------------
+    def stop(self, now: float) -> None:
+        """Stop now (a no-op on a terminal run)."""
+        if self.status in TERMINAL:
+            return
+        self._enter("done", now, "STOPPED")
+        self.completed_at = now
+        self.notice = None
+        self._line(now, self.primary, "INFO", "Stop requested; tearing down the run")
+        for env in self.env_names:
+            self.env_status[env] = "Terminated"
+
+    def pause(self, now: float) -> None:
+        """Start pausing a RUNNING run (409 otherwise): PAUSING, then PAUSED with a checkpoint."""
+        if self.status != "RUNNING":
+            raise ApiError(409, f"Run is not RUNNING (status {self.status})")
+        self._enter("pausing", now, "PAUSING")
+        self.notice = "Saving a checkpoint before pausing"
+        self._line(now, self.primary, "INFO", "Pause requested; saving a checkpoint")
+
+    def restart(self, now: float) -> None:
+        """Restart a RUNNING run from its latest READY checkpoint (409 otherwise)."""
+        if self.status != "RUNNING":
+            raise ApiError(409, f"Only RUNNING runs can be restarted (status {self.status})")
+        ready = [c.step for c in self.checkpoints if c.status(now) == "READY"]
+        back_to = max(ready) if ready else self.step_offset
+        self.attempt += 1
+        self.current_step = back_to
+        self.metrics = [m for m in self.metrics if m["step"] <= back_to]
+        self.step_times = {k: v for k, v in self.step_times.items() if k <= back_to}
+        self.scenarios.pop("stall", None)
+        self.scenarios.pop("crash_loop", None)
+        self.crashed = False
+        self._enter("starting", now)
+        for env in self.env_names:
+            self.env_status[env] = "Pending"
+        self._line(now, self.primary, "WARNING", f"Restart requested; restarting from step {back_to}")
+
+    # -- reads ---------------------------------------------------------------------------
+    def runs_ahead(self, now: float) -> int | None:
+        """Queue position while QUEUED."""
+        if self.status != "QUEUED":
+            return None
+        if "stay_queued" in self.scenarios:
+            return self.scenarios["stay_queued"]["runs_ahead"]
+        remaining = self.phase_since + self.timing.queue_seconds - now
+        return max(1, math.ceil(remaining / 20.0))
+
+    def to_wire(self, now: float, *, detail: bool = True) -> dict[str, Any]:
+        """The ``RLRun`` object (camelCase; every key present)."""
+        spec, pl = self.spec, self.placement
+        queued = self.status == "QUEUED"
+        reason = None
+        if queued:
+            reason = (self.scenarios.get("stay_queued") or {}).get("queue_reason") or \
+                f"Waiting for {spec.gpu_count}x {pl.gpu_type} capacity"
+        iso = self.iso
+        return {
+            "id": self.id, "name": self.name, "userId": pl.user_id, "teamId": pl.team_id,
+            "rftClusterId": None, "primeClusterId": pl.cluster_id if self.started_at is not None else None,
+            "status": self.status, "kind": "DEDICATED_FULL_FT", "loss": spec.loss, "teacher": None,
+            "baseModel": spec.base_model, "environments": [dict(e) for e in spec.environments],
+            "rolloutsPerExample": spec.rollouts_per_example, "seqLen": spec.seq_len, "maxSteps": spec.max_steps,
+            "maxTokens": spec.max_tokens, "batchSize": spec.batch_size, "learningRate": spec.learning_rate,
+            "gpuCount": spec.gpu_count, "volumeName": pl.volume_name if detail else None,
+            "runConfig": self.config, "evalConfig": None, "valConfig": None,
+            "wandbEntity": spec.wandb_entity, "wandbProject": spec.wandb_project, "wandbRunName": spec.wandb_run_name,
+            "runsAhead": self.runs_ahead(now), "queueReason": reason, "notice": self.notice,
+            "sourceCommit": pl.source_commit,
+            "startedAt": iso(self.started_at) if self.started_at is not None else None,
+            "completedAt": iso(self.completed_at) if self.completed_at is not None else None,
+            "errorMessage": self.error_message, "failureAnalysis": self.failure_analysis,
+            "createdAt": iso(self.created_at), "updatedAt": iso(self.updated_at),
+        }
+
+    def progress(self) -> dict[str, Any]:
+        """``/progress``: latest step, steps with samples and distributions, last update."""
+        latest = max(self.step_times) if self.step_times else None
+        return {
+            "latestStep": latest,
+            "stepsWithSamples": self.samples_steps,
+            "stepsWithDistributions": self.distribution_steps,
+            "lastUpdatedAt": self.iso(self.step_times[latest]) if latest is not None else None,
+        }
+
+    def metric_records(self, min_step: int | None, max_step: int | None, limit: int | None) -> list[dict[str, Any]]:
+        """``/metrics`` records, oldest first, filtered by step range, first ``limit``."""
+        records = [m for m in sorted(self.metrics, key=lambda m: m["step"])
+                   if (min_step is None or m["step"] >= min_step) and (max_step is None or m["step"] <= max_step)]
+        return records[:limit] if limit is not None else records
+
+    def read_logs(self, now: float, params: dict[str, str]) -> str:
+        """``/logs`` text; 404 while the run has not started."""
+        if self.started_at is None:
+            raise ApiError(404, "Run is queued; logs are not available yet")
+        return query_logs(self.logs, now, params, primary=self.primary, env_names=self.env_names)
+
+    def env_servers(self) -> list[dict[str, Any]]:
+        """``/env-servers`` items (none before the pods exist)."""
+        if self.started_at is None:
+            return []
+        return [{"env_name": env, "env_index": 0, "pod_name": f"{self.id}-env-{env}-0".lower(),
+                 "status": self.env_status.get(env, "Pending")} for env in self.env_names]
+
+    def checkpoint_items(self, now: float, status_filter: str | None) -> list[dict[str, Any]]:
+        """``/checkpoints`` items, oldest first."""
+        items = []
+        for c in sorted(self.checkpoints, key=lambda c: c.step):
+            status = c.status(now)
+            if status_filter and status != status_filter.upper():
+                continue
+            items.append({"id": c.id, "rftRunId": self.id, "step": c.step,
+                          "storageUrl": f"s3://prime-ckpt-emulator/{self.id}/step_{c.step}", "status": status,
+                          "sizeBytes": c.size_bytes, "createdAt": self.iso(c.created_at),
+                          "uploadedAt": self.iso(c.created_at + c.upload_seconds) if status == "READY" else None})
+        return items
+
+    def _sample_rewards(self, step: int, n: int) -> list[float]:
+        r = rng(self.id, "samples", step)
+        mean = reward_mean(self.id, step, self.spec.max_steps)
+        return [round(min(1.0, max(0.0, r.gauss(mean, 0.15))), 4) for _ in range(n)]
+
+    def samples(self, step: int, page: int, limit: int) -> dict[str, Any]:
+        """``/samples`` page for one step (empty unless the step has samples)."""
+        total = min(self.spec.batch_size or 32, 32) if step in self.samples_steps else 0
+        rewards = self._sample_rewards(step, total)
+        group = self.spec.rollouts_per_example or 1
+        items = []
+        for i in range((page - 1) * limit, min(total, page * limit)):
+            prompt, completion = rollout_text((self.id, "sample", step, i), (self.spec.env_names or ["env"])[0])
+            items.append({"step": step, "exampleId": i // group, "rolloutIndex": i % group, "prompt": prompt,
+                          "completion": completion, "reward": rewards[i],
+                          "advantage": round(rewards[i] - sum(rewards) / total, 4)})
+        return {"run_id": self.id, "samples": items, "total": total, "page": page, "limit": limit,
+                "total_pages": math.ceil(total / limit) if total else 0}
+
+    def distribution(self, kind: str, step: int | None) -> dict[str, Any]:
+        """``/distributions``: a histogram of ``rewards`` or ``advantages`` at a step."""
+        if kind not in ("rewards", "advantages"):
+            raise ApiError(400, f"Unknown distribution type '{kind}'. Use rewards or advantages.")
+        steps = self.distribution_steps
+        if step is None:
+            step = steps[-1] if steps else None
+        if step is None or step not in steps:
+            return {"chartData": {"histogramData": []}, "step": step, "type": kind}
+        values = self._sample_rewards(step, 64)
+        if kind == "advantages":
+            mean = sum(values) / len(values)
+            values = [min(1.0, max(0.0, 0.5 + (v - mean))) for v in values]
+        return {"chartData": {"histogramData": histogram(values)}, "step": step, "type": kind}
+
+    def usage(self) -> dict[str, Any]:
+        """``/billing/runs/{id}/usage`` (snake_case ``RunUsage``)."""
+        steps = len(self.step_times)
+        rollouts = self.spec.batch_size or 64
+        completion = int((self.spec.max_tokens or 512) * 0.5)
+        input_tokens, output_tokens = steps * rollouts * 120, steps * rollouts * completion
+        pricing = {"training_per_mtok": 0.5, "inference_input_per_mtok": 0.1, "inference_output_per_mtok": 0.4}
+        training_cost = round((input_tokens + output_tokens) / 1e6 * pricing["training_per_mtok"], 6)
+        inference_cost = round(input_tokens / 1e6 * pricing["inference_input_per_mtok"]
+                               + output_tokens / 1e6 * pricing["inference_output_per_mtok"], 6)
+        return {
+            "run_id": self.id, "run_name": self.name, "base_model": self.spec.base_model, "status": self.status,
+            "training": {"tokens": input_tokens + output_tokens, "input_tokens": input_tokens,
+                         "output_tokens": output_tokens, "cost_usd": training_cost},
+            "inference": {"tokens": input_tokens + output_tokens, "input_tokens": input_tokens,
+                          "output_tokens": output_tokens, "cost_usd": inference_cost},
+            "total_tokens": 2 * (input_tokens + output_tokens),
+            "total_cost_usd": round(training_cost + inference_cost, 6),
+            "record_count": steps, "pricing": pricing,
+        }
+
+
+def _params_billion(model: str) -> float:
+    """Parameter count (billions) read from a model name like ``Qwen3-0.6B``; 1.0 if none."""
+    match = re.search(r"(\d+(?:\.\d+)?)B", model)
+    return float(match.group(1)) if match else 1.0
