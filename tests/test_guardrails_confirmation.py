@@ -118,13 +118,14 @@ def test_material_without_a_required_key_is_refused(key):
 def test_mint_returns_a_random_token_and_stores_only_its_hash(ledger):
     h = plan(ledger)
     t1 = mint(ledger, "plan_a", h, "terminal", owner=TEAM_A)
-    t2 = mint(ledger, "plan_a", h, "host_callback")
+    t2 = mint(ledger, "plan_a", h, "policy", policy_sha256="ab" * 32)
     assert re.fullmatch(r"mfc_plan_a_[0-9a-f]{40}", t1) and t1 != t2
     raw = ledger.path.read_text()
     assert t1 not in raw and t2 not in raw
     assert hashlib.sha256(t1.encode()).hexdigest() in raw
     approval = [r for r in ledger.read() if r["event"] == "approval"][0]
     assert approval["channel"] == "terminal" and approval["owner"] == TEAM_A and approval["plan_hash"] == h
+    assert [r for r in ledger.read() if r["event"] == "approval"][1]["policy_sha256"] == "ab" * 32
     ttl = datetime.fromisoformat(approval["expires_at"]) - datetime.fromisoformat(approval["ts"])
     assert timedelta(seconds=899) < ttl <= timedelta(seconds=901)
 

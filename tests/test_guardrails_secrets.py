@@ -153,6 +153,13 @@ def test_forwarding_reads_values_by_name_with_file_precedence(tmp_path):
     assert wire_secrets(got) == {"wandbApiKey": "canary-from-file-2", "hfToken": "canary-hf-file-1"}
 
 
+def test_forwarding_passes_env_file_warnings_on(tmp_path):
+    f = env_file(tmp_path, f"{HF_FAKE}\nHF_TOKEN=canary-h-123\n")  # fake token pasted alone on line 1
+    warnings: list[str] = []
+    assert resolve_forwarded(["HF_TOKEN"], {}, [f], on_warning=warnings.append) == {"HF_TOKEN": "canary-h-123"}
+    assert len(warnings) == 1 and "line 1" in warnings[0] and HF_FAKE not in warnings[0]
+
+
 def test_forwarding_only_takes_requested_names_from_files(tmp_path):
     f = env_file(tmp_path, "WANDB_API_KEY=canary-w-123\nHF_TOKEN=canary-h-123\n")
     assert resolve_forwarded(["HF_TOKEN"], {}, [f]) == {"HF_TOKEN": "canary-h-123"}

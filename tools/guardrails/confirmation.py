@@ -183,6 +183,7 @@ class _Plan:
     attempts: dict[str, dict[str, Any]]  # attempt_id -> attempt record
     outcomes: dict[str, dict[str, Any]]  # attempt_id -> latest outcome record
     last_ts: str
+    last_seq: int = 0  # position of the latest record in the ledger (file order is the true order)
 
     def outcome_of(self, attempt_id: str) -> str | None:
         rec = self.outcomes.get(attempt_id)
@@ -207,12 +208,12 @@ class _Plan:
 
 def _group(records: list[dict[str, Any]]) -> dict[str, _Plan]:
     plans: dict[str, _Plan] = {}
-    for rec in records:
+    for seq, rec in enumerate(records):
         pid = rec.get("plan_id")
         if not isinstance(pid, str):
             continue
         p = plans.setdefault(pid, _Plan(pid, [], [], {}, {}, ""))
-        p.last_ts = max(p.last_ts, str(rec.get("ts", "")))
+        p.last_ts, p.last_seq = str(rec.get("ts", "")), seq
         event = rec["event"]
         if event == "plan":
             p.plans.append(rec)
@@ -283,7 +284,7 @@ def record_plan(ledger: Ledger, plan_id: str, plan_hash: str, **facts: Any) -> d
 
 def mint(
     ledger: Ledger, plan_id: str, plan_hash: str, channel: str, ttl_seconds: int = 900,
-    owner: str | None = None, *, now: datetime | None = None,
+    owner: str | None = None, *, now: datetime | None = None, **facts: Any,
 ) -> str:
     """Record a human approval of ``plan_hash`` for ``plan_id`` and return its token.
 
@@ -308,7 +309,7 @@ def mint(
             raise fail("unknown_plan", f"There is no plan {plan_id} with this plan hash.",
                        "Call mf_plan_run and approve the plan_id and plan_hash it returns.")
         ledger.append("approval", plan_id=plan_id, plan_hash=plan_hash, token_sha256=_token_sha256(token),
-                      channel=channel, owner=owner, expires_at=iso(now + timedelta(seconds=ttl_seconds)))
+                      channel=channel, owner=owner, expires_at=iso(now + timedelta(seconds=ttl_seconds)), **facts)
     return token
 
 
@@ -422,5 +423,5 @@ def launch_state(ledger: Ledger, plan_id: str, now: datetime | None = None) -> L
 def list_launches(ledger: Ledger, limit: int = 20, now: datetime | None = None) -> list[LaunchState]:
     """Up to ``limit`` plans, most recently active first."""
     now = _aware(now)
-    plans = sorted(_group(ledger.read()).values(), key=lambda p: p.last_ts, reverse=True)
+    plans = sorted(_group(ledger.read()).values(), key=lambda p: p.last_seq, reverse=True)
     return [_state(p, now) for p in plans[: max(limit, 0)]]

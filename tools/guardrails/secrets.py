@@ -18,7 +18,7 @@ Four jobs, all local and pure (no HTTP):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -165,14 +165,18 @@ def toml_env_files(config: Mapping[str, Any], config_path: str | Path) -> list[P
 
 
 def resolve_forwarded(
-    names: Iterable[str], env: Mapping[str, str], env_files: Iterable[str | Path] = ()
+    names: Iterable[str],
+    env: Mapping[str, str],
+    env_files: Iterable[str | Path] = (),
+    on_warning: Callable[[str], None] | None = None,
 ) -> dict[str, str]:
     """Read the values of the secrets to forward to a run, by name.
 
     ``names``: env names chosen by the caller (only ``WANDB_API_KEY``, ``HF_TOKEN``);
     duplicates are ignored; only these names are forwarded, other keys in the files are not.
     ``env``: the agent's environment. ``env_files``: in override order, i.e. the config's
-    :func:`toml_env_files` first, then files given to the tool.
+    :func:`toml_env_files` first, then files given to the tool. ``on_warning`` receives each
+    env-file warning (skipped lines; no values), as the CLI prints them.
 
     Precedence (later wins): the agent's environment, then each env file in order. This is
     ``prime train``'s order for files (TOML ``env_file``, ``env_files``, ``--env-file``) with
@@ -238,6 +242,9 @@ def resolve_forwarded(
             parsed = parse_env_file(path, env)
         except EnvFileError as exc:
             raise fail("env_file_invalid", str(exc), "Fix or remove the env file, then plan again.") from None
+        for warning in parsed.warnings:
+            if on_warning is not None:
+                on_warning(warning)
         merged.update({n: v for n, v in parsed.values.items() if n in wanted and v})
     missing = [n for n in wanted if n not in merged]
     if missing:
