@@ -250,7 +250,7 @@ def resolve_forwarded(
     if missing:
         raise fail(
             "secret_not_set",
-            f"{', '.join(missing)} is not set (or empty) in the agent's environment or the env files given.",
+            f"Not set (or empty) in the agent's environment or the env files given: {', '.join(missing)}.",
             f"Ask the user to {_NEVER_PASTE}; then plan again.",
         )
     return merged
