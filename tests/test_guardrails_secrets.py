@@ -254,7 +254,7 @@ def test_detects_wandb_hex_key_only_in_wandb_fields():
 
 
 def test_plain_words_and_near_misses_are_not_flagged():
-    obj = {"a": "task-abcdefghijklmnopqrstuvwxyz012345", "b": "sk-short", "c": "hf_tiny",
+    obj = {"a": "task-abcdefghijklmnopqrstuvwxyz012345", "b": "sk-short", "c": "hf_tiny",  # fake near misses
            "model": {"name": "Qwen/Qwen3-4B"}, "ref": "0123456789abcdef0123456789abcdef01234567"}
     assert find_secret_values(obj, root="x") == []
 
