@@ -24,6 +24,7 @@ the CLI's, and checks ``Authorization: Bearer <key>``, which the cassettes leave
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import httpx
@@ -474,3 +475,304 @@ def test_cassettes_hold_no_credentials():
         text = path.read_text()
         assert "authorization:" not in text.lower(), path.name
         assert API_KEY not in text, path.name
+
+
+# --------------------------------------------------------------------------------------
+# Our own contract beyond the CLI (httpx MockTransport): errors, retries, create ambiguity,
+# secrets kept out of messages. These pin behaviour the CLI does not have.
+# --------------------------------------------------------------------------------------
+
+from tools.platform.client import parse_retry_after  # noqa: E402
+
+
+class Script:
+    """A MockTransport that answers from a list (callables may raise) and logs requests."""
+
+    def __init__(self, *answers) -> None:
+        self.answers = list(answers)
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        return answer(request) if callable(answer) else answer
+
+
+def raises(exc_type):
+    def answer(request):
+        raise exc_type("injected", request=request)
+
+    return answer
+
+
+def clients(tmp_path, script, *, key=API_KEY, sleeps=None, **retry):
+    env = {"PRIME_API_KEY": key} if key else {}
+    settings = resolve_settings(env=env, home=tmp_path)
+    policy = RetryPolicy(sleep=(sleeps if sleeps is not None else []).append, jitter=False, **retry)
+    transport = httpx.MockTransport(script)
+    return PlatformClient(settings, transport=transport, retry=policy), TracesClient(settings, transport=transport, retry=policy)
+
+
+def test_missing_key_raises_before_sending(tmp_path):
+    script = Script(httpx.Response(200, json={}))
+    platform, traces = clients(tmp_path, script, key=None)
+    for call in (lambda: platform.get_run(RUN), lambda: platform.create_run({"config": {}}),
+                 lambda: traces.list_traces(), lambda: traces.stream_raw_trace("t")):
+        with pytest.raises(perr.CredentialsMissing):
+            call()
+    assert script.requests == []
+
+
+def test_headers_timeouts_and_team_placement(tmp_path):
+    script = Script(httpx.Response(200, json={"runs": [], "items": [], "next_cursor": None, "runId": "r",
+                                              "tokenValue": "t", "contract_version": 1}))
+    platform, traces = clients(tmp_path, script)
+    platform.list_runs()
+    platform.prepare_run(mode="rl")
+    platform.create_run(wire.build_create_body({}))
+    traces.list_traces(team_id=TEAM)
+    listed, prepared, created, traced = script.requests
+    assert "team_id" not in listed.url.params and listed.headers["content-type"] == "application/json"
+    assert json.loads(prepared.content) == {"mode": "rl", "teamId": None}
+    assert listed.extensions["timeout"] == {"connect": 10.0, "read": 30.0, "write": 30.0, "pool": 30.0}
+    assert created.extensions["timeout"]["read"] == 120.0 and created.extensions["timeout"]["connect"] == 10.0
+    assert traced.headers["x-prime-team-id"] == TEAM and "content-type" not in traced.headers
+    assert traced.extensions["timeout"]["read"] == 120.0
+    assert listed.headers["authorization"] == f"Bearer {API_KEY}"
+    assert listed.headers["user-agent"].startswith("model-factory-skill/0.1")
+
+
+def test_ids_are_one_path_segment(tmp_path):
+    script = Script(httpx.Response(200, json={"run": {"id": "a b", "status": "RUNNING"}, "trace_id": ".."}))
+    platform, traces = clients(tmp_path, script)
+    platform.get_run("a b/c?d")
+    traces.get_trace("..")
+    assert script.requests[0].url.raw_path == b"/api/v1/rft/runs/a%20b%2Fc%3Fd"
+    assert script.requests[1].url.raw_path == b"/api/v1/traces/%2E%2E"
+    for bad in ("", "x/y"):
+        with pytest.raises(perr.InvalidRequest):
+            traces.get_trace(bad)
+    with pytest.raises(perr.InvalidRequest):
+        platform.get_run("")
+    assert len(script.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "retryable"),
+    [(401, perr.Unauthorized, False), (402, perr.PaymentRequired, False), (403, perr.Forbidden, False),
+     (404, perr.NotFound, False), (405, perr.InvalidRequest, False), (409, perr.Conflict, False),
+     (400, perr.InvalidRequest, False), (418, perr.InvalidRequest, False), (500, perr.Unavailable, True)],
+)
+def test_status_mapping_without_retry(tmp_path, status, error, retryable):
+    script = Script(httpx.Response(status, json={"detail": "nope"}))
+    platform, _ = clients(tmp_path, script)
+    with pytest.raises(error) as info:
+        platform.get_progress(RUN)
+    assert info.value.status == status and info.value.retryable is retryable
+    assert info.value.endpoint == f"GET /rft/runs/{RUN}/progress"
+    assert len(script.requests) == 1  # 500 is not retried (only 429/502/503/504 and transport)
+
+
+def test_reads_retry_then_succeed(tmp_path):
+    sleeps: list[float] = []
+    script = Script(httpx.Response(503, json={"detail": "busy"}), raises(httpx.ReadTimeout),
+                    httpx.Response(200, json={"latestStep": 3}))
+    platform, _ = clients(tmp_path, script, sleeps=sleeps, max_attempts=3)
+    assert platform.get_progress(RUN).latest_step == 3
+    assert sleeps == [1.0, 2.0] and len(script.requests) == 3
+
+
+def test_connect_errors_exhaust_the_attempts(tmp_path):
+    script = Script(raises(httpx.ConnectError))
+    platform, _ = clients(tmp_path, script, max_attempts=3)
+    with pytest.raises(perr.Unavailable) as info:
+        platform.get_run(RUN)
+    assert info.value.sent is False and len(script.requests) == 3
+
+
+def test_read_timeout_on_a_read_is_sent_true(tmp_path):
+    script = Script(raises(httpx.ReadTimeout))
+    platform, _ = clients(tmp_path, script, max_attempts=2)
+    with pytest.raises(perr.Unavailable) as info:
+        platform.get_run(RUN)
+    assert info.value.sent is True and not info.value.ambiguous and len(script.requests) == 2
+
+
+def test_retry_after_is_capped_and_the_total_wait_is_bounded(tmp_path):
+    sleeps: list[float] = []
+    script = Script(httpx.Response(429, headers={"Retry-After": "3600"}, json={"detail": "slow"}))
+    platform, _ = clients(tmp_path, script, sleeps=sleeps, max_attempts=5, retry_after_cap_seconds=2.0,
+                          total_wait_cap_seconds=5.0)
+    with pytest.raises(perr.RateLimited) as info:
+        platform.list_runs()
+    assert sleeps == [2.0, 2.0] and len(script.requests) == 3  # a third wait would pass 5 s
+    assert info.value.retry_after == 3600.0
+
+
+def test_parse_retry_after():
+    from datetime import UTC, datetime
+
+    now = datetime(2026, 8, 20, 12, 0, 0, tzinfo=UTC)
+    assert parse_retry_after("7") == 7.0 and parse_retry_after("-3") == 0.0
+    assert parse_retry_after("Thu, 20 Aug 2026 12:00:30 GMT", now=now) == 30.0
+    assert parse_retry_after("Thu, 20 Aug 2026 11:00:00 GMT", now=now) == 0.0
+    assert parse_retry_after("soon") is None and parse_retry_after(None) is None
+
+
+@pytest.mark.parametrize(
+    ("answer", "error", "sent"),
+    [
+        (raises(httpx.ConnectError), perr.Unavailable, False),
+        (raises(httpx.ConnectTimeout), perr.Unavailable, False),
+        (raises(httpx.ReadTimeout), perr.Ambiguous, True),
+        (raises(httpx.ReadError), perr.Ambiguous, True),
+        (raises(httpx.RemoteProtocolError), perr.Ambiguous, True),
+        (raises(httpx.WriteError), perr.Ambiguous, True),
+        (httpx.Response(500, json={"detail": "boom"}), perr.Ambiguous, True),
+        (httpx.Response(502, text="bad gateway"), perr.Ambiguous, True),
+        (httpx.Response(503, json={"detail": "busy"}, headers={"Retry-After": "1"}), perr.Ambiguous, True),
+        (httpx.Response(200, text="<html>"), perr.Ambiguous, True),
+        (httpx.Response(201, json=["not", "an", "object"]), perr.Ambiguous, True),
+        (httpx.Response(200, json={"tokenValue": "pit_run_fake_token"}), perr.Ambiguous, True),
+        (httpx.Response(409, json={"detail": "duplicate"}), perr.Conflict, True),
+        (httpx.Response(429, json={"detail": "slow"}, headers={"Retry-After": "1"}), perr.RateLimited, True),
+    ],
+)
+def test_create_never_retries_and_reports_ambiguity(tmp_path, answer, error, sent):
+    script = Script(answer)
+    platform, _ = clients(tmp_path, script, max_attempts=5)
+    body = wire.build_create_body({"a": 1}, wandb_api_key="fake-wandb-key", hf_token="fake-hf-token")
+    with pytest.raises(error) as info:
+        platform.create_run(body)
+    assert len(script.requests) == 1
+    exc = info.value
+    assert exc.ambiguous is (error is perr.Ambiguous)
+    if isinstance(exc, perr.Unavailable):
+        assert exc.sent is sent
+    for secret in ("fake-wandb-key", "fake-hf-token", API_KEY, "pit_run_fake_token"):
+        assert secret not in str(exc)
+
+
+def test_resume_and_volume_create_are_treated_like_create(tmp_path):
+    script = Script(raises(httpx.ReadTimeout))
+    platform, _ = clients(tmp_path, script)
+    with pytest.raises(perr.Ambiguous):
+        platform.resume_run(RUN, wandb_api_key="fake-wandb-key")
+    with pytest.raises(perr.Ambiguous):
+        platform.create_volume(name="v", size="1Ti")
+    with pytest.raises(perr.Unavailable):  # stop is a plain write: not ambiguous, not retried
+        platform.stop_run(RUN)
+    assert len(script.requests) == 3
+
+
+def test_secrets_echoed_by_the_server_are_redacted(tmp_path):
+    echo = lambda request: httpx.Response(400, json={"detail": f"bad body {request.content.decode()} key {API_KEY}"})  # noqa: E731
+    script = Script(echo)
+    platform, _ = clients(tmp_path, script)
+    with pytest.raises(perr.InvalidRequest) as info:
+        platform.create_run(wire.build_create_body({}, wandb_api_key="fake-wandb-key", hf_token="fake-hf-token"))
+    text = str(info.value)
+    assert "fake-wandb-key" not in text and "fake-hf-token" not in text and API_KEY not in text
+    assert "[redacted]" in text and info.value.__cause__ is None and info.value.__context__ is None
+
+
+def test_422_detail_input_values_are_not_shown(tmp_path):
+    detail = [{"loc": ["body", "wandbApiKey"], "msg": "too short", "type": "x", "input": "fake-wandb-key-echo"}]
+    script = Script(httpx.Response(422, json={"detail": detail}))
+    platform, _ = clients(tmp_path, script)
+    with pytest.raises(perr.InvalidRequest) as info:
+        platform.create_run(wire.build_create_body({}))
+    assert info.value.field_errors == [("wandbApiKey", "too short")]
+    assert "fake-wandb-key-echo" not in str(info.value)
+
+
+def test_non_object_2xx_on_a_read_is_invalid_request_and_204_is_fine(tmp_path):
+    script = Script(httpx.Response(200, json=[1, 2]), httpx.Response(204))
+    platform, _ = clients(tmp_path, script)
+    with pytest.raises(perr.InvalidRequest):
+        platform.get_progress(RUN)
+    assert platform.delete_run(RUN) is None
+
+
+def test_shape_errors_do_not_leak_values(tmp_path):
+    script = Script(httpx.Response(200, json={"run": {"id": "r", "status": {"secret": "fake-value-xyz"}}}))
+    platform, _ = clients(tmp_path, script)
+    with pytest.raises(perr.InvalidRequest) as info:
+        platform.get_run(RUN)
+    assert "fake-value-xyz" not in str(info.value) and "status" in str(info.value)
+
+
+def test_models_404_is_empty_like_the_cli(tmp_path):
+    script = Script(httpx.Response(404, json={"detail": "Not Found"}))
+    platform, _ = clients(tmp_path, script)
+    assert platform.list_models().on_demand_beta_access is None
+    with pytest.raises(perr.NotFound):
+        platform.list_models(missing_ok=False)
+
+
+def test_traces_error_envelope(tmp_path):
+    script = Script(httpx.Response(409, json={"error": {"code": "trace_not_indexed", "message": "indexing"}}),
+                    httpx.Response(403, json={"error": {"code": "service_not_enabled", "message": "off"}}))
+    _, traces = clients(tmp_path, script)
+    with pytest.raises(perr.Conflict) as conflict:
+        traces.get_trace("t")
+    with pytest.raises(perr.Forbidden) as forbidden:
+        traces.get_trace("t")
+    assert (conflict.value.service_code, forbidden.value.service_code) == ("trace_not_indexed", "service_not_enabled")
+
+
+class CutStream(httpx.SyncByteStream):
+    def __iter__(self):
+        yield b"abc"
+        raise httpx.ReadError("connection cut")
+
+
+def test_stream_retries_before_the_first_byte_only(tmp_path):
+    script = Script(httpx.Response(503, json={"error": {"code": "storage_unavailable", "message": "x"}}),
+                    httpx.Response(200, content=b"0123456789"))
+    _, traces = clients(tmp_path, script)
+    assert b"".join(traces.stream_raw_trace("t", chunk_size=4)) == b"0123456789"
+    assert len(script.requests) == 2 and script.requests[0].url.params["raw"] == "true"
+
+    cut = Script(httpx.Response(200, stream=CutStream()))
+    _, traces = clients(tmp_path, cut)
+    received = []
+    with pytest.raises(perr.Unavailable) as info:
+        for chunk in traces.stream_raw_trace("t"):
+            received.append(chunk)
+    assert received == [b"abc"] and len(cut.requests) == 1 and "after 3 bytes" in str(info.value)
+
+
+def test_failed_download_to_a_path_keeps_the_old_file(tmp_path):
+    dest = tmp_path / "out" / "t.json"
+    dest.parent.mkdir()
+    dest.write_bytes(b"old")
+    _, traces = clients(tmp_path, Script(httpx.Response(200, stream=CutStream())))
+    with pytest.raises(perr.Unavailable):
+        traces.download_raw_trace("t", dest)
+    assert dest.read_bytes() == b"old" and sorted(p.name for p in dest.parent.iterdir()) == ["t.json"]
+
+
+def test_query_encoding_of_lists_booleans_and_context(tmp_path):
+    script = Script(httpx.Response(200, json={"items": [], "next_cursor": None}))
+    _, traces = clients(tmp_path, script)
+    traces.list_traces(upload_id=["u1", "u2"], is_truncated=True, context={"run_type": "eval"})
+    traces.list_runs(run_type=["eval", "train"], created_by="me")
+    first, second = script.requests
+    assert first.url.params.get_list("upload_id") == ["u1", "u2"] and first.url.params["is_truncated"] == "true"
+    assert first.url.params["context.run_type"] == "eval"
+    assert second.url.params.get_list("run_type") == ["eval", "train"] and second.url.params["created_by"] == "me"
+
+
+def test_context_manager_closes_and_repr_hides_the_key(tmp_path):
+    platform, traces = clients(tmp_path, Script(httpx.Response(200, json={})))
+    with platform, traces:
+        assert API_KEY not in repr(platform) and API_KEY not in repr(traces)
+    assert platform._http.is_closed and traces._http.is_closed
+
+
+def test_transport_errors_carry_no_httpx_exception(tmp_path):
+    platform, _ = clients(tmp_path, Script(raises(httpx.ReadTimeout)), max_attempts=1)
+    with pytest.raises(perr.Unavailable) as info:
+        platform.get_run(RUN)
+    assert info.value.__cause__ is None and info.value.__context__ is None

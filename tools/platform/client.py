@@ -17,440 +17,47 @@ Behaviour beyond the CLI, on purpose:
   ``create_volume``, which also create something) raise :class:`Ambiguous` when the
   request was sent and no usable answer came back (read timeout, connection reset,
   5xx, an unreadable 2xx); ``Unavailable(sent=False)`` when it provably never left.
-- Every failure is one of the typed errors of :mod:`tools.platform.errors`. Messages
-  never contain the API key or a request-body secret (``wandbApiKey``, ``hfToken``),
-  and exceptions are raised ``from None`` so no httpx request (with its headers) hangs
-  off them.
+- Every failure is one of the typed errors of :mod:`tools.platform.errors` (mapping in
+  :func:`~tools.platform.http.error_from_response`). Messages never contain the API key
+  or a request-body secret (``wandbApiKey``, ``hfToken``), and no httpx exception (whose
+  request holds the ``Authorization`` header) is chained onto them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
-import random
-import sys
 import tempfile
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, TypeVar
-from urllib.parse import quote
+from typing import IO, Any
 
 import httpx
-import tenacity
-from pydantic import BaseModel, ValidationError
 
 from tools.platform import errors as perr
 from tools.platform import wire
+from tools.platform.http import (
+    BaseClient,
+    RetryPolicy,
+    clean_params,
+    default_user_agent,
+    error_from_response,
+    parse_retry_after,
+    path_segment,
+)
 from tools.platform.settings import Settings
 
-log = logging.getLogger("tools.platform")
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def _package_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("model-factory-skill")
-    except Exception:  # pragma: no cover - not installed as a distribution
-        return "0.1.0"
+__all__ = [
+    "PlatformClient",
+    "RetryPolicy",
+    "TracesClient",
+    "default_user_agent",
+    "error_from_response",
+    "parse_retry_after",
+]
 
 
-def default_user_agent() -> str:
-    """``model-factory-skill/<version> python/X.Y.Z httpx/<version>``."""
-    py = ".".join(str(part) for part in sys.version_info[:3])
-    return f"model-factory-skill/{_package_version()} python/{py} httpx/{httpx.__version__}"
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Bounded retries for idempotent reads (seconds throughout).
-
-    Attributes:
-        max_attempts: attempts in total, first included (1 = no retry).
-        backoff_base_seconds: first backoff; doubles per attempt, times a 0.5..1.5 jitter.
-        backoff_max_seconds: cap of one computed backoff.
-        retry_after_cap_seconds: cap applied to a server ``Retry-After``.
-        total_wait_cap_seconds: give up (raise the last error) rather than sleep past this
-            much waiting in total.
-        jitter: multiply computed backoffs by a random 0.5..1.5 (off for tests).
-        sleep: the sleep function (tests pass a recorder).
-    """
-
-    max_attempts: int = 3
-    backoff_base_seconds: float = 1.0
-    backoff_max_seconds: float = 10.0
-    retry_after_cap_seconds: float = 30.0
-    total_wait_cap_seconds: float = 60.0
-    jitter: bool = True
-    sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
-
-
-#: Transport failures where the request cannot have reached the server.
-_NOT_SENT = (
-    httpx.ConnectError,
-    httpx.ConnectTimeout,
-    httpx.PoolTimeout,
-    httpx.ProxyError,
-    httpx.UnsupportedProtocol,
-    httpx.LocalProtocolError,
-)
-_RETRY_STATUSES = frozenset({502, 503, 504})
-
-
-def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
-    """Seconds from a ``Retry-After`` header: delta-seconds or an HTTP-date; ``None`` if unusable."""
-    if value is None:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        target = parsedate_to_datetime(value)
-    except (TypeError, ValueError, OverflowError, IndexError):
-        return None
-    if target.tzinfo is None:
-        target = target.replace(tzinfo=UTC)
-    return max(0.0, (target - (now or datetime.now(UTC))).total_seconds())
-
-
-def _redact(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "[redacted]")
-    return text
-
-
-def _format_detail(detail: Any) -> tuple[str, list[tuple[str, str]]]:
-    """(message, field_errors) from a FastAPI ``detail`` (string, list of ``{loc, msg}``, other)."""
-    if isinstance(detail, list):
-        fields: list[tuple[str, str]] = []
-        for item in detail:
-            if isinstance(item, dict):
-                loc = item.get("loc") or []
-                loc = loc if isinstance(loc, list) else [loc]
-                path = ".".join(str(part) for part in loc if part != "body")
-                fields.append((path, str(item.get("msg", "unknown error"))))
-            else:
-                fields.append(("", str(item)))
-        lines = ["Validation failed:"] + [f"  - {path}: {msg}" for path, msg in fields]
-        return "\n".join(lines), fields
-    return str(detail), []
-
-
-def _parse_error_body(response: httpx.Response) -> tuple[str | None, str, list[tuple[str, str]]]:
-    """(service code, message, field errors): traces envelope, FastAPI ``detail``, then text."""
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict):
-            code = error.get("code")
-            message = error.get("message") or response.reason_phrase
-            return (str(code) if code else None), str(message), []
-        if "detail" in body and body["detail"] not in (None, ""):
-            message, fields = _format_detail(body["detail"])
-            return None, message, fields
-    text = (response.text or "").strip()
-    return None, (text[:500] or response.reason_phrase or f"HTTP {response.status_code}"), []
-
-
-def error_from_response(response: httpx.Response, endpoint: str, secrets: Sequence[str] = ()) -> perr.PlatformError:
-    """Map a non-2xx response to the typed error set (reference §1.3 and §6.1).
-
-    401 Unauthorized, 402 PaymentRequired, 403 Forbidden, 404 NotFound, 409 Conflict,
-    429 RateLimited (``retry_after``), 5xx Unavailable (``sent=True``), any other status
-    InvalidRequest (400/405/422 with ``field_errors`` from a ``detail`` list, ``body``
-    left out of each location).
-    """
-    status = response.status_code
-    code, detail, fields = _parse_error_body(response)
-    detail = _redact(detail, secrets)
-    where = f"HTTP {status} from {endpoint}"
-    kwargs: dict[str, Any] = {"status": status, "service_code": code, "endpoint": endpoint}
-    if status == 401:
-        extra = f" ({detail})" if code or detail.lower() not in ("", "unauthorized", "not authenticated") else ""
-        return perr.Unauthorized(
-            f"API key unauthorized{extra} [{where}]. Check PRIME_API_KEY or run `prime login`.", **kwargs
-        )
-    if status == 402:
-        return perr.PaymentRequired(
-            f"Payment required [{where}]: {detail}. Check billing at https://app.primeintellect.ai/dashboard/billing.",
-            **kwargs,
-        )
-    retry_after = parse_retry_after(response.headers.get("Retry-After"))
-    message = f"{where}: {detail}"
-    if status == 403:
-        return perr.Forbidden(message, **kwargs)
-    if status == 404:
-        return perr.NotFound(message, **kwargs)
-    if status == 409:
-        return perr.Conflict(message, **kwargs)
-    if status == 429:
-        return perr.RateLimited(message, retry_after=retry_after, **kwargs)
-    if status >= 500:
-        return perr.Unavailable(message, sent=True, retry_after=retry_after, **kwargs)
-    return perr.InvalidRequest(message, field_errors=fields, **kwargs)
-
-
-def _shape_error(model: type[BaseModel], exc: ValidationError) -> str:
-    problems = "; ".join(
-        f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}"
-        for err in exc.errors(include_input=False, include_url=False)[:5]
-    )
-    return f"response is not a valid {model.__name__}: {problems}"
-
-
-def _is_transient(exc: BaseException) -> bool:
-    if isinstance(exc, perr.RateLimited):
-        return True
-    if isinstance(exc, perr.Unavailable):
-        return exc.status is None or exc.status in _RETRY_STATUSES
-    return False
-
-
-def _segment(value: str, what: str, *, allow_slash: bool = True) -> str:
-    """``value`` encoded as one URL path segment; InvalidRequest (nothing sent) if unusable."""
-    if not isinstance(value, str) or not value:
-        raise perr.InvalidRequest(f"{what} must be a non-empty string")
-    if not allow_slash and "/" in value:
-        raise perr.InvalidRequest(f"{what} cannot contain '/' (the traces service cannot address it)")
-    encoded = quote(value, safe="")
-    return encoded.replace(".", "%2E") if encoded in (".", "..") else encoded
-
-
-def _clean(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """Drop ``None`` values (httpx would send them as empty strings); booleans as true/false."""
-    if not params:
-        return None
-    out: dict[str, Any] = {}
-    for key, value in params.items():
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            value = "true" if value else "false"
-        elif isinstance(value, (list, tuple)):
-            value = [("true" if v else "false") if isinstance(v, bool) else v for v in value]
-            if not value:
-                continue
-        out[key] = value
-    return out or None
-
-
-class _HttpClient:
-    """Shared transport, headers, error mapping and retries of both clients."""
-
-    _service = "platform"
-
-    def __init__(
-        self,
-        settings: Settings,
-        root_url: str,
-        *,
-        timeout: float,
-        connect_timeout: float,
-        transport: httpx.BaseTransport | None,
-        retry: RetryPolicy | None,
-        user_agent: str | None,
-        base_headers: Mapping[str, str],
-    ) -> None:
-        self.settings = settings
-        self.root_url = root_url.rstrip("/")
-        self.retry_policy = retry or RetryPolicy()
-        self._api_key = settings.api_key.get_secret_value()
-        headers = dict(base_headers)
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        headers["User-Agent"] = user_agent or default_user_agent()
-        self._connect_timeout = min(connect_timeout, timeout)
-        self._http = httpx.Client(
-            headers=headers,
-            timeout=httpx.Timeout(timeout, connect=self._connect_timeout),
-            follow_redirects=True,
-            transport=transport,
-        )
-
-    # -- lifecycle -------------------------------------------------------------------
-    def close(self) -> None:
-        """Close the connection pool (safe to call twice)."""
-        self._http.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(root_url={self.root_url!r}, has_api_key={bool(self._api_key)})"
-
-    # -- plumbing --------------------------------------------------------------------
-    def url(self, path: str) -> str:
-        """``{root}/api/v1{path}``."""
-        return f"{self.root_url}/api/v1{path}"
-
-    def _require_key(self) -> None:
-        if not self._api_key:
-            raise perr.CredentialsMissing(
-                "No API key configured: set PRIME_API_KEY in this process's environment or run "
-                "`prime login`. Nothing was sent."
-            )
-
-    def _secrets(self, body: Any) -> list[str]:
-        found = [self._api_key] if self._api_key else []
-        if isinstance(body, Mapping):
-            found += [str(body[k]) for k in wire.SECRET_BODY_KEYS if body.get(k)]
-        return found
-
-    def _transport_error(
-        self, exc: Exception, endpoint: str, *, creates: bool, secrets: Sequence[str]
-    ) -> perr.PlatformError:
-        what = _redact(f"{exc.__class__.__name__}: {exc}", secrets)
-        sent = not isinstance(exc, _NOT_SENT)
-        if creates and sent:
-            return perr.Ambiguous(
-                f"{endpoint} was sent but no answer came back ({what}); it may have taken effect. "
-                "Do not re-send: reconcile by listing runs first.",
-                endpoint=endpoint,
-            )
-        verb = "failed before sending" if not sent else "failed after sending"
-        return perr.Unavailable(
-            f"Request {verb}: {endpoint} to {self.root_url} ({what})", sent=sent, endpoint=endpoint
-        )
-
-    def _retrying(self) -> tenacity.Retrying:
-        policy = self.retry_policy
-
-        def wait(state: tenacity.RetryCallState) -> float:
-            exc = state.outcome.exception() if state.outcome else None
-            retry_after = getattr(exc, "retry_after", None)
-            if retry_after is not None:
-                return min(float(retry_after), policy.retry_after_cap_seconds)
-            delay = min(policy.backoff_max_seconds, policy.backoff_base_seconds * 2 ** (state.attempt_number - 1))
-            return delay * (random.uniform(0.5, 1.5) if policy.jitter else 1.0)
-
-        def over_budget(state: tenacity.RetryCallState) -> bool:
-            return state.idle_for + state.upcoming_sleep > policy.total_wait_cap_seconds
-
-        def before_sleep(state: tenacity.RetryCallState) -> None:
-            exc = state.outcome.exception() if state.outcome else None
-            log.debug("retrying %s after %.2fs: %s", self._service, state.upcoming_sleep, exc)
-
-        return tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(max(1, policy.max_attempts)) | over_budget,
-            wait=wait,
-            retry=tenacity.retry_if_exception(_is_transient),
-            sleep=policy.sleep,
-            before_sleep=before_sleep,
-            reraise=True,
-        )
-
-    def _send(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        body: Any = None,
-        headers: Mapping[str, str] | None = None,
-        timeout: httpx.Timeout | None = None,
-        creates: bool = False,
-    ) -> dict[str, Any]:
-        """One attempt; returns the JSON object (``{}`` for an empty 2xx), raises typed errors."""
-        endpoint = f"{method} {path}"
-        secrets = self._secrets(body)
-        kwargs: dict[str, Any] = {"params": _clean(params), "headers": dict(headers or {})}
-        if body is not None:
-            kwargs["json"] = body
-        if timeout is not None:
-            kwargs["timeout"] = timeout
-        try:
-            response = self._http.request(method, self.url(path), **kwargs)
-        except httpx.TransportError as exc:
-            raise self._transport_error(exc, endpoint, creates=creates, secrets=secrets) from None
-        except httpx.InvalidURL as exc:
-            raise perr.InvalidRequest(f"invalid URL for {endpoint}: {exc}", endpoint=endpoint) from None
-        log.debug("%s %s -> %s", method, path, response.status_code)
-        if not response.is_success:
-            error = error_from_response(response, endpoint, secrets)
-            if creates and response.status_code >= 500:
-                raise perr.Ambiguous(
-                    f"{error.message}; the create was sent and may have taken effect. Do not re-send: "
-                    "reconcile by listing runs first.",
-                    status=response.status_code,
-                    endpoint=endpoint,
-                ) from None
-            raise error from None
-        if not response.content:
-            return {}
-        try:
-            data = response.json()
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            message = f"{endpoint} answered HTTP {response.status_code} with a body that is not a JSON object"
-            if creates:
-                raise perr.Ambiguous(
-                    f"{message}; the create may have taken effect. Reconcile by listing runs first.",
-                    status=response.status_code,
-                    endpoint=endpoint,
-                ) from None
-            raise perr.InvalidRequest(message, status=response.status_code, endpoint=endpoint) from None
-        return data
-
-    def _get(self, path: str, params: Mapping[str, Any] | None = None, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
-        """GET with the read retry policy."""
-        self._require_key()
-        for attempt in self._retrying():
-            with attempt:
-                return self._send("GET", path, params=params, headers=headers)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _write(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any = None,
-        params: Mapping[str, Any] | None = None,
-        timeout: httpx.Timeout | None = None,
-        creates: bool = False,
-    ) -> dict[str, Any]:
-        """A non-idempotent request: exactly one attempt."""
-        self._require_key()
-        return self._send(method, path, params=params, body=body, timeout=timeout, creates=creates)
-
-    @staticmethod
-    def _parse(model: type[M], data: Any, endpoint: str, *, creates: bool = False) -> M:
-        try:
-            return model.model_validate(data)
-        except ValidationError as exc:
-            message = f"{endpoint}: {_shape_error(model, exc)}"
-            if creates:
-                raise perr.Ambiguous(
-                    f"{message}; the create was accepted but its answer is unreadable. Reconcile by listing runs.",
-                    endpoint=endpoint,
-                ) from None
-            raise perr.InvalidRequest(message, endpoint=endpoint) from None
-
-    def _parse_list(self, model: type[M], data: dict[str, Any], key: str, endpoint: str) -> list[M]:
-        items = data.get(key) or []
-        if not isinstance(items, list):
-            raise perr.InvalidRequest(f"{endpoint}: '{key}' is not a list", endpoint=endpoint)
-        return [self._parse(model, item, endpoint) for item in items]
-
-
-class PlatformClient(_HttpClient):
+class PlatformClient(BaseClient):
     """Model Factory platform API client (``{settings.base_url}/api/v1``), synchronous.
 
     Args:
@@ -493,7 +100,7 @@ class PlatformClient(_HttpClient):
 
     @staticmethod
     def _run(run_id: str) -> str:
-        return _segment(run_id, "run_id")
+        return path_segment(run_id, "run_id")
 
     # -- hosted training: prepare / create / resume / pause / delete (rows 1-5) --------
     def prepare_run(
@@ -742,7 +349,7 @@ class PlatformClient(_HttpClient):
         return self._parse(wire.WhoAmI, data["data"], "GET /user/whoami")
 
 
-class TracesClient(_HttpClient):
+class TracesClient(BaseClient):
     """Traces-host client (``{settings.traces_url}/api/v1``), synchronous; rows 29-33 of §2.1.
 
     Team travels as the ``X-Prime-Team-ID`` header, per call (``team_id``). No default
@@ -853,18 +460,19 @@ class TracesClient(_HttpClient):
 
     def get_trace(self, trace_id: str, *, team_id: str | None = None) -> wire.TraceSummary:
         """GET ``/traces/{id}`` (row 30): one trace summary."""
-        path = f"/traces/{_segment(trace_id, 'trace_id', allow_slash=False)}"
+        path = f"/traces/{path_segment(trace_id, 'trace_id', allow_slash=False)}"
         return self._parse(wire.TraceSummary, self._json(path, None, team_id), f"GET {path}")
 
     def stream_raw_trace(
-        self, trace_id: str, *, team_id: str | None = None, chunk_size: int = 64 * 1024
+        self, trace_id: str, *, team_id: str | None = None, chunk_size: int | None = None
     ) -> Iterator[bytes]:
         """GET ``/traces/{id}?raw=true`` (row 30), streamed: yields the exact stored bytes.
 
+        ``chunk_size``: bytes per yielded chunk (``None`` = as received from the network).
         Retries (per the read policy) only until the first byte; a cut after that raises
         ``Unavailable(sent=True)`` and the caller restarts the download.
         """
-        path = f"/traces/{_segment(trace_id, 'trace_id', allow_slash=False)}"
+        path = f"/traces/{path_segment(trace_id, 'trace_id', allow_slash=False)}"
         return self._stream(path, {"raw": "true"}, team_id, chunk_size)
 
     def download_raw_trace(
@@ -921,7 +529,7 @@ class TracesClient(_HttpClient):
 
     def get_episode(self, episode_id: str, *, team_id: str | None = None) -> wire.EpisodeDetail:
         """GET ``/episodes/{id}`` (row 31): the episode plus its member-trace aggregate."""
-        path = f"/episodes/{_segment(episode_id, 'episode_id', allow_slash=False)}"
+        path = f"/episodes/{path_segment(episode_id, 'episode_id', allow_slash=False)}"
         return self._parse(wire.EpisodeDetail, self._json(path, None, team_id), f"GET {path}")
 
     def list_episode_traces(
@@ -941,16 +549,16 @@ class TracesClient(_HttpClient):
         ``task_id``, ``reward_min``, ``reward_max``, ``outcome``, ``is_truncated``,
         ``created_after``, ``created_before`` (no ``sort``, no ``upload_id``).
         """
-        path = f"/episodes/{_segment(episode_id, 'episode_id', allow_slash=False)}/traces"
+        path = f"/episodes/{path_segment(episode_id, 'episode_id', allow_slash=False)}/traces"
         pairs = {**filters, "has_error": has_error, "limit": limit, "cursor": cursor}
         data = self._json(path, self._filters(pairs, context), team_id)
         return self._parse(wire.TraceListPage, data, f"GET {path}")
 
     def stream_raw_episode(
-        self, episode_id: str, *, team_id: str | None = None, chunk_size: int = 64 * 1024
+        self, episode_id: str, *, team_id: str | None = None, chunk_size: int | None = None
     ) -> Iterator[bytes]:
         """GET ``/episodes/{id}?raw=true``, streamed: the stored envelope (``traces`` = member ids)."""
-        path = f"/episodes/{_segment(episode_id, 'episode_id', allow_slash=False)}"
+        path = f"/episodes/{path_segment(episode_id, 'episode_id', allow_slash=False)}"
         return self._stream(path, {"raw": "true"}, team_id, chunk_size)
 
     # -- runs and search (rows 32, 33) ---------------------------------------------------
@@ -979,12 +587,12 @@ class TracesClient(_HttpClient):
 
     def get_run(self, run_id: str, *, team_id: str | None = None) -> wire.RunSummary:
         """GET ``/runs/{run_id}`` (row 32): totals over the run's traces; NotFound ``run_not_found`` if none."""
-        path = f"/runs/{_segment(run_id, 'run_id', allow_slash=False)}"
+        path = f"/runs/{path_segment(run_id, 'run_id', allow_slash=False)}"
         return self._parse(wire.RunSummary, self._json(path, None, team_id), f"GET {path}")
 
     def list_run_steps(self, run_id: str, *, team_id: str | None = None) -> wire.RunStepList:
         """GET ``/runs/{run_id}/steps`` (row 32): every step, oldest first (unknown run = empty list)."""
-        path = f"/runs/{_segment(run_id, 'run_id', allow_slash=False)}/steps"
+        path = f"/runs/{path_segment(run_id, 'run_id', allow_slash=False)}/steps"
         return self._parse(wire.RunStepList, self._json(path, None, team_id), f"GET {path}")
 
     def search_run(
@@ -1006,7 +614,7 @@ class TracesClient(_HttpClient):
 
         ``field``: ``content`` | ``reasoning_content`` | ``tool_calls``; ``limit`` <= 100.
         """
-        path = f"/runs/{_segment(run_id, 'run_id', allow_slash=False)}/search"
+        path = f"/runs/{path_segment(run_id, 'run_id', allow_slash=False)}/search"
         pairs = {
             "query": query,
             "field": field,
@@ -1023,29 +631,38 @@ class TracesClient(_HttpClient):
 
     # -- streaming plumbing --------------------------------------------------------------
     def _open_stream(
-        self, path: str, params: Mapping[str, Any], team_id: str | None, chunk_size: int
+        self, path: str, params: Mapping[str, Any], team_id: str | None, chunk_size: int | None
     ) -> tuple[httpx.Response, Iterator[bytes], bytes]:
         endpoint = f"GET {path}"
-        request = self._http.build_request("GET", self.url(path), params=_clean(params), headers=self._team(team_id))
+        request = self._http.build_request("GET", self.url(path), params=clean_params(params), headers=self._team(team_id))
+        secrets = self._secrets(None)
+        failure: perr.PlatformError | None = None
         try:
             response = self._http.send(request, stream=True)
         except httpx.TransportError as exc:
-            raise self._transport_error(exc, endpoint, creates=False, secrets=self._secrets(None)) from None
+            failure = self._transport_error(exc, endpoint, creates=False, secrets=secrets)
+        if failure is not None:
+            raise failure
         try:
             if not response.is_success:
                 response.read()
-                raise error_from_response(response, endpoint, self._secrets(None))
-            chunks = response.iter_bytes(chunk_size)
-            first = next(chunks, b"")
+                failure = error_from_response(response, endpoint, secrets)
+            else:
+                chunks = response.iter_bytes(chunk_size)
+                first = next(chunks, b"")
         except httpx.TransportError as exc:
-            response.close()
-            raise self._transport_error(exc, endpoint, creates=False, secrets=self._secrets(None)) from None
+            failure = self._transport_error(exc, endpoint, creates=False, secrets=secrets)
         except BaseException:
             response.close()
             raise
+        if failure is not None:
+            response.close()
+            raise failure
         return response, chunks, first
 
-    def _stream(self, path: str, params: Mapping[str, Any], team_id: str | None, chunk_size: int) -> Iterator[bytes]:
+    def _stream(
+        self, path: str, params: Mapping[str, Any], team_id: str | None, chunk_size: int | None
+    ) -> Iterator[bytes]:
         self._require_key()  # eager: fail at call time, not at first iteration
 
         def generate() -> Iterator[bytes]:
@@ -1056,6 +673,7 @@ class TracesClient(_HttpClient):
             assert opened is not None
             response, chunks, first = opened
             received = len(first)
+            cut: str | None = None
             try:
                 if first:
                     yield first
@@ -1063,13 +681,15 @@ class TracesClient(_HttpClient):
                     received += len(chunk)
                     yield chunk
             except httpx.TransportError as exc:
-                raise perr.Unavailable(
-                    f"GET {path} stream cut after {received} bytes ({exc.__class__.__name__}); download again",
-                    sent=True,
-                    endpoint=f"GET {path}",
-                ) from None
+                cut = exc.__class__.__name__
             finally:
                 response.close()
+            if cut is not None:
+                raise perr.Unavailable(
+                    f"GET {path} stream cut after {received} bytes ({cut}); download again",
+                    sent=True,
+                    endpoint=f"GET {path}",
+                )
 
         return generate()
 
