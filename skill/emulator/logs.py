@@ -36,14 +36,12 @@ class LogLine:
 
 def make_line(t: float, iso: str, component: str, level: str, message: str, *, env_name: str | None = None,
               prefix: str = "", kind: str | None = None, extra: dict[str, Any] | None = None) -> LogLine:
-    """Build a JSON log line (``tag`` = component; ``env_name`` on env-server lines)."""
+    """Build a JSON log line (``tag`` = component); ``env_name`` files env-server lines per env."""
     entry: dict[str, Any] = {"timestamp": iso, "level": level if kind is None else level.lower()}
     if kind:
         entry["type"] = kind
     entry["message"] = message
     entry["tag"] = component
-    if env_name:
-        entry["env_name"] = env_name
     if extra:
         entry.update(extra)
     return LogLine(t, component, env_name, level.upper(), prefix + json.dumps(entry, separators=(",", ":")))
