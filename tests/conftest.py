@@ -41,7 +41,7 @@ def mf_env(emulator: EmulatorServer, tmp_path: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def examples_dir() -> Path:
     """``tools/examples``: the verbatim prime-rl example configs bundled with the package."""
     return ROOT / "tools" / "examples"

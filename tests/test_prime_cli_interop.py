@@ -1,0 +1,209 @@
+"""The real ``prime`` CLI 0.18.0 against the emulator: its commands must work and parse.
+
+``prime`` lives in its own virtual environment, never in the project's dependencies: it is
+built once (``uv venv`` + ``uv pip install prime==0.18.0``) under
+``~/.cache/model-factory-skill/prime-0.18.0`` (override with ``MF_PRIME_VENV``) and reused.
+Without uv, or when the install fails (no package registry), the tests skip and say why.
+The CLI runs with a temporary ``HOME``, ``PRIME_DISABLE_VERSION_CHECK=1`` and the emulator's
+URLs, so it reaches nothing beyond loopback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from filelock import FileLock
+
+from skill.emulator import EmulatorServer, Timing
+
+pytestmark = pytest.mark.interop
+
+PRIME_VERSION = "0.18.0"
+VENV = Path(os.environ.get("MF_PRIME_VENV") or
+            Path.home() / ".cache" / "model-factory-skill" / f"prime-{PRIME_VERSION}")
+T = Timing()
+
+
+def _version_ok(exe: Path) -> bool:
+    try:
+        out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "PRIME_DISABLE_VERSION_CHECK": "1"})
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.returncode == 0 and PRIME_VERSION in out.stdout
+
+
+@pytest.fixture(scope="session")
+def prime_exe() -> Path:
+    """The ``prime`` 0.18.0 executable, installed once into its own venv."""
+    exe = VENV / ("Scripts/prime.exe" if os.name == "nt" else "bin/prime")
+    if exe.exists() and _version_ok(exe):
+        return exe
+    uv = shutil.which("uv")
+    if uv is None:
+        pytest.skip("uv is not on PATH: cannot build the prime 0.18.0 environment")
+    VENV.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(VENV) + ".lock", timeout=600):
+        if exe.exists() and _version_ok(exe):
+            return exe
+        shutil.rmtree(VENV, ignore_errors=True)
+        steps = [[uv, "venv", "--quiet", "--python", sys.executable, str(VENV)],
+                 [uv, "pip", "install", "--quiet", "--python", str(VENV / "bin" / "python"),
+                  f"prime=={PRIME_VERSION}"]]
+        for step in steps:
+            try:
+                done = subprocess.run(step, capture_output=True, text=True, timeout=600)
+            except subprocess.TimeoutExpired:
+                pytest.skip(f"installing prime {PRIME_VERSION} timed out: {' '.join(step)}")
+            if done.returncode != 0:
+                pytest.skip(f"cannot install prime {PRIME_VERSION} ({' '.join(step[:3])}): {done.stderr[-500:]}")
+    if not _version_ok(exe):
+        pytest.skip(f"prime {PRIME_VERSION} installed but does not run from {exe}")
+    return exe
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[EmulatorServer]:
+    """One emulator for the module, clock frozen (tests move it explicitly)."""
+    with EmulatorServer(speed=0) as emu:
+        yield emu
+
+
+@pytest.fixture(scope="module")
+def cli_env(server: EmulatorServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    home = tmp_path_factory.mktemp("prime-home")
+    return {
+        "PRIME_API_KEY": server.api_key,
+        "PRIME_API_BASE_URL": server.base_url,
+        "PRIME_TRACES_URL": server.base_url,
+        "PRIME_DISABLE_VERSION_CHECK": "1",
+        "HOME": str(home),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "PATH": os.environ.get("PATH", ""),
+        "COLUMNS": "200",
+        "NO_COLOR": "1",
+    }
+
+
+@pytest.fixture(scope="module")
+def prime(prime_exe: Path, cli_env: dict[str, str]):
+    """Run ``prime ARGS`` against the emulator; returns the CompletedProcess (text)."""
+
+    def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([str(prime_exe), *args], capture_output=True, text=True, env=cli_env, timeout=120)
+        if ok:
+            assert done.returncode == 0, f"prime {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
+        return done
+
+    return run
+
+
+def as_json(done: subprocess.CompletedProcess[str]) -> Any:
+    return json.loads(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def dispatched(prime, server: EmulatorServer, examples_dir: Path,
+               tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """``prime train run rl.toml -y -o json`` on a copy of the reverse-text example; then the
+    clock is moved until the run has COMPLETED."""
+    folder = tmp_path_factory.mktemp("config")
+    config = folder / "rl.toml"
+    shutil.copyfile(examples_dir / "basic" / "reverse-text" / "rl.toml", config)
+    done = prime("train", "run", str(config), "-y", "-o", "json")
+    result = as_json(done)
+    run_id = result["run"]["runId"]
+    status_at_dispatch = server.state.run(run_id).status
+    server.state.advance(T.queue_seconds + T.startup_seconds + 20 * T.step_seconds + T.finalize_seconds
+                         + T.checkpoint_upload_seconds + 1)
+    return {"result": result, "run_id": run_id, "config": tomllib.loads(config.read_text()),
+            "status_at_dispatch": status_at_dispatch}
+
+
+def test_train_run_dispatches_with_the_on_demand_placement(dispatched: dict, server: EmulatorServer) -> None:
+    run = dispatched["result"]["run"]
+    assert run == {"runId": dispatched["run_id"], "onDemand": True, "gpuType": "H200_141GB", "pricePerGpuHour": 2.5,
+                   "estimatedCostPerHour": 5.0, "isBeta": True}
+    assert dispatched["status_at_dispatch"] == "QUEUED"
+    sim = server.state.run(dispatched["run_id"])
+    assert sim.config == dispatched["config"]  # the whole TOML travels as `config`
+    assert (sim.spec.base_model, sim.spec.max_steps, sim.placement.team_id) == \
+        ("PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT", 20, None)
+    assert server.state.summary()["run_count"] == 1
+
+
+def test_train_list_and_get(prime, dispatched: dict) -> None:
+    listed = as_json(prime("train", "list", "-o", "json"))
+    assert (listed["total"], listed["page"], listed["per_page"]) == (1, 1, 20)
+    run = listed["runs"][0]
+    assert (run["id"], run["status"], run["base_model"], run["kind"]) == \
+        (dispatched["run_id"], "COMPLETED", "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT", "DEDICATED_FULL_FT")
+    got = as_json(prime("train", "get", dispatched["run_id"], "-o", "json"))["run"]
+    assert (got["id"], got["status"], got["max_steps"], got["batch_size"], got["rollouts_per_example"],
+            got["gpu_count"], got["failure_analysis"]) == (dispatched["run_id"], "COMPLETED", 20, 128, 16, 2, None)
+    assert got["environments"][0]["id"] == "reverse-text"
+    assert got["run_config"] == dispatched["config"]
+
+
+def test_train_get_unknown_run_fails_with_the_platform_message(prime) -> None:
+    done = prime("train", "get", "cnosuchrun000000000000000", "-o", "json", ok=False)
+    assert done.returncode == 1 and "Run not found" in done.stdout + done.stderr
+
+
+def test_train_metrics_and_progress(prime, dispatched: dict) -> None:
+    metrics = as_json(prime("train", "metrics", dispatched["run_id"]))["metrics"]
+    assert [m["step"] for m in metrics] == list(range(1, 21))
+    assert all(0 <= m["reward/all/mean"] <= 1 for m in metrics)
+    window = as_json(prime("train", "metrics", dispatched["run_id"], "--min-step", "3", "--max-step", "4"))
+    assert [m["step"] for m in window["metrics"]] == [3, 4]
+    progress = as_json(prime("train", "progress", dispatched["run_id"]))
+    assert progress["latest_step"] == 20 and progress["steps_with_samples"] == [5, 10, 15, 20]
+    assert progress["last_updated_at"] == metrics[-1]["timestamp"]
+
+
+def test_train_checkpoints(prime, dispatched: dict) -> None:
+    checkpoints = as_json(prime("train", "checkpoints", dispatched["run_id"], "-o", "json"))["checkpoints"]
+    assert [(c["step"], c["status"], c["rft_run_id"]) for c in checkpoints] == [(20, "READY", dispatched["run_id"])]
+    assert checkpoints[0]["storage_url"].endswith("/step_20")
+
+
+def test_train_logs(prime, dispatched: dict) -> None:
+    out = prime("train", "logs", dispatched["run_id"]).stdout
+    assert "Step 20/20" in out and "Training finished after 20 steps" in out
+    assert '"type":"progress"' not in out  # the CLI parsed our JSON lines (and hid progress lines)
+    trainer = prime("train", "logs", dispatched["run_id"], "-c", "trainer", "-n", "5").stdout
+    assert "loss" in trainer
+    warnings = prime("train", "logs", dispatched["run_id"], "--level", "warning", "--since", "24h").stdout
+    assert "Slow rollout batch at step 7" in warnings and "Step 20/20" not in warnings
+
+
+def test_train_components(prime, dispatched: dict) -> None:
+    out = prime("train", "components", dispatched["run_id"]).stdout
+    rows = [line for line in out.splitlines() if "orchestrator" in line or "env-server" in line]
+    assert any("orchestrator" in r and "COMPLETED" in r for r in rows)
+    assert any("env-server" in r and "reverse-text" in r and "Completed" in r for r in rows)
+
+
+def test_traces_list_and_raw_download(prime, dispatched: dict, server: EmulatorServer,
+                                      tmp_path: Path) -> None:
+    page = as_json(prime("traces", "list", "--run-id", dispatched["run_id"], "-o", "json"))
+    assert len(page["items"]) == 20 and page["next_cursor"]
+    assert {t["run_id"] for t in page["items"]} == {dispatched["run_id"]}
+    assert {t["context"]["run_type"] for t in page["items"]} == {"train"}
+    assert {t["run_step"] for t in page["items"]} == {20, 19}  # newest first, 16 traces a step
+    trace_id = page["items"][0]["trace_id"]
+    dest = tmp_path / "trace.json"
+    written = as_json(prime("traces", "get", trace_id, "--raw", "--dest", str(dest), "-o", "json"))
+    stored = server.state.store.traces[trace_id].raw
+    assert written == {"dest": str(dest), "bytes_written": len(stored)}
+    assert dest.read_bytes() == stored
+    assert json.loads(stored)["id"] == trace_id
