@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -163,7 +163,8 @@ def error_from_response(response: httpx.Response, endpoint: str, secrets: Sequen
     where = f"HTTP {status} from {endpoint}"
     kwargs: dict[str, Any] = {"status": status, "service_code": code, "endpoint": endpoint}
     if status == 401:
-        extra = f" ({detail})" if code or detail.lower() not in ("", "unauthorized", "not authenticated") else ""
+        generic = detail.strip().lower() in ("", "unauthorized", "not authenticated", "http 401")
+        extra = "" if generic else f" ({detail})"
         return perr.Unauthorized(
             f"API key unauthorized{extra} [{where}]. Check PRIME_API_KEY or run `prime login`.", **kwargs
         )
@@ -263,6 +264,7 @@ class BaseClient:
             follow_redirects=True,
             transport=transport,
         )
+        self._server_date: tuple[datetime, float] | None = None
 
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:
@@ -277,6 +279,26 @@ class BaseClient:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(root_url={self.root_url!r}, has_api_key={bool(self._api_key)})"
+
+    def server_now(self) -> datetime | None:
+        """The server's current time (UTC): the ``Date`` header of the last response plus the
+        time elapsed since, or ``None`` before any dated response.
+
+        Age server timestamps (``lastUpdatedAt``, ``createdAt``) against this, not the local
+        clock: robust against clock skew, and consistent with the emulator's fast clock.
+        """
+        if self._server_date is None:
+            return None
+        stamp, received = self._server_date
+        return stamp + timedelta(seconds=time.monotonic() - received)
+
+    def _note_date(self, response: httpx.Response) -> None:
+        try:
+            stamp = parsedate_to_datetime(response.headers.get("Date", ""))
+        except (TypeError, ValueError, OverflowError, IndexError):
+            return
+        if stamp is not None:
+            self._server_date = (stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC), time.monotonic())
 
     # -- plumbing --------------------------------------------------------------------
     def url(self, path: str) -> str:
@@ -368,6 +390,7 @@ class BaseClient:
         if failure is not None:
             raise failure  # outside the except block: no httpx exception (or request) attached
         log.debug("%s %s -> %s", method, path, response.status_code)
+        self._note_date(response)
         if not response.is_success:
             error = error_from_response(response, endpoint, secrets)
             if creates and response.status_code >= 500:
