@@ -7,6 +7,7 @@ finalize (simulated).
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import socket
@@ -189,6 +190,8 @@ def test_reserved_and_explicit_gpu_types(api: httpx.Client, rl_config: dict) -> 
     ({"config": {"model": {"name": "PrimeIntellect/Qwen3-0.6B"}}}, 422, "inference"),
     ({"config": {"model": {"name": "zai-org/GLM-4.5-Air"}, "inference": {}}, "gpuType": "H100_80GB"}, 400, "B200"),
     ({"mode": "dpo"}, 422, "mode"),
+    ({"config": {"model": {"name": "PrimeIntellect/Qwen3-0.6B"}, "data": {"name": "x"}, "inference": {}}},
+     422, "extra_forbidden"),  # an SFT config sent without mode=sft
 ])
 def test_create_rejects_like_the_platform(api: httpx.Client, emu: EmulatorServer, rl_config: dict,
                                           body: dict, status: int, needle: str) -> None:
@@ -230,6 +233,7 @@ def test_runs_are_scoped_to_their_owner(api: httpx.Client, other: httpx.Client, 
         return [r["id"] for r in response.json()["runs"]]
 
     assert ids(api) == [personal]
+    assert ids(api, teamId=TEAM_RESEARCH_ID) == [personal]  # the wrong spelling is ignored, as on the platform
     assert ids(api, team_id=TEAM_RESEARCH_ID) == [research]
     assert ids(api, team_id=TEAM_EVALS_ID) == [evals]
     assert ids(other) == []
@@ -364,7 +368,7 @@ def test_metrics_filters_and_rising_reward(api: httpx.Client, emu: EmulatorServe
     assert {"step", "timestamp", "reward/all/mean", "loss", "entropy"} <= set(records[0])
     rewards = [r["reward/all/mean"] for r in records]
     assert sum(rewards[-5:]) / 5 > sum(rewards[:5]) / 5 + 0.2
-    assert any(b < a for a, b in zip(rewards, rewards[1:]))  # noisy, not monotonic
+    assert any(b < a for a, b in itertools.pairwise(rewards))  # noisy, not monotonic
     window = api.get(f"/rft/runs/{run_id}/metrics", params={"min_step": 5, "max_step": 8}).json()["metrics"]
     assert [r["step"] for r in window] == [5, 6, 7, 8]
     assert [r["step"] for r in api.get(f"/rft/runs/{run_id}/metrics", params={"limit": 2}).json()["metrics"]] == [1, 2]
@@ -717,7 +721,7 @@ def test_cut_fault_sends_only_the_first_bytes(emu: EmulatorServer) -> None:
         while chunk := sock.recv(65536):
             received += chunk
     head, _, body = received.partition(b"\r\n\r\n")
-    length = int(re.search(rb"content-length: (\d+)", head, re.I).group(1))
+    length = int(re.search(rb"content-length: (\d+)", head, re.IGNORECASE).group(1))
     assert head.startswith(b"HTTP/1.1 200") and len(body) == 10 < length
     with _client(emu) as client:
         emu.faults.cut(5, "GET", "/user/whoami")

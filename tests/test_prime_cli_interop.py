@@ -35,7 +35,7 @@ T = Timing()
 
 def _version_ok(exe: Path) -> bool:
     try:
-        out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60,
+        out = subprocess.run([str(exe), "--version"], check=False, capture_output=True, text=True, timeout=60,
                              env={**os.environ, "PRIME_DISABLE_VERSION_CHECK": "1"})
     except (OSError, subprocess.TimeoutExpired):
         return False
@@ -61,7 +61,7 @@ def prime_exe() -> Path:
                   f"prime=={PRIME_VERSION}"]]
         for step in steps:
             try:
-                done = subprocess.run(step, capture_output=True, text=True, timeout=600)
+                done = subprocess.run(step, check=False, capture_output=True, text=True, timeout=600)
             except subprocess.TimeoutExpired:
                 pytest.skip(f"installing prime {PRIME_VERSION} timed out: {' '.join(step)}")
             if done.returncode != 0:
@@ -99,7 +99,8 @@ def prime(prime_exe: Path, cli_env: dict[str, str]):
     """Run ``prime ARGS`` against the emulator; returns the CompletedProcess (text)."""
 
     def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([str(prime_exe), *args], capture_output=True, text=True, env=cli_env, timeout=120)
+        done = subprocess.run([str(prime_exe), *args], check=False, capture_output=True, text=True,
+                              env=cli_env, timeout=120)
         if ok:
             assert done.returncode == 0, f"prime {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
         return done

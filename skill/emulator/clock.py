@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 
 class SimClock:
@@ -55,7 +55,7 @@ class SimClock:
 
     def to_datetime(self, sim: float) -> datetime:
         """The UTC datetime a simulated time stands for."""
-        return datetime.fromtimestamp(self.epoch + sim, tz=timezone.utc)
+        return datetime.fromtimestamp(self.epoch + sim, tz=UTC)
 
     def iso(self, sim: float) -> str:
         """ISO 8601 UTC with milliseconds and ``Z`` (``2026-08-20T12:06:01.120Z``)."""
@@ -63,7 +63,7 @@ class SimClock:
 
     def from_iso(self, text: str) -> float:
         """Simulated time of an ISO datetime (``Z`` or offset accepted); ValueError if unparsable."""
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
+        value = datetime.fromisoformat(text)
+        if value.tzinfo is None:  # naive means UTC
+            value = value.replace(tzinfo=UTC)
         return value.timestamp() - self.epoch

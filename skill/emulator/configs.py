@@ -165,6 +165,11 @@ def config_problems(config: dict[str, Any], *, sft: bool) -> list[dict[str, Any]
         problems.append(_problem(["trainer", "optim", "lr"], "Input should be a valid number", "float_parsing"))
     if "k8s" in config:
         problems.append(_problem(["k8s"], "[k8s] is set by the platform; remove it"))
+    # The prime-rl config models forbid extra keys: an SFT config sent as RL (or the reverse)
+    # fails on the other family's top-level sections.
+    for key in ("orchestrator",) if sft else ("data",):
+        if key in config:
+            problems.append(_problem([key], "Extra inputs are not permitted", "extra_forbidden"))
     if sft:
         return problems
     if config.get("clean") is True:

@@ -13,10 +13,11 @@ import random
 from typing import Any
 
 WORDS = (
-    "the quick brown fox jumps over a lazy dog while seven wise owls watch from an old oak "
-    "tree near the silent river under pale morning light and distant bells ring softly across "
-    "green hills where shepherds count their sheep before the autumn rain arrives"
-).split()
+    "the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "seven", "wise", "owls",
+    "watch", "from", "an", "old", "oak", "tree", "near", "the", "silent", "river", "under", "pale", "morning",
+    "light", "and", "distant", "bells", "ring", "softly", "across", "green", "hills", "where", "shepherds",
+    "count", "their", "sheep", "before", "the", "autumn", "rain", "arrives",
+)
 
 
 def rng(*parts: Any) -> random.Random:

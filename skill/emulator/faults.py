@@ -31,7 +31,7 @@ import json
 import logging
 import re
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from .errors import ApiError
@@ -195,7 +195,7 @@ class _Dropped(Exception):
 
 
 class _DropFilter(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:  # noqa: A003 - logging API
+    def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
         return not isinstance(exc, _Dropped)
 

@@ -20,7 +20,7 @@ def traces_routes(state: EmulatorState) -> list[Route]:
     def ask(request: Request) -> tuple[Owner, float, Params]:
         user = state.authenticate(request.headers.get("authorization"))
         owner = state.traces_owner(user, request.headers.get("x-prime-team-id"))
-        params = {key: request.query_params.getlist(key) for key in request.query_params.keys()}
+        params = {key: request.query_params.getlist(key) for key in request.query_params}
         return owner, state.advance_all(), params
 
     def raw_wanted(params: Params) -> bool:

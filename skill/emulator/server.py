@@ -6,7 +6,7 @@ import socket
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Self
 
 import uvicorn
 
@@ -56,7 +56,7 @@ class EmulatorServer:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
 
-    def start(self, timeout: float = 10.0) -> EmulatorServer:
+    def start(self, timeout: float = 10.0) -> Self:
         """Start serving; returns once the server accepts connections."""
         if self._thread is not None:
             return self
@@ -83,10 +83,10 @@ class EmulatorServer:
         self._sock.close()
         self._thread = None
 
-    def __enter__(self) -> EmulatorServer:
+    def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, *exc_info: Any) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
 

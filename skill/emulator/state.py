@@ -53,9 +53,11 @@ class EmulatorState:
                  shape: TraceShape | None = None, prepare_submission_supported: bool = False,
                  prepare_available: bool = True, rng_seed: int = 0) -> None:
         self.lock = threading.RLock()
-        self._options = dict(speed=speed, seed=seed, timing=timing, shape=shape,
-                             prepare_submission_supported=prepare_submission_supported,
-                             prepare_available=prepare_available, rng_seed=rng_seed)
+        self._options: dict[str, Any] = {
+            "speed": speed, "seed": seed, "timing": timing, "shape": shape,
+            "prepare_submission_supported": prepare_submission_supported,
+            "prepare_available": prepare_available, "rng_seed": rng_seed,
+        }
         self._build(**self._options)
 
     def _build(self, *, speed: float, seed: Seed | None, timing: Timing | None, shape: TraceShape | None,
@@ -450,8 +452,8 @@ class EmulatorState:
                         "schema_commit": schema_commit},
             "schema_install": {
                 "python": "3.12",
-                "requirements": [f"prime-rl-configs @ https://github.com/PrimeIntellect-ai/prime-rl/archive/"
-                                 f"{schema_commit}.tar.gz#subdirectory=packages/prime-rl-configs"],
+                "requirements": [(f"prime-rl-configs @ https://github.com/PrimeIntellect-ai/prime-rl/archive/"
+                                  f"{schema_commit}.tar.gz#subdirectory=packages/prime-rl-configs")],
                 "constraints": ["pydantic==2.11.7"],
             },
             "submission_supported": self.prepare_submission_supported,
