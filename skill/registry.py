@@ -10,7 +10,9 @@ OpenAI strict mode, Anthropic ``input_schema`` and MCP (JSON Schema 2020-12):
 - a property that has a default becomes nullable, its default is written into its
   description, and ``null`` (or omission) means "use the default";
 - keywords outside the portable subset (``default``, ``title``, numeric and length bounds,
-  ``format``...) are moved into the description; pydantic still enforces them.
+  ``format``...) are moved into the description; pydantic still enforces them;
+- nested models are inlined (no ``$ref``/``$defs``): OpenAI strict mode refuses a ``$ref``
+  with sibling keywords and several MCP hosts do not resolve references.
 
 :func:`call_tool` is the single entry point every surface uses: arguments (a dict or a JSON
 string) are checked with jsonschema, then by the pydantic model, and a malformed call
@@ -34,8 +36,7 @@ from tools.errors import FieldProblem, ToolError
 
 #: JSON Schema keywords kept in input schemas (the portable strict-mode subset).
 PORTABLE_KEYWORDS = frozenset(
-    {"type", "properties", "required", "additionalProperties", "enum", "const", "anyOf",
-     "$ref", "$defs", "description", "items"}
+    {"type", "properties", "required", "additionalProperties", "enum", "const", "anyOf", "description", "items"}
 )
 _DESCRIBED_KEYWORDS = {
     "minimum": "minimum {}", "maximum": "maximum {}", "exclusiveMinimum": "greater than {}",
@@ -57,6 +58,8 @@ class ToolSpec:
             (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``, ``openWorldHint``).
         positional: input fields taken as positional CLI arguments.
         long_running: the tool reports progress (downloads, bounded waits).
+        image_field: result field holding the path of a PNG the tool wrote; the MCP
+            server returns that picture as an image content block.
     """
 
     name: str
@@ -68,6 +71,7 @@ class ToolSpec:
     open_world: bool = True
     positional: tuple[str, ...] = ()
     long_running: bool = False
+    image_field: str | None = None
     cli_name: str = field(default="")
 
     @property
@@ -216,19 +220,38 @@ def get(name: str) -> ToolSpec:
 # -- schemas ----------------------------------------------------------------------------
 
 
-def _portable(node: Any) -> Any:
-    """Rewrite one pydantic JSON Schema node into the portable strict subset."""
+def _resolve(ref: str, defs: Mapping[str, Any]) -> dict[str, Any]:
+    prefix = "#/$defs/"
+    if not ref.startswith(prefix) or ref[len(prefix):] not in defs:
+        raise ValueError(f"unresolvable $ref {ref!r} in a tool input schema")
+    return defs[ref[len(prefix):]]
+
+
+def _portable(node: Any, defs: Mapping[str, Any], seen: tuple[str, ...] = ()) -> Any:
+    """Rewrite one pydantic JSON Schema node into the portable strict subset.
+
+    ``$ref``s are inlined (several hosts mishandle ``$ref``/``$defs`` in tool schemas, and
+    OpenAI strict mode refuses a ``$ref`` with sibling keywords such as ``description``);
+    a recursive model is refused.
+    """
     if isinstance(node, list):
-        return [_portable(item) for item in node]
+        return [_portable(item, defs, seen) for item in node]
     if not isinstance(node, dict):
         return node
+    if "$ref" in node:
+        ref = node["$ref"]
+        if ref in seen:
+            raise ValueError(f"recursive input model ({ref}) cannot be a portable tool schema")
+        target = _resolve(ref, defs)
+        merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+        return _portable(merged, defs, (*seen, ref))
     out: dict[str, Any] = {}
     notes: list[str] = []
     for key, value in node.items():
-        if key in ("properties", "$defs"):
-            out[key] = {k: _portable(v) for k, v in value.items()}
-        elif key in PORTABLE_KEYWORDS:
-            out[key] = _portable(value)
+        if key == "properties":
+            out[key] = {k: _portable(v, defs, seen) for k, v in value.items()}
+        elif key in PORTABLE_KEYWORDS and key not in ("$defs", "$ref"):
+            out[key] = _portable(value, defs, seen)
         elif key in _DESCRIBED_KEYWORDS:
             notes.append(_DESCRIBED_KEYWORDS[key].format(json.dumps(value)))
     if notes:
@@ -237,9 +260,9 @@ def _portable(node: Any) -> Any:
         props = out.setdefault("properties", {})
         required = set(node.get("required", []))
         for pname, pschema in props.items():
-            original = node["properties"][pname]
             if pname not in required:
-                props[pname] = _nullable(pschema, original)
+                props[pname] = _nullable(pschema, node["properties"][pname])
+        out["type"] = "object"
         out["required"] = list(props)
         out["additionalProperties"] = False
     return out
@@ -262,36 +285,51 @@ def _nullable(schema: dict[str, Any], original: dict[str, Any]) -> dict[str, Any
     return schema
 
 
-@functools.cache
-def input_schema(name: str) -> dict[str, Any]:
-    """The portable input JSON Schema of tool ``name`` (see module docstring)."""
-    raw = get(name).input_model.model_json_schema()
-    schema = _portable(raw)
+def portable_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The portable strict-mode JSON Schema of an input ``model`` (see module docstring)."""
+    raw = model.model_json_schema()
+    schema = _portable(raw, raw.get("$defs", {}))
     schema.pop("description", None)
+    schema.pop("title", None)
     return schema
 
 
 @functools.cache
+def input_schema(name: str) -> dict[str, Any]:
+    """The portable input JSON Schema of tool ``name`` (see module docstring)."""
+    return portable_schema(get(name).input_model)
+
+
+@functools.cache
 def output_schema(name: str) -> dict[str, Any]:
-    """The output JSON Schema (result model; a ToolError may be returned instead)."""
+    """The output JSON Schema (result model, serialization mode). A call may return a
+    :class:`~tools.errors.ToolError` instead; surfaces mark that as an error result."""
     return get(name).output_model.model_json_schema(mode="serialization")
 
 
 # -- exports ----------------------------------------------------------------------------
 
 
-def openai_tools() -> list[dict[str, Any]]:
-    """Tool specs for OpenAI function calling (``strict: true``)."""
-    return [
-        {"type": "function", "function": {
-            "name": s.name, "description": s.description,
-            "parameters": copy.deepcopy(input_schema(s.name)), "strict": True}}
+def openai_tools(api: str = "chat") -> list[dict[str, Any]]:
+    """Tool specs for OpenAI function calling, ``strict: true``.
+
+    ``api="chat"`` (Chat Completions: ``{"type": "function", "function": {...}}``) or
+    ``"responses"`` (Responses API: the function fields at the top level).
+    """
+    specs = [
+        {"name": s.name, "description": s.description,
+         "parameters": copy.deepcopy(input_schema(s.name)), "strict": True}
         for s in TOOLS
     ]
+    if api == "responses":
+        return [{"type": "function", **spec} for spec in specs]
+    if api != "chat":
+        raise ValueError(f"api must be 'chat' or 'responses', not {api!r}")
+    return [{"type": "function", "function": spec} for spec in specs]
 
 
 def anthropic_tools() -> list[dict[str, Any]]:
-    """Tool specs for the Anthropic Messages API (``input_schema``)."""
+    """Tool specs for the Anthropic Messages API (``name``, ``description``, ``input_schema``)."""
     return [
         {"name": s.name, "description": s.description, "input_schema": copy.deepcopy(input_schema(s.name))}
         for s in TOOLS
@@ -301,10 +339,55 @@ def anthropic_tools() -> list[dict[str, Any]]:
 def mcp_tools() -> list[dict[str, Any]]:
     """Tool definitions as MCP ``tools/list`` items (inputSchema, outputSchema, annotations)."""
     return [
-        {"name": s.name, "description": s.description, "inputSchema": copy.deepcopy(input_schema(s.name)),
+        {"name": s.name, "title": s.annotations()["title"], "description": s.description,
+         "inputSchema": copy.deepcopy(input_schema(s.name)),
          "outputSchema": copy.deepcopy(output_schema(s.name)), "annotations": s.annotations()}
         for s in TOOLS
     ]
+
+
+def result_json(result: BaseModel) -> str:
+    """The compact JSON of a tool result or ToolError, as every surface sends it."""
+    return result.model_dump_json(by_alias=True)
+
+
+def is_error(result: BaseModel) -> bool:
+    """True when ``result`` is a :class:`~tools.errors.ToolError`."""
+    return isinstance(result, ToolError)
+
+
+def _field(obj: Any, key: str, default: Any = None) -> Any:
+    """``obj[key]`` for dicts, ``obj.key`` for SDK objects."""
+    if isinstance(obj, Mapping):
+        return obj.get(key, default)
+    return getattr(obj, key, default)
+
+
+def openai_tool_message(tool_call: Any, ctx: Any = None) -> dict[str, Any]:
+    """Run one OpenAI Chat Completions tool call and return the ``role: tool`` message.
+
+    ``tool_call`` is a dict or SDK object with ``id`` and ``function.name`` /
+    ``function.arguments`` (a JSON string). The content is the result JSON; a
+    ToolError is returned as content too (its ``error: true`` tells the model).
+    """
+    function = _field(tool_call, "function")
+    result = call_tool(_field(function, "name", ""), _field(function, "arguments"), ctx)
+    return {"role": "tool", "tool_call_id": _field(tool_call, "id"), "content": result_json(result)}
+
+
+def openai_function_call_output(item: Any, ctx: Any = None) -> dict[str, Any]:
+    """Run one OpenAI Responses API ``function_call`` item (``call_id``, ``name``,
+    ``arguments``) and return its ``function_call_output`` input item."""
+    result = call_tool(_field(item, "name", ""), _field(item, "arguments"), ctx)
+    return {"type": "function_call_output", "call_id": _field(item, "call_id"), "output": result_json(result)}
+
+
+def anthropic_tool_result(tool_use: Any, ctx: Any = None) -> dict[str, Any]:
+    """Run one Anthropic ``tool_use`` block (``id``, ``name``, ``input``) and return the
+    ``tool_result`` content block (``is_error`` set for a ToolError)."""
+    result = call_tool(_field(tool_use, "name", ""), _field(tool_use, "input"), ctx)
+    return {"type": "tool_result", "tool_use_id": _field(tool_use, "id"),
+            "content": result_json(result), "is_error": is_error(result)}
 
 
 # -- calling ----------------------------------------------------------------------------
@@ -319,36 +402,71 @@ def _bad_arguments(problems: list[FieldProblem], name: str) -> ToolError:
     )
 
 
+def _expected(schema: Mapping[str, Any]) -> str:
+    """A short phrase for what ``schema`` accepts (``an integer``, ``one of 'a', 'b'``)."""
+    if "enum" in schema:
+        return "one of " + ", ".join(json.dumps(v) for v in schema["enum"])
+    if "const" in schema:
+        return json.dumps(schema["const"])
+    if "anyOf" in schema:
+        return " or ".join(_expected(v) for v in schema["anyOf"])
+    kind = schema.get("type")
+    words = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
+             "null": "null (the default)", "array": "a list", "object": "an object"}
+    if kind == "array" and isinstance(schema.get("items"), Mapping):
+        return f"a list of {_expected(schema['items']).removeprefix('a ').removeprefix('an ')}s"
+    return words.get(kind, "a valid value")
+
+
+def _problem(error: Any) -> FieldProblem:
+    """One jsonschema error as a field path + what was expected (without echoing long values)."""
+    path = ".".join(str(p) for p in error.absolute_path)
+    if error.validator == "additionalProperties":
+        allowed = ", ".join(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        return FieldProblem(path=".".join(filter(None, [path, ",".join(extra)])),
+                            problem=f"unknown argument; allowed: {allowed}")
+    if error.validator in ("anyOf", "type", "enum", "const"):
+        got = type(error.instance).__name__ if not isinstance(error.instance, (str, int, float, bool)) \
+            else json.dumps(error.instance)[:60]
+        return FieldProblem(path=path, problem=f"expected {_expected(error.schema)}, got {got}")
+    return FieldProblem(path=path, problem=error.message[:200])
+
+
+@functools.cache
+def _validator(name: str) -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(input_schema(name))
+
+
 def check_arguments(name: str, arguments: Mapping[str, Any] | str | None) -> BaseModel | ToolError:
     """Validate ``arguments`` for tool ``name``; return the input model or a ToolError.
 
-    Omitted optional properties are treated as ``null``; ``null`` means the default.
+    ``arguments`` is a mapping or a JSON object string. Omitted optional properties are
+    treated as ``null``; ``null`` means the default. Checks run in two layers: jsonschema
+    against the portable schema (types, enums, unknown names), then the pydantic model
+    (bounds, patterns and cross-field rules moved into descriptions).
     """
-    from jsonschema import Draft202012Validator
-
     spec = get(name)
-    if isinstance(arguments, str):
+    if isinstance(arguments, (str, bytes)):
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
         except json.JSONDecodeError as exc:
             return _bad_arguments([FieldProblem(path="", problem=f"arguments are not valid JSON ({exc.msg})")], spec.name)
-    arguments = dict(arguments or {})
-    if not isinstance(arguments, dict):
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, Mapping):
         return _bad_arguments([FieldProblem(path="", problem="arguments must be a JSON object")], spec.name)
-    schema = input_schema(spec.name)
-    for prop in schema["properties"]:
+    arguments = dict(arguments)
+    for prop in input_schema(spec.name)["properties"]:
         arguments.setdefault(prop, None)
-    validator = Draft202012Validator(schema)
-    problems = [
-        FieldProblem(path=".".join(str(p) for p in err.absolute_path), problem=err.message)
-        for err in sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
-    ]
-    if problems:
-        return _bad_arguments(problems, spec.name)
+    errors = sorted(_validator(spec.name).iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:
+        return _bad_arguments([_problem(e) for e in errors], spec.name)
     model = spec.input_model
-    cleaned = _drop_null_defaults(model, arguments)
     try:
-        return model.model_validate(cleaned)
+        return model.model_validate(_drop_null_defaults(model, arguments))
     except ValidationError as exc:
         return _bad_arguments(
             [FieldProblem(path=".".join(str(p) for p in e["loc"]), problem=e["msg"]) for e in exc.errors()],
@@ -363,10 +481,12 @@ def _drop_null_defaults(model: type[BaseModel], data: dict[str, Any]) -> dict[st
         info = model.model_fields.get(key)
         if value is None and info is not None and not info.is_required():
             continue
-        if isinstance(value, dict) and info is not None:
+        if info is not None:
             sub = _submodel(info.annotation)
-            if sub is not None:
+            if sub is not None and isinstance(value, dict):
                 value = _drop_null_defaults(sub, value)
+            elif sub is not None and isinstance(value, list):
+                value = [_drop_null_defaults(sub, v) if isinstance(v, dict) else v for v in value]
         out[key] = value
     return out
 
@@ -375,29 +495,37 @@ def _submodel(annotation: Any) -> type[BaseModel] | None:
     for candidate in (annotation, *typing.get_args(annotation)):
         if isinstance(candidate, type) and issubclass(candidate, BaseModel):
             return candidate
+        nested = _submodel(candidate) if typing.get_args(candidate) else None
+        if nested is not None:
+            return nested
     return None
 
 
 def call_tool(name: str, arguments: Mapping[str, Any] | str | None = None, ctx: Any = None) -> BaseModel:
     """Run tool ``name`` with ``arguments``; return its result model or a ToolError.
 
-    ``ctx`` is a :class:`tools.context.Context` (default: one over the process environment).
-    An unknown tool name or malformed arguments give a ToolError; an unexpected exception
-    gives ``internal_error`` with its type and message (scrubbed), never a traceback.
+    The single entry point of every surface (MCP server, CLI, chat-assistant helpers).
+    ``ctx`` is a :class:`tools.context.Context` (default: one over the process
+    environment). An unknown tool name or malformed arguments give a ToolError
+    (``unknown_tool``, ``bad_arguments``); an unexpected exception gives
+    ``internal_error`` with its type and message (scrubbed), never a traceback.
     """
     try:
         spec = get(name)
     except KeyError:
         return ToolError(code="unknown_tool", message=f"No tool named {name!r}.",
                          fix="List the tools (MCP tools/list or `model-factory tools export`).")
-    parsed = check_arguments(spec.name, arguments)
-    if isinstance(parsed, ToolError):
-        return parsed
     try:
+        parsed = check_arguments(spec.name, arguments)
+        if isinstance(parsed, ToolError):
+            return parsed
         return spec.function(parsed, ctx)
     except Exception as exc:  # noqa: BLE001 - surfaces must never show a traceback
+        import logging
+
         from tools.context import Context
 
+        logging.getLogger("model_factory").debug("%s failed", spec.name, exc_info=True)
         scrubber = (ctx or Context.from_environment()).scrubber
         return ToolError(
             code="internal_error",
