@@ -804,3 +804,11 @@ def test_unknown_routes_answer_json(api: httpx.Client) -> None:
     missing = api.get("/no/such/route")
     assert missing.status_code == 404 and missing.json() == {"detail": "Not Found"}
     assert api.delete("/user/teams").status_code == 405
+
+
+def test_the_emulator_imports_nothing_from_tools() -> None:
+    package = Path(__file__).resolve().parent.parent / "skill" / "emulator"
+    offenders = [f"{path.name}: {line.strip()}" for path in sorted(package.glob("*.py"))
+                 for line in path.read_text().splitlines()
+                 if re.match(r"\s*(from|import)\s+tools(\.|\s|$)", line)]
+    assert offenders == []

@@ -46,12 +46,13 @@ class EmulatorState:
             ``submission_supported`` (default False: the real ``prime`` then skips its local
             schema compile, which would fetch prime-rl from GitHub).
         prepare_available: False makes ``/training/runs/prepare`` answer 404 (an older platform).
-        rng_seed: seed of the run-id generator.
+        rng_seed: seed of the run-id generator (None, the default: random ids, so runs of two
+            emulator sessions never share an id in a persistent launch ledger).
     """
 
     def __init__(self, speed: float = DEFAULT_SPEED, *, seed: Seed | None = None, timing: Timing | None = None,
                  shape: TraceShape | None = None, prepare_submission_supported: bool = False,
-                 prepare_available: bool = True, rng_seed: int = 0) -> None:
+                 prepare_available: bool = True, rng_seed: int | None = None) -> None:
         self.lock = threading.RLock()
         self._options: dict[str, Any] = {
             "speed": speed, "seed": seed, "timing": timing, "shape": shape,
@@ -61,7 +62,7 @@ class EmulatorState:
         self._build(**self._options)
 
     def _build(self, *, speed: float, seed: Seed | None, timing: Timing | None, shape: TraceShape | None,
-               prepare_submission_supported: bool, prepare_available: bool, rng_seed: int) -> None:
+               prepare_submission_supported: bool, prepare_available: bool, rng_seed: int | None) -> None:
         self.clock = SimClock(speed)
         self.seed = seed or default_seed()
         self.timing = timing or Timing()
