@@ -477,6 +477,15 @@ def _key(request_id: Any) -> str:
     return json.dumps(request_id)
 
 
+def _awaits_answer(line: bytes) -> bool:
+    """True when ``line`` is a request the client still waits for (not our replay)."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return True
+    return not isinstance(message, dict) or ("id" in message and message["id"] != REPLAY_ID)
+
+
 # -- entry point ------------------------------------------------------------------------------
 
 
@@ -520,8 +529,9 @@ def main() -> None:
         if item is _READY:
             break
         if item is _EOF:
-            if not pending:
-                return
+            if not any(_awaits_answer(line) for line in pending):
+                sys.stderr.flush()
+                os._exit(0)  # nothing left to answer; do not wait for the SDK to load
             closed = True  # serve what was asked, then stop
             continue
         rest = early.answer_early(item) if early else item
