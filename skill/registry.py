@@ -495,7 +495,7 @@ def _submodel(annotation: Any) -> type[BaseModel] | None:
     for candidate in (annotation, *typing.get_args(annotation)):
         if isinstance(candidate, type) and issubclass(candidate, BaseModel):
             return candidate
-        nested = _submodel(candidate) if typing.get_args(candidate) else None
+        nested = _submodel(candidate) if candidate is not annotation and typing.get_args(candidate) else None
         if nested is not None:
             return nested
     return None
