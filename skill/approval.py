@@ -1,0 +1,84 @@
+"""``model-factory approve PLAN_ID``: a person approves one plan at an interactive terminal.
+
+The command refuses (exit code 4) unless stdin and stdout are both a terminal and ``--json``
+is not given: a pipe, a redirect or machine-readable output means no person is reading.
+It then re-checks the plan (the config file, owner and prices as they are now must give the
+hash that was planned), prints the summary, and asks the person to type the last four
+characters of the plan id. Only then does it mint a confirmation code ``mfc_...`` (valid 15
+minutes, launches or stops once) to paste to the agent.
+
+This keeps honest agents and accidental pipes out. An agent that can run arbitrary
+programs under the user's account could fake a terminal; a host approval prompt or MCP
+elicitation is the stronger channel where one exists.
+
+Exit codes: 0 approved (code printed), 3 the plan cannot be approved (unknown, already
+launched, config error), 4 refused / not approved / plan changed, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+EXIT_OK, EXIT_ERROR, EXIT_REFUSED = 0, 3, 4
+_REFUSED_CODES = frozenset({"plan_changed", "confirmation_required", "approval_refused"})
+
+
+def _say(text: str, stream: TextIO | None = None) -> None:
+    print(text, file=stream or sys.stdout, flush=True)
+
+
+def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
+    """Run the terminal approval for ``plan_id``; returns the process exit code."""
+    if as_json:
+        _say("Refused: approving a plan needs a person at an interactive terminal; --json output is not "
+             "accepted. Run `model-factory approve " + plan_id + "` yourself, without --json.", sys.stderr)
+        return EXIT_REFUSED
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        _say("Refused: `model-factory approve` must be run by a person in an interactive terminal (stdin and "
+             "stdout are not both a terminal here). Agents cannot approve plans.", sys.stderr)
+        return EXIT_REFUSED
+
+    from tools.context import Context
+    from tools.errors import ToolFailure
+    from tools.launch_approval import approve_plan, plan_request
+    from tools.platform.errors import PlatformError
+
+    ctx = Context.from_environment()
+    try:
+        try:
+            request = plan_request(plan_id, ctx)
+        except ToolFailure as failure:
+            err = ctx.scrubber.scrub_model(failure.error)
+            _say(f"Cannot approve {plan_id}: [{err.code}] {err.message}\nFix: {err.fix}", sys.stderr)
+            return EXIT_REFUSED if err.code in _REFUSED_CODES else EXIT_ERROR
+        except PlatformError as exc:
+            _say(f"Cannot approve {plan_id}: the platform could not be read to re-check the plan: "
+                 f"{ctx.scrubber.scrub_text(exc.message)}", sys.stderr)
+            return EXIT_ERROR
+        _say(ctx.scrubber.scrub_text(request.summary))
+        _say("")
+        what = "LAUNCH this run (it spends money)" if request.action == "launch" else "STOP this run (irreversible)"
+        key = plan_id[-4:]
+        try:
+            answer = input(f"To {what}, type the last 4 characters of the plan id ({plan_id[:-4]}____): ")
+        except EOFError:
+            answer = ""
+        if answer.strip() != key:
+            _say("Not approved; nothing was done.")
+            return EXIT_REFUSED
+        try:
+            token = approve_plan(plan_id, "terminal", ctx, plan_hash=request.plan_hash)
+        except ToolFailure as failure:
+            err = ctx.scrubber.scrub_model(failure.error)
+            _say(f"Not approved: [{err.code}] {err.message}\nFix: {err.fix}", sys.stderr)
+            return EXIT_REFUSED if err.code in _REFUSED_CODES else EXIT_ERROR
+        except PlatformError as exc:
+            _say(f"Not approved: {ctx.scrubber.scrub_text(exc.message)}", sys.stderr)
+            return EXIT_ERROR
+        tool = "mf_dispatch_run" if request.action == "launch" else "mf_stop_run"
+        _say(f"Approved. Confirmation code (valid {request.ttl_seconds // 60} minutes, works once):\n\n  {token}\n\n"
+             f"Paste it to the agent; it passes it to {tool} as `confirmation`.")
+        return EXIT_OK
+    finally:
+        ctx.close()

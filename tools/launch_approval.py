@@ -1,0 +1,187 @@
+"""Approval channels: how a human's "yes" to one exact plan becomes a confirmation token.
+
+An agent can never approve. The channels, all ending in :func:`approve_plan` (or, inside a
+dispatch that already re-checked the plan, :func:`tools.guardrails.confirmation.mint`):
+
+* **terminal** - ``model-factory approve PLAN_ID`` (:mod:`skill.approval`): a person at an
+  interactive terminal reads :func:`plan_request`'s summary, types a short confirmation, and
+  gets a code ``mfc_...`` to paste to the agent (valid 15 minutes, launches once).
+* **host_callback** - ``ctx.approver(request) -> bool``: the host shows
+  ``request.summary`` to the person (a dialog, a chat button). ``mf_dispatch_run`` /
+  ``mf_stop_run`` call it when no confirmation was passed.
+* **mcp_elicitation** - an MCP server asks the user with elicitation, then calls
+  ``approve_plan(plan_id, "mcp_elicitation", ctx, plan_hash=request.plan_hash)``.
+* **policy** - a budget policy written by the person (:mod:`tools.guardrails.policy`),
+  outside any folder the agent writes, pre-authorizes launches within its limits.
+
+Every channel re-checks that the plan is still what was shown: :func:`plan_request`
+rebuilds it from the ledger record and the *current* config file, owner and prices and
+refuses with ``plan_changed`` when its hash moved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from tools.context import Context
+from tools.errors import fail
+from tools.guardrails.confirmation import LaunchState, launch_state, mint
+from tools.guardrails.ledger import Ledger
+from tools.guardrails.policy import PlanFacts, evaluate, load_policy
+from tools.launch_plan import APPROVAL_TTL_SECONDS, Draft, PlanRunInput, build_plan
+
+
+class ApprovalRequest(BaseModel):
+    """What a human approval channel shows and binds to (passed to ``ctx.approver``)."""
+
+    plan_id: str = Field(description="The plan to approve.")
+    plan_hash: str = Field(description="Hash of the exact plan shown; the approval covers only this.")
+    action: Literal["launch", "stop"] = Field(description="launch: start a run (spends money); stop: stop a run.")
+    summary: str = Field(description="The plan in words: owner, GPUs, price, cost, steps, secrets, warnings.")
+    owner: str = Field(description="Who pays / whose run: 'personal' or a team id.")
+    usd_high: float | None = Field(default=None, description="High cost estimate, USD (launch); null = unknown.")
+    ttl_seconds: int = Field(default=APPROVAL_TTL_SECONDS, description="How long an approval stays valid.")
+    approve_command: str = Field(description="The terminal command a person runs to approve.")
+
+
+def approve_command(plan_id: str) -> str:
+    """``model-factory approve <plan_id>``."""
+    return f"model-factory approve {plan_id}"
+
+
+def _owner(team_id: str | None) -> str:
+    return team_id or "personal"
+
+
+def request_from_state(state: LaunchState) -> ApprovalRequest:
+    """The approval request of a plan as recorded (no re-check; see :func:`plan_request`)."""
+    plan = state.plan
+    cost = plan.get("cost") if isinstance(plan.get("cost"), dict) else {}
+    return ApprovalRequest(
+        plan_id=state.plan_id, plan_hash=str(state.plan_hash), action=plan.get("action", "launch"),
+        summary=str(plan.get("summary", "")), owner=_owner(plan.get("team_id")), usd_high=cost.get("usd_high"),
+        approve_command=approve_command(state.plan_id))
+
+
+def refuse_spent(state: LaunchState) -> None:
+    """Raise when the plan was already sent: approving it again would mean nothing."""
+    if state.status == "dispatched":
+        raise fail("already_dispatched", f"Plan {state.plan_id} was already carried out"
+                   + (f" (run {state.run_id})" if state.run_id else "") + "; it is never sent twice.",
+                   "Nothing to approve. Monitor the run (mf_get_run); to launch again, plan a new run.")
+    if state.status in ("ambiguous", "in_flight"):
+        raise fail("ambiguous_launch", f"Plan {state.plan_id} may already have reached the platform; it must not "
+                   "be sent again, so it cannot be approved again.",
+                   f"Call mf_dispatch_run with plan_id='{state.plan_id}' (it only reconciles) or mf_list_launches.",
+                   ambiguous=True)
+
+
+def rebuild(ctx: Context, state: LaunchState) -> tuple[str, Draft | None]:
+    """The plan's hash as it is *now* (and the rebuilt draft for launches). A launch plan is
+    recomputed from its recorded arguments over the current config file, owner and prices; a
+    stop plan's facts are fixed at planning, so its recorded hash stands."""
+    if state.plan.get("action") == "stop":
+        return str(state.plan_hash), None
+    try:
+        args = PlanRunInput.model_validate(state.plan.get("arguments") or {})
+    except ValueError:
+        raise fail("unknown_plan", f"The ledger record of plan {state.plan_id} is not a launch plan this version "
+                   "understands.", "Call mf_plan_run to make a new plan.") from None
+    draft = build_plan(args, ctx, state.plan_id, prepare=False)
+    return draft.plan_hash, draft
+
+
+def check_unchanged(state: LaunchState, current_hash: str) -> None:
+    """``plan_changed`` unless ``current_hash`` is the recorded plan hash."""
+    if current_hash != state.plan_hash:
+        raise fail("plan_changed", f"Plan {state.plan_id} is no longer what was shown: the config file, owner, "
+                   "GPU, volume, secrets, step cap or price changed since it was planned.",
+                   "Call mf_plan_run again, show the new summary, and get the new plan approved.")
+
+
+def plan_request(plan_id: str, ctx: Context) -> ApprovalRequest:
+    """The request a human channel shows for ``plan_id``, after re-checking the plan.
+
+    Raises ToolFailure: ``unknown_plan``, ``already_dispatched`` / ``ambiguous_launch`` (already
+    sent), ``plan_changed`` (the config or a fact moved), and the planning errors of
+    :func:`tools.launch_plan.build_plan`; PlatformError from its reads.
+    """
+    state = launch_state(Ledger.for_context(ctx), plan_id)
+    refuse_spent(state)
+    current, _ = rebuild(ctx, state)
+    check_unchanged(state, current)
+    return request_from_state(state)
+
+
+def approve_plan(plan_id: str, channel: str, ctx: Context, *, plan_hash: str | None = None) -> str:
+    """Record a human's approval of ``plan_id`` on ``channel`` and return the token (``mfc_...``).
+
+    ``channel``: ``terminal`` | ``mcp_elicitation`` | ``host_callback`` | ``policy``. Call it
+    only after a person said yes to the summary of :func:`plan_request`; pass that request's
+    ``plan_hash`` so an edit made while the person was reading voids the approval. Valid
+    :data:`~tools.launch_plan.APPROVAL_TTL_SECONDS`, single use. Raises like :func:`plan_request`.
+    """
+    request = plan_request(plan_id, ctx)
+    if plan_hash is not None and plan_hash != request.plan_hash:
+        raise fail("plan_changed", f"Plan {plan_id} changed while it was being approved.",
+                   "Show the new summary (call mf_plan_run again) and ask again.")
+    state = launch_state(Ledger.for_context(ctx), plan_id)
+    return mint(Ledger.for_context(ctx), plan_id, request.plan_hash, channel, APPROVAL_TTL_SECONDS,
+                owner=_owner(state.plan.get("team_id")))
+
+
+def obtain_confirmation(
+    ctx: Context,
+    ledger: Ledger,
+    request: ApprovalRequest,
+    given: str | None,
+    facts: PlanFacts | None,
+    count_active_runs: Callable[[], int | None] | None = None,
+) -> tuple[str, list[str]]:
+    """A token for ``request``: the ``given`` confirmation, else the budget policy (launches
+    only: ``facts`` set), else the host approver callback. Returns (token, policy reasons).
+
+    Raises ToolFailure ``approval_refused`` (the person said no, or the host channel failed)
+    or ``confirmation_required`` (no channel; the fix names the terminal command).
+    """
+    if given and given.strip():
+        return given.strip(), []
+    notes: list[str] = []
+    if facts is not None:
+        policy = load_policy(env=ctx.env, home=ctx.home, agent_writable=[ctx.cwd or Path.cwd(), ctx.state_path()])
+        limits = policy.limits
+        if limits is not None and limits.max_concurrent_runs is not None and count_active_runs is not None:
+            facts = facts.model_copy(update={"active_runs": count_active_runs()})
+        decision = evaluate(policy, facts)
+        if decision.allowed:
+            token = mint(ledger, request.plan_id, request.plan_hash, "policy", APPROVAL_TTL_SECONDS,
+                         owner=request.owner, policy_path=decision.policy_path,
+                         policy_sha256=decision.policy_sha256, reasons=decision.reasons)
+            return token, decision.reasons
+        if policy.path.exists():
+            notes = [f"The budget policy {policy.path} does not cover it: " + "; ".join(decision.reasons)]
+    if ctx.approver is not None:
+        try:
+            approved = ctx.approver(request) is True
+        except Exception as exc:  # noqa: BLE001 - a broken channel fails closed
+            raise fail("approval_refused", f"The host's approval prompt failed ({type(exc).__name__}); nothing was "
+                       "done.", f"Ask the user to approve with `{request.approve_command}` in a terminal.") from None
+        if not approved:
+            raise fail("approval_refused", f"The user did not approve plan {request.plan_id}; nothing was done.",
+                       "Ask the user what to change, then plan again (mf_plan_run / mf_stop_run).")
+        return mint(ledger, request.plan_id, request.plan_hash, "host_callback", APPROVAL_TTL_SECONDS,
+                    owner=request.owner), notes
+    verb = "Launching" if request.action == "launch" else "Stopping a run with"
+    raise fail(
+        "confirmation_required",
+        f"{verb} plan {request.plan_id} needs a person's confirmation; none was given and no approval channel "
+        "is attached." + (" " + " ".join(notes) if notes else ""),
+        f"Show the user the plan summary and ask them to run `{request.approve_command}` in their own terminal "
+        "(same project folder). It prints a confirmation code mfc_... (valid 15 minutes, works once); then call "
+        f"{'mf_dispatch_run' if request.action == 'launch' else 'mf_stop_run'} again with that code as "
+        "`confirmation`. Never invent or reuse a code.",
+    )

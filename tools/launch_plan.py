@@ -1,0 +1,624 @@
+"""Planning a hosted run: the facts ``mf_plan_run`` shows and ``mf_dispatch_run`` re-checks.
+
+:func:`build_plan` turns a :class:`PlanRunInput` into a :class:`Draft`: the hosted config
+(the TOML as ``prime train`` 0.18.0 ships it, with the step cap applied), the owner, GPU
+type and count, price, cost estimate, forwarded secret *names*, volume, image/source pins,
+run name and the ``plan_hash`` that an approval is bound to. It sends no create and spends
+nothing; it is run again at dispatch (and by approval channels) over the *current* config
+file, owner and prices, so that any change voids an approval.
+
+Sources: reference/prime-api.md §3.2 (CLI dispatch steps: SFT sniff, CLI-only keys,
+deprecated ``[orchestrator]`` keys, source-ref rules, env files), §4 (prepare), §2.4
+(``GET /training/available-fft-models`` on-demand prices, ``GET /training/available-gpu-types``),
+§2.5 (``GET /training/volumes``); reference/prime-rl.md §3.2 (``max_steps`` propagation) and
+the ``[deployment]`` fields (GPU count).
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import hashlib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tools.context import Context
+from tools.errors import fail
+from tools.guardrails import secrets as gsecrets
+from tools.guardrails.confirmation import config_sha256, plan_hash
+from tools.owner import Owner, resolve_owner
+from tools.platform import errors as perr
+
+#: Step cap of a smoke run unless the user asks otherwise.
+SMOKE_MAX_STEPS = 20
+#: Lifetime of an approval (seconds); a confirmation launches once within it.
+APPROVAL_TTL_SECONDS = 900
+#: Top-level TOML keys ``prime train`` reads itself and never ships (§3.2 step 8).
+CLI_ONLY_KEYS = frozenset({"env_file", "env_files", "image_tag", "gpu_type", "volume", "volume_size",
+                           "source_ref", "type"})
+#: SFT configs holding one of these skip the CLI's local validation (§3.2 step 10).
+SFT_ONLINE_EVAL_KEYS = frozenset({"eval", "inference", "weight_broadcast"})
+#: Assumed seconds per training step (low, expected, high) when the user gives none.
+#: An ASSUMPTION for the estimate, not platform data: small RL runs of the bundled examples
+#: take tens of seconds per step; bigger deployments train bigger models, slower.
+STEP_SECONDS: dict[tuple[str, str], tuple[float, float, float]] = {
+    ("rl", "small"): (15, 45, 120),      # <= 2 GPUs
+    ("rl", "node"): (30, 90, 300),       # <= 8 GPUs, one node
+    ("rl", "multi"): (60, 240, 900),     # several nodes
+    ("sft", "small"): (2, 8, 30),
+    ("sft", "node"): (4, 15, 60),
+    ("sft", "multi"): (8, 30, 120),
+}
+#: Assumed start-up before step 1 (minutes: low, expected, high): scheduling, image pull,
+#: model download, inference server start. An assumption, billed like training time.
+STARTUP_MINUTES = (5.0, 10.0, 20.0)
+_SIZE_LABEL = {"small": "<=2-GPU", "node": "single-node (<=8 GPUs)", "multi": "multi-node"}
+_SOURCE_REF = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._/-]{0,199}\Z")
+
+
+class PlanRunInput(BaseModel):
+    """Arguments of ``mf_plan_run``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    config_path: str = Field(description="Path of the prime-rl TOML to run (absolute, or relative to the "
+                                         "working folder). Validate it first with mf_validate_config.")
+    team: str | None = Field(default=None, description=(
+        "Who pays: 'personal', a team id (c + 24 lowercase letters/digits, see mf_list_teams), or null for "
+        "the configured owner (PRIME_TEAM_ID, then the prime config). Planning stops when null and the "
+        "account belongs to teams but none is configured."))
+    gpu_type: str | None = Field(default=None, description=(
+        "GPU type such as H100_80GB (see mf_list_gpus). Null: the TOML's gpu_type, else the cheapest "
+        "on-demand type available to the owner."))
+    volume: str | None = Field(default=None, description="Name of an existing volume of the owner to attach "
+                                                         "(see mf_list_volumes). Null: the TOML's volume, or none.")
+    secrets: list[str] = Field(default_factory=list, description=(
+        "NAMES of environment variables to forward to the run: only WANDB_API_KEY and HF_TOKEN. Never "
+        "values; values are read from the environment / env files only at dispatch."))
+    env_files: list[str] = Field(default_factory=list, description=(
+        "Paths of .env files to read forwarded secrets from (after the TOML's env_file(s); later wins). "
+        "Only WANDB_API_KEY and HF_TOKEN may appear in them."))
+    run_kind: Literal["smoke", "full"] = Field(default="smoke", description=(
+        "smoke: cap the run at min(config max_steps, 20) steps; full: the config's max_steps (none = "
+        "runs until stopped)."))
+    max_steps: int | None = Field(default=None, ge=1, description="Explicit step cap; overrides run_kind.")
+    image_tag: str | None = Field(default=None, description="prime-rl image tag (overrides the TOML's "
+                                                            "image_tag); null: platform default.")
+    source_ref: str | None = Field(default=None, description="prime-rl git branch/tag/sha to overlay "
+                                                             "(overrides the TOML's source_ref); null: none.")
+    name: str | None = Field(default=None, description="Run name (default: the TOML's name, else the file "
+                                                       "name); a fingerprint of the plan id is appended.")
+    seconds_per_step: float | None = Field(default=None, gt=0, description=(
+        "Your own estimate of seconds per training step, for the cost estimate. Null: a documented "
+        "default range by deployment size (an assumption, not platform data)."))
+
+
+class CostEstimate(BaseModel):
+    """The money side of a plan. USD throughout; ``None`` means unknown (reason in ``unknown``)."""
+
+    usd_per_gpu_hour: float | None = Field(description="On-demand price per GPU-hour (GET "
+                                                       "/training/available-fft-models onDemand[]); null = unknown.")
+    gpu_count: int = Field(description="GPUs the run asks for ([deployment]).")
+    usd_per_hour: float | None = Field(description="usd_per_gpu_hour x gpu_count.")
+    steps: int | None = Field(description="Step cap used for the estimate; null = runs until stopped.")
+    seconds_per_step_low: float = Field(description="Assumed seconds per step, low.")
+    seconds_per_step_expected: float = Field(description="Assumed seconds per step, expected.")
+    seconds_per_step_high: float = Field(description="Assumed seconds per step, high.")
+    seconds_per_step_source: Literal["argument", "default"] = Field(
+        description="argument: the user's seconds_per_step; default: STEP_SECONDS by mode and size.")
+    startup_minutes_low: float = Field(description="Assumed start-up before step 1, minutes, low.")
+    startup_minutes_expected: float = Field(description="Assumed start-up, minutes, expected.")
+    startup_minutes_high: float = Field(description="Assumed start-up, minutes, high.")
+    hours_low: float | None = Field(description="(steps x s/step + start-up) / 3600, low; null when steps unknown.")
+    hours_expected: float | None = Field(description="Hours, expected.")
+    hours_high: float | None = Field(description="Hours, high.")
+    usd_low: float | None = Field(description="usd_per_hour x hours_low, rounded to cents.")
+    usd_expected: float | None = Field(description="usd_per_hour x hours_expected.")
+    usd_high: float | None = Field(description="usd_per_hour x hours_high (what a budget policy compares).")
+    assumptions: str = Field(description="The assumptions in words (they are not platform data).")
+    unknown: list[str] = Field(default_factory=list, description="Why a figure is unknown.")
+
+
+class RuntimeInfo(BaseModel):
+    """What POST /training/runs/prepare said about the prime-rl build (reference §4)."""
+
+    local_validation: Literal["available", "not_supported", "unavailable", "skipped"] = Field(
+        description="available: prepare answered; not_supported: platform without local validation "
+                    "(404/405); unavailable: 5xx/timeout; skipped: SFT with online eval (as the CLI).")
+    note: str = Field(description="What it means, in words.")
+    submission_supported: bool | None = Field(default=None, description="Prepare's submission_supported.")
+    image_commit: str | None = Field(default=None, description="prime-rl image commit (40 hex).")
+    source_commit: str | None = Field(default=None, description="Commit of source_ref when set.")
+    schema_commit: str | None = Field(default=None, description="Commit of the config schema.")
+    digest: str | None = Field(default=None, description="Image digest (sha256:...).")
+
+
+@dataclass
+class Draft:
+    """A computed plan (internal). ``material`` is what ``plan_hash`` covers."""
+
+    plan_id: str
+    args: PlanRunInput
+    config_path: Path
+    file_sha256: str
+    hosted: dict[str, Any]
+    mode: Literal["rl", "sft"]
+    model: str | None
+    owner: Owner
+    gpu_type: str | None
+    gpu_type_source: str
+    gpu_count: int
+    cost: CostEstimate
+    config_max_steps: int | None
+    max_steps: int | None
+    max_steps_reason: str
+    secret_names: list[str]
+    env_files: list[Path]
+    volume: str | None
+    image_tag: str | None
+    source_ref: str | None
+    run_name: str
+    fingerprint: str
+    runtime: RuntimeInfo | None
+    warnings: list[str] = field(default_factory=list)
+    material: dict[str, Any] = field(default_factory=dict)
+    plan_hash: str = ""
+
+    @property
+    def config_sha256(self) -> str:
+        return self.material["config_sha256"]
+
+
+# -- pure helpers ---------------------------------------------------------------------------
+
+
+def fingerprint(plan_id: str) -> str:
+    """``mf`` + 8 hex digits derived from the plan id; appended to the run name so a run whose
+    create answer was lost can be found again (``mf_dispatch_run`` reconciles by it)."""
+    return "mf" + hashlib.sha256(plan_id.encode()).hexdigest()[:8]
+
+
+def is_sft(config: dict[str, Any]) -> bool:
+    """``prime train``'s sniff: SFT when the TOML has ``[data]`` and neither ``[trainer]`` nor ``[orchestrator]``."""
+    return "data" in config and "trainer" not in config and "orchestrator" not in config
+
+
+def hosted_config(raw: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
+    """The config ``prime train`` ships (``_hosted_config``): the TOML minus :data:`CLI_ONLY_KEYS`,
+    and minus the deprecated ``[orchestrator]`` keys ``trajectory_strategy``/``trajectoryStrategy``,
+    ``buffer``, with ``eval.eval_base_model`` renamed to ``eval.skip_first_step`` (inverted)."""
+    config = {k: copy.deepcopy(v) for k, v in raw.items() if k not in CLI_ONLY_KEYS}
+    if "type" in raw:
+        warnings.append(f"Top-level `type = {raw['type']!r}` is no longer used and is not sent; remove it.")
+    orch = config.get("orchestrator")
+    if isinstance(orch, dict):
+        for key in ("trajectory_strategy", "trajectoryStrategy", "buffer"):
+            if orch.pop(key, None) is not None:
+                warnings.append(f"[orchestrator] {key} is deprecated and ignored; it is not sent.")
+        ev = orch.get("eval")
+        if isinstance(ev, dict) and "eval_base_model" in ev:
+            legacy = ev.pop("eval_base_model")
+            if "skip_first_step" in ev:
+                warnings.append("orchestrator.eval.eval_base_model is deprecated and ignored (skip_first_step is set).")
+            else:
+                ev["skip_first_step"] = (not legacy) if isinstance(legacy, bool) else legacy
+                warnings.append("orchestrator.eval.eval_base_model is deprecated: sent as skip_first_step = "
+                                f"{ev['skip_first_step']!r} (inverted meaning); update the config.")
+    return config
+
+
+def _table(config: dict[str, Any], key: str) -> dict[str, Any]:
+    value = config.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def config_max_steps(config: dict[str, Any], mode: str) -> int | None:
+    """The config's step limit: shared ``max_steps``, else (RL) ``trainer.max_steps`` /
+    ``orchestrator.max_steps``. ``None`` = runs until stopped (prime-rl default)."""
+    candidates = [config.get("max_steps")]
+    if mode == "rl":
+        candidates += [_table(config, "trainer").get("max_steps"), _table(config, "orchestrator").get("max_steps")]
+    return next((v for v in map(_int, candidates) if v is not None), None)
+
+
+def apply_step_cap(config: dict[str, Any], cap: int | None) -> None:
+    """Set the cap where prime-rl reads it: shared ``max_steps``, and ``trainer.max_steps`` /
+    ``orchestrator.max_steps`` only where the config sets them (so shared and sub-config agree)."""
+    if cap is None:
+        return
+    config["max_steps"] = cap
+    for section in ("trainer", "orchestrator"):
+        sub = config.get(section)
+        if isinstance(sub, dict) and "max_steps" in sub:
+            sub["max_steps"] = cap
+
+
+def gpu_count(config: dict[str, Any], mode: str) -> int:
+    """GPUs a ``[deployment]`` asks for (prime-rl defaults when unset).
+
+    single_node: ``num_train_gpus`` (1) + ``num_infer_gpus`` (1; SFT counts it only with an
+    ``[inference]`` table). multi_node: ``gpus_per_node`` (8) x (``num_train_nodes`` (RL 1, SFT 2)
+    + inference nodes); RL inference nodes = ``num_infer_nodes`` x ``num_infer_replicas`` (1),
+    ``num_infer_nodes`` inferred from ``inference.deployment`` when unset (single_node 1,
+    multi_node ``num_nodes``, disaggregated prefill + decode nodes per replica).
+    """
+    dep = _table(config, "deployment")
+    if dep.get("type") == "multi_node":
+        per_node = _int(dep.get("gpus_per_node")) or 8
+        if mode == "sft":
+            train = _int(dep.get("num_train_nodes"))
+            infer = _int(dep.get("num_infer_nodes", dep.get("num_eval_nodes")))
+            return ((2 if train is None else train) + (infer or 0)) * per_node
+        train = _int(dep.get("num_train_nodes")) or 1
+        infer = _int(dep.get("num_infer_nodes"))
+        if infer is None:
+            inf_dep = _table(_table(config, "inference"), "deployment")
+            kind = inf_dep.get("type", "single_node")
+            if "inference" not in config:
+                infer = 0
+            elif kind == "multi_node":
+                infer = _int(inf_dep.get("num_nodes")) or 1
+            elif kind == "disaggregated":
+                infer = (_int(inf_dep.get("prefill_nodes_per_replica")) or 1) + (
+                    _int(inf_dep.get("decode_nodes_per_replica")) or 1)
+            else:
+                infer = 1
+        replicas = _int(dep.get("num_infer_replicas")) or 1
+        return (train + infer * replicas) * per_node
+    train = _int(dep.get("num_train_gpus"))
+    infer = _int(dep.get("num_infer_gpus", dep.get("num_eval_gpus")))
+    train = 1 if train is None else train
+    infer = 1 if infer is None else infer
+    if mode == "sft" and "inference" not in config:
+        infer = 0
+    return train + infer
+
+
+def model_name(config: dict[str, Any]) -> str | None:
+    """``model.name``, else ``trainer.model.name``, else ``orchestrator.model.name``."""
+    for section in (config, _table(config, "trainer"), _table(config, "orchestrator")):
+        name = _table(section, "model").get("name")
+        if isinstance(name, str) and name:
+            return name
+    return None
+
+
+def source_ref_problem(ref: str) -> str | None:
+    """Why ``ref`` cannot be a prime-rl source ref (the CLI's local rules, §3.2 step 7), or None."""
+    if (not _SOURCE_REF.match(ref) or ".." in ref or "//" in ref or "/." in ref or ref.endswith(("/", "."))
+            or any(part.endswith(".lock") for part in ref.split("/"))):
+        return f"{ref!r} is not a valid git ref (branches, tags and commit shas only)."
+    if ref.startswith(("refs/", "pull/")):
+        return f"{ref!r}: pull-request and refs/ names are not accepted; use the PR's head commit sha."
+    return None
+
+
+def _jsonable(value: Any) -> Any:
+    """TOML dates/times as ISO strings, so the config can travel as JSON."""
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (dt.date, dt.time)):
+        return value.isoformat()
+    return value
+
+
+def _size(count: int) -> str:
+    return "small" if count <= 2 else "node" if count <= 8 else "multi"
+
+
+def estimate_cost(mode: str, count: int, price: float | None, steps: int | None,
+                  seconds_per_step: float | None, unknown_price_reason: str | None = None) -> CostEstimate:
+    """Low/expected/high cost: ``usd_per_gpu_hour x gpu_count x hours``, with
+    ``hours = (steps x seconds_per_step + start-up) / 3600``.
+
+    ``seconds_per_step`` (the user's assumption) is used for all three figures; otherwise
+    :data:`STEP_SECONDS` by mode and deployment size. Start-up is :data:`STARTUP_MINUTES`.
+    Unknown price or unknown steps give ``None`` totals with the reason in ``unknown``.
+    """
+    size = _size(count)
+    if seconds_per_step is not None:
+        sps = (seconds_per_step,) * 3
+        source: Literal["argument", "default"] = "argument"
+        said = f"{seconds_per_step:g} s per step (your assumption)"
+    else:
+        sps = STEP_SECONDS[(mode, size)]
+        source = "default"
+        said = (f"{sps[0]:g}/{sps[1]:g}/{sps[2]:g} s per step (default assumption for a {_SIZE_LABEL[size]} "
+                f"{mode.upper()} run, not platform data; pass seconds_per_step to use your own)")
+    assumptions = (f"{said}, plus {STARTUP_MINUTES[0]:g}/{STARTUP_MINUTES[1]:g}/{STARTUP_MINUTES[2]:g} min "
+                   "start-up (low/expected/high), billed per GPU-hour at the on-demand price.")
+    unknown: list[str] = []
+    usd_per_hour = round(price * count, 4) if price is not None else None
+    if price is None:
+        unknown.append(unknown_price_reason or "price per GPU-hour: not quoted for this GPU type and owner.")
+    hours: list[float | None] = [None, None, None]
+    if steps is None:
+        unknown.append("duration: the run has no max_steps, so it runs until stopped; set max_steps or "
+                       "run_kind='smoke' for a bounded cost.")
+    else:
+        hours = [round((steps * s + m * 60) / 3600, 4) for s, m in zip(sps, STARTUP_MINUTES)]
+    usd = [round(usd_per_hour * h, 2) if usd_per_hour is not None and h is not None else None for h in hours]
+    return CostEstimate(
+        usd_per_gpu_hour=price, gpu_count=count, usd_per_hour=usd_per_hour, steps=steps,
+        seconds_per_step_low=sps[0], seconds_per_step_expected=sps[1], seconds_per_step_high=sps[2],
+        seconds_per_step_source=source, startup_minutes_low=STARTUP_MINUTES[0],
+        startup_minutes_expected=STARTUP_MINUTES[1], startup_minutes_high=STARTUP_MINUTES[2],
+        hours_low=hours[0], hours_expected=hours[1], hours_high=hours[2],
+        usd_low=usd[0], usd_expected=usd[1], usd_high=usd[2], assumptions=assumptions, unknown=unknown)
+
+
+def _wandb_configured(config: dict[str, Any]) -> bool:
+    sections = (config, _table(config, "trainer"), _table(config, "orchestrator"))
+    return any("wandb" in _table(s, "monitors") for s in sections) or "wandb" in config
+
+
+# -- building a plan --------------------------------------------------------------------------
+
+
+def _read_config(path: Path) -> tuple[bytes, dict[str, Any]]:
+    try:
+        data = path.read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise fail("config_not_found", f"Config file not found: {path}",
+                   "Check the path (mf_list_examples / mf_prepare_config create one), then call mf_plan_run again.") from None
+    except OSError as exc:
+        raise fail("config_not_found", f"Config file {path} cannot be read: {exc.strerror}",
+                   "Check the file's permissions, then call mf_plan_run again.") from None
+    try:
+        raw = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise fail("invalid_toml", f"Invalid TOML in {path}: {exc}",
+                   "Fix the syntax (mf_validate_config shows it), then call mf_plan_run again.") from None
+    return data, _jsonable(raw)
+
+
+def _string_key(raw: dict[str, Any], key: str, path: Path) -> str | None:
+    value = raw.get(key)
+    if value is not None and not isinstance(value, str):
+        raise fail("invalid_config", f"{key} in {path} must be a string, got {type(value).__name__}.",
+                   f"Write {key} = \"...\" in the TOML (or remove it), then call mf_plan_run again.")
+    return value
+
+
+def _secret_names(args: PlanRunInput, ctx: Context, files: list[Path]) -> list[str]:
+    """Names to forward: the ``secrets`` argument plus the forwardable names the env files set
+    (as ``prime train`` forwards what its env files hold). Validated; values discarded."""
+    in_files: list[str] = []
+    for path in files:
+        try:
+            parsed = gsecrets.parse_env_file(path, ctx.env)
+        except gsecrets.EnvFileError as exc:
+            raise fail("env_file_invalid", str(exc), "Fix or remove the env file, then call mf_plan_run again.") from None
+        others = sorted(n for n in parsed.values if n not in gsecrets.FORWARDABLE)
+        if others:
+            raise fail("unsupported_secret",
+                       f"Env file {path} sets {', '.join(others)}; only WANDB_API_KEY and HF_TOKEN can be "
+                       "forwarded to a run (prime train refuses such a file too).",
+                       "Keep only WANDB_API_KEY / HF_TOKEN in the env files a run uses, then plan again.")
+        in_files += [n for n in parsed.values if n not in in_files]
+    names = list(dict.fromkeys([*args.secrets, *in_files]))
+    gsecrets.resolve_forwarded(names, ctx.env, files)  # refusals + "is it set"; values not kept
+    return [n.strip() for n in names]
+
+
+def _prepare(ctx: Context, mode: str, hosted: dict[str, Any], owner: Owner, image_tag: str | None,
+             source_ref: str | None, warnings: list[str]) -> RuntimeInfo:
+    """POST /training/runs/prepare as the CLI does (§3.2 step 10), as information only."""
+    if mode == "sft" and SFT_ONLINE_EVAL_KEYS & hosted.keys():
+        return RuntimeInfo(local_validation="skipped", note="SFT with online eval: prime train skips local "
+                           "validation too; the platform validates the config on submission.")
+    try:
+        prep = ctx.platform().prepare_run(mode=mode, team_id=owner.team_id, image_tag=image_tag, source_ref=source_ref)
+    except (perr.NotFound, perr.InvalidRequest) as exc:
+        if isinstance(exc, perr.InvalidRequest) and exc.status != 405:
+            raise
+        return RuntimeInfo(local_validation="not_supported", note="Platform without local validation (prepare "
+                           "answered 404/405); it validates the config on submission.")
+    except perr.Unavailable as exc:
+        return RuntimeInfo(local_validation="unavailable",
+                           note=f"Local validation is unavailable ({exc.message}); the platform validates on submission.")
+    if prep.mode and prep.mode != mode:
+        warnings.append(f"The platform's prepare answered mode {prep.mode!r} for a {mode!r} config.")
+    rt = prep.runtime
+    return RuntimeInfo(
+        local_validation="available", submission_supported=prep.submission_supported,
+        note="prepare resolved the prime-rl runtime" + (f" (image commit {rt.image_commit[:12]}"
+                                                        + (f", source commit {rt.source_commit[:12]}" if rt.source_commit else "")
+                                                        + ")" if rt and rt.image_commit else "") + ".",
+        image_commit=rt.image_commit if rt else None, source_commit=rt.source_commit if rt else None,
+        schema_commit=rt.schema_commit if rt else None, digest=rt.digest if rt else None)
+
+
+def _choose_gpu(ctx: Context, args: PlanRunInput, toml_gpu: str | None, owner: Owner, model: str | None,
+                warnings: list[str]) -> tuple[str | None, str, float | None, str | None]:
+    """(gpu_type, how it was chosen, USD per GPU-hour or None, why the price is unknown)."""
+    platform = ctx.platform()
+    catalogue = platform.list_models(team_id=owner.team_id)
+    allowed = platform.list_gpu_types(team_id=owner.team_id).gpu_types
+    prices = {g.gpu_type: g for g in catalogue.on_demand}
+    model_gpus: list[str] | None = None
+    listed = next((m for m in catalogue.models if m.name == model), None)
+    if listed is not None:
+        model_gpus = sorted({c.gpu_type for c in listed.clusters if c.gpu_type})
+    elif model and catalogue.models:
+        warnings.append(f"Model {model} is not in the platform's list of trainable models for this owner "
+                        "(mf_list_models); the platform may refuse the run.")
+    chosen = args.gpu_type or toml_gpu
+    if chosen:
+        how = "argument" if args.gpu_type else "config (gpu_type)"
+        if allowed and chosen not in allowed:
+            code = "bad_arguments" if args.gpu_type else "invalid_config"
+            raise fail(code, f"GPU type {chosen} is not available to the {owner.label}; available: "
+                       f"{', '.join(allowed)}.", "Pick one of those (mf_list_gpus) and call mf_plan_run again.")
+    else:
+        candidates = [g for g in catalogue.on_demand if g.price_per_gpu_hour is not None
+                      and (not allowed or g.gpu_type in allowed) and (model_gpus is None or g.gpu_type in model_gpus)]
+        candidates.sort(key=lambda g: (not g.available_now, g.price_per_gpu_hour))
+        if not candidates:
+            warnings.append("No priced on-demand GPU type found for this owner and model; the platform picks "
+                            "the GPU type (price unknown). Pass gpu_type to choose.")
+            return None, "platform default (none sent)", None, "price per GPU-hour: the platform picks the GPU type."
+        chosen = candidates[0].gpu_type
+        how = "default: the cheapest on-demand type available to this owner" + (
+            "" if candidates[0].available_now else " (none is marked available now)") + "; pass gpu_type to choose"
+        reserved = [g for g in allowed if g not in prices]
+        if reserved:
+            warnings.append(f"This owner also has GPU types without an on-demand price ({', '.join(reserved)}, "
+                            "e.g. reserved capacity); pass gpu_type to use one.")
+    if model_gpus is not None and chosen not in model_gpus:
+        warnings.append(f"Model {model} is not cached on {chosen} clusters (listed on: "
+                        f"{', '.join(model_gpus) or 'none'}); the platform may refuse the run.")
+    entry = prices.get(chosen)
+    price = entry.price_per_gpu_hour if entry else None
+    why = None if price is not None else (f"price per GPU-hour: {chosen} has no on-demand price for the "
+                                          f"{owner.label} (reserved capacity, or not offered on demand).")
+    return chosen, how, price, why
+
+
+def _check_volume(ctx: Context, volume: str, owner: Owner, warnings: list[str]) -> None:
+    volumes = ctx.platform().list_volumes(team_id=owner.team_id)
+    found = next((v for v in volumes if v.name == volume), None)
+    if found is None:
+        names = ", ".join(v.name for v in volumes) or "none"
+        raise fail("volume_not_found", f"The {owner.label} has no volume named {volume!r} (volumes: {names}).",
+                   "Use an existing volume (mf_list_volumes), or ask the user to create it (`prime volumes "
+                   "create NAME`); model-factory does not create volumes. Or plan without a volume.")
+    if (found.status or "").upper() != "RUNNING":
+        warnings.append(f"Volume {volume} is {found.status or 'in an unknown state'}, not RUNNING yet.")
+
+
+def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool) -> Draft:
+    """Compute the plan for ``args`` (see the module docstring). ``prepare`` calls POST
+    /training/runs/prepare (plan time only; its answer is information, not hashed).
+
+    Raises ToolFailure: ``secret_in_input``, ``config_not_found``, ``invalid_toml``,
+    ``invalid_config``, ``bad_arguments``, ``env_file_invalid``, ``unsupported_secret``,
+    ``secret_not_set``, ``invalid_team``, ``owner_ambiguous``, ``volume_not_found``;
+    PlatformError from the reads.
+    """
+    known = ctx.scrubber.known_values()
+    gsecrets.refuse_secret_values(args.model_dump(exclude_none=True), root="arguments", known_values=known)
+    path = ctx.resolve_path(args.config_path)
+    data, raw = _read_config(path)
+    if isinstance(raw.get("model"), str) or isinstance(raw.get("env"), list):
+        raise fail("invalid_config", f"{path} is a retired shared-LoRA config (top-level model string or [[env]]).",
+                   "Start from a prime-rl example (mf_list_examples, mf_prepare_config).")
+    toml_strings = {k: _string_key(raw, k, path) for k in ("image_tag", "gpu_type", "volume", "volume_size", "source_ref")}
+    for label, ref in (("source_ref argument", args.source_ref), (f"source_ref in {path}", toml_strings["source_ref"])):
+        problem = source_ref_problem(ref) if ref is not None else None
+        if problem:
+            raise fail("bad_arguments" if label.endswith("argument") else "invalid_config", f"{label}: {problem}",
+                       "Use a branch, tag or 40-hex commit sha of prime-rl, then call mf_plan_run again.")
+    files = gsecrets.toml_env_files(raw, path) + [ctx.resolve_path(p) for p in args.env_files]
+    for env_file in files:
+        ctx.scrubber.add_env_file(env_file, ctx.env)
+    gsecrets.refuse_secret_values(raw, root=path.name, known_values=ctx.scrubber.known_values(),
+                                  check_key_names=True)
+    warnings: list[str] = []
+    mode: Literal["rl", "sft"] = "sft" if is_sft(raw) else "rl"
+    hosted = hosted_config(raw, warnings)
+    names = _secret_names(args, ctx, files)
+
+    from_config = config_max_steps(hosted, mode)
+    if args.max_steps is not None:
+        cap, reason = args.max_steps, "explicit max_steps argument"
+    elif args.run_kind == "smoke":
+        cap = SMOKE_MAX_STEPS if from_config is None else min(from_config, SMOKE_MAX_STEPS)
+        reason = (f"smoke run: min(config max_steps {from_config if from_config is not None else 'unset'}, "
+                  f"{SMOKE_MAX_STEPS}); use run_kind='full' or max_steps for more")
+    else:
+        cap = from_config
+        reason = "full run: the config's max_steps" if cap is not None else \
+            "full run and the config sets no max_steps: the run continues until stopped"
+    apply_step_cap(hosted, cap)
+
+    owner = resolve_owner(ctx, args.team, strict=True)
+    model = model_name(hosted)
+    gpu_type, gpu_how, price, why = _choose_gpu(ctx, args, toml_strings["gpu_type"], owner, model, warnings)
+    count = gpu_count(hosted, mode)
+    volume = args.volume or toml_strings["volume"]
+    if volume:
+        _check_volume(ctx, volume, owner, warnings)
+    if toml_strings["volume_size"]:
+        warnings.append("volume_size is ignored: model-factory attaches existing volumes only.")
+    image_tag = args.image_tag or toml_strings["image_tag"]
+    source_ref = args.source_ref or toml_strings["source_ref"]
+    runtime = _prepare(ctx, mode, hosted, owner, image_tag, source_ref, warnings) if prepare else None
+    cost = estimate_cost(mode, count, price, cap, args.seconds_per_step, why)
+
+    base = args.name or (raw["name"] if isinstance(raw.get("name"), str) and raw["name"] else path.stem)
+    fp = fingerprint(plan_id)
+    run_name = f"{base}-{fp}"
+    warnings.append(f"Run name {run_name!r}: the suffix -{fp} identifies this plan so a launch whose answer was "
+                    "lost can be found again.")
+    if _wandb_configured(hosted) and "WANDB_API_KEY" not in names:
+        warnings.append("The config logs to Weights & Biases but WANDB_API_KEY is not forwarded; the run may "
+                        "fail to log. Add secrets=['WANDB_API_KEY'] (the user exports it or puts it in an env file).")
+    draft = Draft(
+        plan_id=plan_id, args=args, config_path=path, file_sha256=hashlib.sha256(data).hexdigest(), hosted=hosted,
+        mode=mode, model=model, owner=owner, gpu_type=gpu_type, gpu_type_source=gpu_how, gpu_count=count, cost=cost,
+        config_max_steps=from_config, max_steps=cap, max_steps_reason=reason, secret_names=sorted(names),
+        env_files=files, volume=volume, image_tag=image_tag, source_ref=source_ref, run_name=run_name,
+        fingerprint=fp, runtime=runtime, warnings=warnings)
+    draft.material = {
+        "action": "launch", "config_sha256": config_sha256(hosted), "file_sha256": draft.file_sha256,
+        "team_id": owner.team_id, "gpu_type": gpu_type, "gpu_count": count, "volume": volume,
+        "source_ref": source_ref, "image_tag": image_tag, "secret_names": draft.secret_names, "max_steps": cap,
+        "mode": mode, "name": run_name,
+        "cost": {"usd_per_gpu_hour": price, "usd_low": cost.usd_low, "usd_expected": cost.usd_expected,
+                 "usd_high": cost.usd_high},
+    }
+    draft.plan_hash = plan_hash(draft.material)
+    return draft
+
+
+def _usd(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:,.2f}"
+
+
+def summary_text(d: Draft) -> str:
+    """The plan for a person: every fact a launch decision needs, unknowns shown as unknown."""
+    c = d.cost
+    owner = f"{d.owner.label} (from {d.owner.source})" + (f". Note: {d.owner.note}" if d.owner.note else "")
+    gpu = f"{d.gpu_type or 'chosen by the platform'} x {d.gpu_count} ({d.gpu_type_source})"
+    price = (f"{_usd(c.usd_per_gpu_hour)} per GPU-hour -> {_usd(c.usd_per_hour)}/hour"
+             if c.usd_per_gpu_hour is not None else "unknown per GPU-hour")
+    cost = f"low {_usd(c.usd_low)} / expected {_usd(c.usd_expected)} / high {_usd(c.usd_high)}"
+    if c.hours_expected is not None:
+        cost += f" (~{c.hours_low:.2f}/{c.hours_expected:.2f}/{c.hours_high:.2f} h)"
+    runtime = d.runtime.note if d.runtime else "runtime not re-checked"
+    lines = [
+        f"Plan {d.plan_id}: nothing launched, nothing spent yet.",
+        f"  Owner (pays):  {owner}",
+        f"  Config:        {d.config_path} (sha256 {d.config_sha256[:12]}, file {d.file_sha256[:12]})",
+        f"  Model / mode:  {d.model or 'unknown'} / {d.mode.upper()}",
+        f"  Run name:      {d.run_name}",
+        f"  GPUs:          {gpu}",
+        f"  Price:         {price}",
+        f"  Steps:         {d.max_steps if d.max_steps is not None else 'no limit'} ({d.max_steps_reason})",
+        f"  Cost estimate: {cost}",
+        f"  Assumptions:   {c.assumptions}",
+    ]
+    lines += [f"  Unknown:       {u}" for u in c.unknown]
+    lines += [
+        f"  Secrets:       {', '.join(d.secret_names) + ' (by name; values read only at dispatch)' if d.secret_names else 'none forwarded'}",
+        f"  Volume:        {d.volume or 'none'}",
+        f"  prime-rl:      image {d.image_tag or 'platform default'}, source ref {d.source_ref or 'none'}; {runtime}",
+    ]
+    if d.warnings:
+        lines.append("  Warnings:")
+        lines += [f"    - {w}" for w in d.warnings]
+    lines.append(f"  Approval:      valid {APPROVAL_TTL_SECONDS // 60} minutes, launches this exact plan once; "
+                 "any change to it (config, owner, GPU, volume, secrets, steps, cost) voids the approval.")
+    return "\n".join(lines)
