@@ -99,11 +99,18 @@ def result_content(spec: Any, result: Any) -> Any:
 
 
 def _approval_message(request: Any) -> str:
+    """The form's text: what is approved, the plan summary, and what answering means."""
     summary = getattr(request, "summary", None) or str(request)
-    plan_id = getattr(request, "plan_id", None)
-    head = f"Approve launching plan {plan_id} on Model Factory?" if plan_id else "Approve this Model Factory action?"
-    return (f"{head}\n\n{summary}\n\nThis spends money on your account. Tick 'approve' and submit to "
-            "launch; decline to refuse. Nothing secret is asked here.")
+    plan_id = getattr(request, "plan_id", "?")
+    if getattr(request, "action", "launch") == "stop":
+        head, money = f"Approve stopping a run (plan {plan_id})? Stopping cannot be undone.", ""
+    else:
+        high = getattr(request, "usd_high", None)
+        head = f"Approve launching plan {plan_id} on Model Factory?"
+        money = (f" It may cost up to about ${high:,.2f}." if isinstance(high, (int, float))
+                 else " Its cost could not be estimated.") + " This spends money on the paying account."
+    return (f"{head}\n\n{summary}\n\nTick 'approve' and submit to approve exactly this plan; decline to "
+            f"refuse.{money} Nothing secret is asked here.")
 
 
 #: The approval form: one explicit yes/no, never anything secret.
@@ -163,6 +170,7 @@ def _tool_context(request_ctx: Any) -> Any:
         def approver(request: Any) -> bool:
             return anyio.from_thread.run(ask, request)
 
+        approver.channel = "mcp_elicitation"  # type: ignore[attr-defined] - for the ledger's audit record
         tool_ctx.approver = approver
     return tool_ctx
 

@@ -179,11 +179,11 @@ TOOLS: tuple[ToolSpec, ...] = (
           "Decide whether a run is actually progressing (new steps recently, reward moving, env "
           "servers healthy), not just RUNNING. Returns a verdict with evidence and next step.",
           positional=("run_id",)),
-    _spec("get_logs", "monitor",
+    _spec("get_logs", "logs",
           "Read a bounded tail of one component's logs (orchestrator, trainer, inference, "
           "env-server) with optional search/level/since filters. Prefer mf_summarize_logs "
           "first; never pull everything.", positional=("run_id",)),
-    _spec("summarize_logs", "monitor",
+    _spec("summarize_logs", "logs",
           "Summarize recent logs of every component: counts by level, distinct errors and "
           "warnings with first/last seen, tracebacks. Use before mf_get_logs.",
           positional=("run_id",)),
@@ -192,7 +192,7 @@ TOOLS: tuple[ToolSpec, ...] = (
           "fit the output budget.", positional=("run_id",)),
     _spec("plot_metrics", "monitor",
           "Render chosen metrics over steps as a PNG image (file path, and the image over MCP).",
-          read_only=False, idempotent=True, positional=("run_id",)),
+          read_only=False, idempotent=True, positional=("run_id",), image_field="path"),
     _spec("list_checkpoints", "monitor",
           "List a run's checkpoints (step, status, size in bytes, storage URL).",
           positional=("run_id",)),
