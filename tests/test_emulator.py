@@ -615,6 +615,20 @@ def test_pause_then_resume_continues_from_the_paused_step(api: httpx.Client, emu
     steps = [m["step"] for m in api.get(f"/rft/runs/{new_id}/metrics").json()["metrics"]]
     assert steps == list(range(5, 21))
     assert api.post(f"/training/runs/{new_id}/resume", json={}).status_code == 409
+    assert api.post("/training/runs", json={"config": rl_config, "resumeFrom": new_id}).status_code == 409
+
+
+def test_resume_from_in_the_create_body_keeps_the_paused_runs_volume(api: httpx.Client, emu: EmulatorServer,
+                                                                     rl_config: dict) -> None:
+    run_id = create(api, rl_config, teamId=TEAM_RESEARCH_ID, volume="research-data", sourceRef="main")
+    assert HEX40.match(get_run(api, run_id)["sourceCommit"])
+    emu.state.advance(at_step(2) + 1)
+    api.post(f"/training/runs/{run_id}/pause")
+    emu.state.advance(T.pause_seconds)
+    resumed = create(api, rl_config, teamId=TEAM_RESEARCH_ID, resumeFrom=run_id)
+    assert get_run(api, resumed)["volumeName"] == "research-data"
+    emu.state.advance(at_step(1))
+    assert [m["step"] for m in api.get(f"/rft/runs/{resumed}/metrics").json()["metrics"]] == [3]
 
 
 def test_restart_goes_back_to_the_last_checkpoint(api: httpx.Client, emu: EmulatorServer, rl_config: dict) -> None:

@@ -30,6 +30,13 @@ _VOLUME_SIZE = re.compile(r"^\d+(Gi|Ti)$")
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 
 
+def _commit_of(source_ref: Any) -> str | None:
+    """The 40-hex commit a ``sourceRef`` pins: itself if it is one, else a stable fake sha."""
+    if not isinstance(source_ref, str) or not source_ref:
+        return None
+    return source_ref if _HEX40.match(source_ref) else hex_id("ref", source_ref, length=40)
+
+
 def _missing(*loc: str) -> ApiError:
     return ApiError(422, [{"loc": ["body", *loc], "msg": "Field required", "type": "missing"}])
 
@@ -352,10 +359,6 @@ class EmulatorState:
             if gpu.name not in model.gpu_types:
                 raise ApiError(400, f"Model '{base}' is not available on {gpu.name} "
                                     f"(available on: {', '.join(model.gpu_types)})")
-            volume_name = body.get("volume") or (resume_of.placement.volume_name if resume_of else None)
-            if volume_name is not None and self._volume(volume_name, team_id, user) is None:
-                raise ApiError(400, f"Volume '{volume_name}' not found for this account; "
-                                    "create it first (prime volumes create)")
             source_from = body.get("resumeFrom")
             if resume_of is None and source_from is not None:
                 source = self.runs.get(source_from)
@@ -365,10 +368,11 @@ class EmulatorState:
                 if source.status != "PAUSED":
                     raise ApiError(409, "Run is not PAUSED")
                 resume_of = source
-            source_ref = body.get("sourceRef")
-            commit = None
-            if isinstance(source_ref, str) and source_ref:
-                commit = source_ref if _HEX40.match(source_ref) else hex_id("ref", source_ref, length=40)
+            volume_name = body.get("volume") or (resume_of.placement.volume_name if resume_of else None)
+            if volume_name is not None and self._volume(volume_name, team_id, user) is None:
+                raise ApiError(400, f"Volume '{volume_name}' not found for this account; "
+                                    "create it first (prime volumes create)")
+            commit = _commit_of(body.get("sourceRef"))
             now = self.now()
             run = SimRun(
                 id=self._new_id(), name=name if isinstance(name, str) else None, config=config,
@@ -440,10 +444,7 @@ class EmulatorState:
                                   "type": "literal_error"}])
         self.require_member(user, body.get("teamId") or None)
         image_commit = hex_id("prime-rl-image", body.get("imageTag") or "main", length=40)
-        source_ref = body.get("sourceRef")
-        source_commit = None
-        if isinstance(source_ref, str) and source_ref:
-            source_commit = source_ref if _HEX40.match(source_ref) else hex_id("ref", source_ref, length=40)
+        source_commit = _commit_of(body.get("sourceRef"))
         schema_commit = source_commit or image_commit
         return {
             "contract_version": 1,
