@@ -187,10 +187,10 @@ TOOLS: tuple[ToolSpec, ...] = (
           "Summarize recent logs of every component: counts by level, distinct errors and "
           "warnings with first/last seen, tracebacks. Use before mf_get_logs.",
           positional=("run_id",)),
-    _spec("get_metrics", "monitor",
+    _spec("get_metrics", "metrics",
           "Read per-step metrics (reward, loss, entropy, ...) for a step range, downsampled to "
           "fit the output budget.", positional=("run_id",)),
-    _spec("plot_metrics", "monitor",
+    _spec("plot_metrics", "metrics",
           "Render chosen metrics over steps as a PNG image (file path, and the image over MCP).",
           read_only=False, idempotent=True, positional=("run_id",), image_field="path"),
     _spec("list_checkpoints", "monitor",
