@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .configs import RunSpec
-from .content import hex_id, histogram, metrics_record, reward_mean, rng, rollout_text, trace_document
+from .content import hex_id, histogram, metrics_record, reward_mean, rng, rollout_text
 from .errors import ApiError
 from .logs import LogLine, make_line, query_logs
-from .traces import EpisodeRecord, TraceRecord, TraceStore
+from .traces import TraceStore
+from .uploads import step_upload
 
 TERMINAL = frozenset({"COMPLETED", "FAILED", "STOPPED", "PAUSED"})
 MAX_PERIODIC_EVENTS = 500
@@ -418,42 +419,11 @@ class SimRun:
     def _upload(self, t: float, k: int, run_id: str, envs: list[str], episodes: int, per_episode: int,
                 mean: float, context: dict[str, str], kind: str) -> None:
         pl = self.placement
-        upload_id = hex_id(run_id, self.attempt, k, kind, "upload")
-        ingested = t + self.timing.trace_ingest_seconds
-        half_step = 0.5 * self.timing.step_seconds
-        for e in range(episodes):
-            env = envs[e % len(envs)]
-            r = rng(run_id, self.attempt, k, e, "episode")
-            episode_id = "ep-" + hex_id(run_id, self.attempt, k, e, length=20)
-            task_id = f"task-{r.randint(0, 9999):04d}"
-            traces = []
-            for m in range(per_episode):
-                tr = rng(run_id, self.attempt, k, e, m, "trace")
-                trace_id = "tr-" + hex_id(run_id, self.attempt, k, e, m, length=24)
-                has_error = tr.random() < 0.03
-                truncated = not has_error and tr.random() < 0.05
-                reward = None if has_error else round(min(1.0, max(0.0, tr.gauss(mean, 0.15))), 4)
-                prompt, completion = rollout_text((run_id, self.attempt, k, e, m), env)
-                raw = trace_document(trace_id, episode_id=episode_id, run_id=run_id, run_step=k, env=env,
-                                     model=self.spec.base_model or "", prompt=prompt, completion=completion,
-                                     reward=reward)
-                created = t - half_step + (e * per_episode + m) * 0.01
-                traces.append(TraceRecord(
-                    trace_id=trace_id, upload_id=upload_id, episode_id=episode_id, run_id=run_id,
-                    environment_id=env, task_id=task_id, model_id=self.spec.base_model or "",
-                    agent_name="solver", reward=reward, outcome="error" if has_error else
-                    ("truncated" if truncated else "done"), has_error=has_error, is_truncated=truncated,
-                    duration_ms=tr.randint(400, 3000), total_tokens=40 + (len(prompt) + len(completion)) // 3,
-                    created_at=created, ingested_at=ingested, context=dict(context), run_step=k,
-                    user_id=pl.user_id, team_id=pl.team_id, raw=raw))
-            ep_error = any(x.has_error for x in traces)
-            episode = EpisodeRecord(
-                episode_id=episode_id, upload_id=upload_id, run_id=run_id, environment_id=env, task_id=task_id,
-                outcome="error" if ep_error else "done", has_error=ep_error,
-                error_type="RolloutError" if ep_error else None,
-                error_message="sandbox command timed out" if ep_error else None,
-                created_at=min(x.created_at for x in traces), ingested_at=ingested, run_step=k,
-                user_id=pl.user_id, team_id=pl.team_id, context=dict(context))
+        for episode, traces in step_upload(
+                run_id=run_id, step=k, attempt=self.attempt, kind=kind, at=t,
+                ingested_at=t + self.timing.trace_ingest_seconds, spread_seconds=0.5 * self.timing.step_seconds,
+                envs=envs, episodes=episodes, per_episode=per_episode, mean_reward=mean, context=context,
+                model=self.spec.base_model or "", user_id=pl.user_id, team_id=pl.team_id):
             self.store.add(episode, traces)
 
     # -- interventions ---------------------------------------------------------------------
