@@ -214,6 +214,8 @@ def _as_int(value: Any) -> int | None:
 
 
 def _fmt(value: Any) -> str:
+    """``value`` (plain or a tomlkit item) as TOML text."""
+    value = value.unwrap() if hasattr(value, "unwrap") else value
     return tomlkit.item(value).as_string() if value is not None else "null"
 
 
@@ -285,8 +287,11 @@ class _Config:
         return self.int("deployment.gpus_per_node") or DEFAULT_GPUS_PER_NODE
 
     def gpus(self, key: str) -> int:
-        """deployment.num_train_gpus / num_infer_gpus with prime-rl's default of 1."""
+        """deployment.num_train_gpus / num_infer_gpus with prime-rl's default of 1 (SFT also
+        reads the alias num_eval_gpus)."""
         value = self.int(f"deployment.{key}")
+        if value is None and not self.rl and key == "num_infer_gpus":
+            value = self.int("deployment.num_eval_gpus")
         return 1 if value is None else value
 
     @property
@@ -901,15 +906,14 @@ def gpu_count(c: _Config) -> tuple[int | None, str]:
     """GPUs a run occupies, and how that was computed (prime-rl §3.5 deployment fields).
 
     single_node: ``num_train_gpus + num_infer_gpus`` (defaults 1 + 1; inference GPUs only
-    with an [inference] table). multi_node: ``(num_train_nodes + num_infer_nodes *
+    with an [inference] table; SFT alias ``num_eval_gpus``). multi_node: ``(num_train_nodes + num_infer_nodes *
     num_infer_replicas) * gpus_per_node`` (SFT: ``num_train_nodes`` default 2,
     ``num_infer_nodes`` default 0)."""
     kind = c.deployment_type
     if kind == "single_node":
         train, infer = c.gpus("num_train_gpus"), c.gpus("num_infer_gpus")
-        uses_infer = c.has_inference and (c.rl or "eval" in c.data)
-        if not uses_infer:
-            return train, f"{train} train GPU(s); no inference GPUs (no [inference]{'' if c.rl else '/[eval]'})."
+        if not c.has_inference:
+            return train, f"{train} train GPU(s); no inference GPUs (no [inference] table)."
         return train + infer, f"{train} train + {infer} inference GPU(s) on one node (single_node)."
     if kind != "multi_node":
         return None, f"unknown deployment.type {kind!r}."
@@ -924,7 +928,8 @@ def gpu_count(c: _Config) -> tuple[int | None, str]:
             return None, f"inference nodes unknown ({how})."
         replicas = c.int("deployment.num_infer_replicas") or 1
     else:
-        infer_nodes = (c.int("deployment.num_infer_nodes") or 0) if c.has_inference else 0
+        nodes = c.int("deployment.num_infer_nodes")
+        infer_nodes = (c.int("deployment.num_eval_nodes") if nodes is None else nodes) or 0
         how, replicas = "deployment.num_infer_nodes", 1
     total = (train_nodes + infer_nodes * replicas) * per_node
     return total, (f"({train_nodes} train node(s) + {infer_nodes} inference node(s) [{how}] x {replicas} "
@@ -1073,8 +1078,7 @@ def _set(container: Any, key: str, value: Any, where: str, changes: list[Change]
         if old == value:
             return
         container[key] = value
-        changes.append(Change(path=where, action="set", old=_fmt(old.unwrap() if hasattr(old, "unwrap") else old),
-                              new=_fmt(value)))
+        changes.append(Change(path=where, action="set", old=_fmt(old), new=_fmt(value)))
         return
     if isinstance(container, tomlkit.TOMLDocument):
         container._insert_at(_top_level_slot(container), key, value)  # noqa: SLF001 - no public "insert at"
@@ -1099,7 +1103,7 @@ def _top_level_slot(doc: tomlkit.TOMLDocument) -> int:
 def _remove(container: Any, key: str, where: str, changes: list[Change]) -> None:
     if key in container:
         old = container[key]
-        shown = "[table]" if isinstance(old, (tomlkit.items.Table, tomlkit.items.AoT)) else _fmt(old.unwrap())
+        shown = "[table]" if isinstance(old, (tomlkit.items.Table, tomlkit.items.AoT)) else _fmt(old)
         del container[key]
         changes.append(Change(path=where, action="removed", old=shown))
 
