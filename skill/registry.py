@@ -427,8 +427,10 @@ def _problem(error: Any) -> FieldProblem:
         return FieldProblem(path=".".join(filter(None, [path, ",".join(extra)])),
                             problem=f"unknown argument; allowed: {allowed}")
     if error.validator in ("anyOf", "type", "enum", "const"):
-        got = type(error.instance).__name__ if not isinstance(error.instance, (str, int, float, bool)) \
-            else json.dumps(error.instance)[:60]
+        if error.instance is None:
+            return FieldProblem(path=path, problem=f"required: missing or null; expected {_expected(error.schema)}")
+        got = json.dumps(error.instance)[:60] if isinstance(error.instance, (str, int, float, bool)) \
+            else f"a {'list' if isinstance(error.instance, list) else 'object'}"
         return FieldProblem(path=path, problem=f"expected {_expected(error.schema)}, got {got}")
     return FieldProblem(path=path, problem=error.message[:200])
 

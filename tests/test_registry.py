@@ -1,0 +1,192 @@
+"""The registry: argument checking, the single ``call_tool`` entry point, exports and the
+chat-assistant helpers, against real tools and the emulator over HTTP."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ConfigDict, Field
+
+from skill import registry
+from skill.emulator import EmulatorServer
+from tools.context import Context, tool
+from tools.errors import ToolError
+from tools.platform import wire
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL_FACTORY = str(Path(sys.executable).parent / "model-factory")
+
+
+@pytest.fixture
+def ctx(mf_env: dict[str, str], tmp_path: Path) -> Context:
+    context = Context(env=mf_env, home=Path(mf_env["HOME"]), state_dir=Path(mf_env["MODEL_FACTORY_STATE_DIR"]),
+                      cwd=tmp_path)
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def run_id(emulator: EmulatorServer, ctx: Context) -> str:
+    config = tomllib.loads((ROOT / "tools/examples/basic/reverse-text/rl.toml").read_text())
+    created = ctx.platform().create_run(wire.build_create_body(config, name="registry-test"))
+    emulator.state.set_speed(0)
+    emulator.state.advance(300)
+    return created.run_id
+
+
+def problems(result: Any) -> dict[str, str]:
+    assert isinstance(result, ToolError) and result.code == "bad_arguments", result
+    return {f.path: f.problem for f in result.fields}
+
+
+# -- argument checking ------------------------------------------------------------------------
+
+
+def test_arguments_as_json_string_or_mapping_give_the_same_model() -> None:
+    from_text = registry.check_arguments("mf_get_logs", '{"run_id": "r1", "tail_lines": 50}')
+    from_dict = registry.check_arguments("get_logs", {"run_id": "r1", "tail_lines": 50})
+    assert from_text == from_dict
+    assert from_text.tail_lines == 50 and from_text.run_id == "r1"
+
+
+def test_null_and_omitted_mean_the_default() -> None:
+    omitted = registry.check_arguments("mf_get_logs", {"run_id": "r1"})
+    nulled = registry.check_arguments("mf_get_logs", {"run_id": "r1", "tail_lines": None, "level": None})
+    default = registry.get("mf_get_logs").input_model.model_fields["tail_lines"].default
+    assert omitted == nulled and omitted.tail_lines == default
+
+
+def test_each_bad_field_is_listed_with_what_was_expected() -> None:
+    found = problems(registry.check_arguments(
+        "mf_get_logs", {"run_id": 7, "tail_lines": "lots", "level": "LOUD", "colour": "red"}))
+    assert found["run_id"].startswith("expected a string") and "got 7" in found["run_id"]
+    assert "expected an integer" in found["tail_lines"] and '"lots"' in found["tail_lines"]
+    assert "one of" in found["level"] and '"ERROR"' in found["level"]
+    assert "unknown argument" in found["colour"] and "tail_lines" in found["colour"]
+    missing = problems(registry.check_arguments("mf_get_logs", {}))
+    assert missing == {"run_id": "required: missing or null; expected a string"}
+
+
+def test_model_rules_beyond_the_schema_are_checked_too() -> None:
+    bound = problems(registry.check_arguments("mf_get_logs", {"run_id": "r1", "tail_lines": 0}))
+    assert "greater than or equal to 1" in bound["tail_lines"]
+    cross = registry.check_arguments("mf_wait_for_run", {"run_id": "r1", "until": "step"})
+    assert isinstance(cross, ToolError) and "step" in cross.message
+
+
+@pytest.mark.parametrize("arguments", ["{not json", "[1, 2]", "3", b'"text"'])
+def test_arguments_that_are_not_a_json_object(arguments: Any) -> None:
+    result = registry.check_arguments("mf_get_run", arguments)
+    assert isinstance(result, ToolError) and result.code == "bad_arguments"
+    assert result.fields[0].path == "" and ("JSON" in result.fields[0].problem)
+
+
+def test_list_arguments_are_accepted() -> None:
+    parsed = registry.check_arguments("mf_plan_run", {"config_path": "a.toml", "secrets": ["WANDB_API_KEY"]})
+    assert not isinstance(parsed, ToolError), parsed
+    assert parsed.secrets == ["WANDB_API_KEY"]
+
+
+# -- call_tool ------------------------------------------------------------------------------------
+
+
+def test_call_tool_runs_a_real_tool_over_http(run_id: str, ctx: Context) -> None:
+    result = registry.call_tool("get_run", json.dumps({"run_id": run_id}), ctx)
+    assert not registry.is_error(result), result
+    assert result.run_id == run_id  # type: ignore[attr-defined]
+
+
+def test_unknown_tool() -> None:
+    result = registry.call_tool("mf_make_coffee", {})
+    assert isinstance(result, ToolError) and result.code == "unknown_tool" and "tools/list" in result.fix
+
+
+class _BoomInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    word: str = Field(description="Anything.")
+
+
+class _BoomResult(BaseModel):
+    word: str = Field(description="Never returned.")
+
+
+@tool
+def boom(inp: _BoomInput, ctx: Context) -> _BoomResult:
+    """A tool with a bug: it raises, and the message contains the API key."""
+    raise RuntimeError(f"exploded while holding {ctx.env['PRIME_API_KEY']}")
+
+
+def test_a_buggy_tool_gives_a_scrubbed_internal_error_not_a_traceback(
+        monkeypatch: pytest.MonkeyPatch, mf_env: dict[str, str], tmp_path: Path) -> None:
+    spec = registry.ToolSpec(name="mf_boom", target=f"{__name__}:boom", description="Raises.")
+    monkeypatch.setitem(registry._BY_NAME, spec.name, spec)
+    key = "fake-key-canary-0123456789abcdef"
+    ctx = Context(env={**mf_env, "PRIME_API_KEY": key}, home=tmp_path, state_dir=tmp_path)
+    result = registry.call_tool("mf_boom", {"word": "x"}, ctx)
+    assert isinstance(result, ToolError) and result.code == "internal_error"
+    assert "RuntimeError" in result.message and key not in result.model_dump_json()
+    assert "Traceback" not in result.message
+
+
+# -- exports and helpers --------------------------------------------------------------------------
+
+
+def test_exports_have_one_entry_per_tool_in_each_format() -> None:
+    names = [s.name for s in registry.TOOLS]
+    assert [t["function"]["name"] for t in registry.openai_tools()] == names
+    assert [t["name"] for t in registry.openai_tools("responses")] == names
+    assert [t["name"] for t in registry.anthropic_tools()] == names
+    assert [t["name"] for t in registry.mcp_tools()] == names
+    with pytest.raises(ValueError):
+        registry.openai_tools("completions")
+    spec = registry.openai_tools()[0]["function"]
+    spec["parameters"]["properties"].clear()  # callers get copies
+    assert registry.openai_tools()[0]["function"]["parameters"]["properties"]
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "mcp"])
+def test_cli_export_prints_the_registry_specs(fmt: str) -> None:
+    done = subprocess.run([MODEL_FACTORY, "tools", "export", "--format", fmt], capture_output=True, text=True,
+                          check=False, timeout=60)
+    assert done.returncode == 0, done.stderr
+    expected = {"openai": registry.openai_tools, "anthropic": registry.anthropic_tools, "mcp": registry.mcp_tools}
+    assert json.loads(done.stdout) == expected[fmt]()
+
+
+def test_chat_assistant_helpers_run_tool_calls(run_id: str, ctx: Context) -> None:
+    message = registry.openai_tool_message(
+        {"id": "call_1", "type": "function", "function": {"name": "mf_get_run", "arguments": json.dumps({"run_id": run_id})}},
+        ctx)
+    assert message["role"] == "tool" and message["tool_call_id"] == "call_1"
+    assert json.loads(message["content"])["run_id"] == run_id
+    item = registry.openai_function_call_output(
+        {"type": "function_call", "call_id": "c2", "name": "mf_get_run", "arguments": '{"run_id": 5}'}, ctx)
+    assert item["type"] == "function_call_output" and json.loads(item["output"])["code"] == "bad_arguments"
+    block = registry.anthropic_tool_result({"type": "tool_use", "id": "tu_1", "name": "mf_get_run",
+                                            "input": {"run_id": run_id}}, ctx)
+    assert block == {"type": "tool_result", "tool_use_id": "tu_1", "content": block["content"], "is_error": False}
+    assert json.loads(block["content"])["run_id"] == run_id
+    missing = registry.anthropic_tool_result({"id": "tu_2", "name": "mf_get_run", "input": {"run_id": "c" + "0" * 24}},
+                                             ctx)
+    assert missing["is_error"] is True and json.loads(missing["content"])["code"] == "not_found"
+
+
+def test_annotations_tell_the_truth() -> None:
+    for spec in registry.TOOLS:
+        hints = spec.annotations()
+        assert not (hints["readOnlyHint"] and hints["destructiveHint"]), spec.name
+        if spec.name.startswith(("mf_get_", "mf_list_", "mf_check_", "mf_summarize_", "mf_wait_")):
+            assert hints["readOnlyHint"] and hints["idempotentHint"], spec.name
+    for name in ("mf_plan_run", "mf_dispatch_run", "mf_stop_run", "mf_prepare_config", "mf_download_traces",
+                 "mf_plot_metrics"):
+        assert registry.get(name).annotations()["readOnlyHint"] is False, name
+    assert registry.get("mf_dispatch_run").idempotent is False
+    assert registry.get("mf_stop_run").destructive is True
+    local = {s.name for s in registry.TOOLS if not s.open_world}
+    assert {"mf_list_examples", "mf_validate_config", "mf_prepare_config", "mf_list_launches"} <= local
