@@ -114,7 +114,7 @@ def plan_run(inp: PlanRunInput, ctx: Context) -> RunPlan:
 
     Errors: ``secret_in_input``, ``config_not_found``, ``invalid_toml``, ``invalid_config``,
     ``bad_arguments``, ``env_file_invalid``, ``unsupported_secret``, ``secret_not_set``,
-    ``invalid_team``, ``owner_ambiguous``, ``volume_not_found``, platform errors.
+    ``invalid_context``, ``invalid_team``, ``owner_ambiguous``, ``volume_not_found``, platform errors.
     """
     plan_id = _plan_id()
     draft = build_plan(inp, ctx, plan_id, prepare=True)

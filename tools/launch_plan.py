@@ -504,8 +504,8 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
 
     Raises ToolFailure: ``secret_in_input``, ``config_not_found``, ``invalid_toml``,
     ``invalid_config``, ``bad_arguments``, ``env_file_invalid``, ``unsupported_secret``,
-    ``secret_not_set``, ``invalid_team``, ``owner_ambiguous``, ``volume_not_found``;
-    PlatformError from the reads.
+    ``secret_not_set``, ``invalid_context``, ``invalid_team``, ``owner_ambiguous``,
+    ``volume_not_found``; PlatformError from the reads.
     """
     known = ctx.scrubber.known_values()
     gsecrets.refuse_secret_values(args.model_dump(exclude_none=True), root="arguments", known_values=known)
@@ -543,6 +543,12 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
             "full run and the config sets no max_steps: the run continues until stopped"
     apply_step_cap(hosted, cap)
 
+    settings = ctx.settings
+    if settings.context_error:
+        raise fail("invalid_context", f"The prime context could not be applied: {settings.context_error}",
+                   "Fix PRIME_CONTEXT (or the context file) so the owner and URLs are the intended ones, then plan again.")
+    if settings.config_error:
+        warnings.append(f"The prime config file was ignored ({settings.config_error}); its team is not applied.")
     owner = resolve_owner(ctx, args.team, strict=True)
     model = model_name(hosted)
     gpu_type, gpu_how, price, why = _choose_gpu(ctx, args, toml_strings["gpu_type"], owner, model, warnings)

@@ -1,0 +1,497 @@
+"""mf_plan_run / mf_dispatch_run / mf_stop_run / mf_list_launches over real HTTP against the emulator.
+
+Covers: the create and prepare bodies against what the real prime CLI 0.18.0 sent (the
+contract cassettes), the plan's money and step facts, owner and secret refusals, the
+confirmation gate with every channel and the bypass list, stop, and the ledger listing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tomllib
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from skill.cli import EXIT_CONFIRMATION, exit_code_for
+from skill.emulator import DEMO_SPEED, TEAM_EVALS_ID, TEAM_RESEARCH_ID, EmulatorServer
+from tools.context import Context
+from tools.errors import ToolError, ToolFailure
+from tools.guardrails import confirmation as gate
+from tools.guardrails.ledger import Ledger, utc_now
+from tools.launch import (
+    DispatchRunInput,
+    ListLaunchesInput,
+    PlanRunInput,
+    StopRunInput,
+    dispatch_run,
+    list_launches,
+    plan_run,
+    stop_run,
+)
+from tools.launch_approval import ApprovalRequest, approve_plan
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "tools" / "examples" / "basic"
+CASSETTES = ROOT / "tests" / "cassettes"
+
+# The TOMLs prime 0.18.0 dispatched when the contract cassettes were captured (tests/cassettes/capture_cli.py).
+CLI_RL_TOML = """name = "demo"
+image_tag = "v0.5.0"
+gpu_type = "H200_141GB"
+volume = "research"
+env_files = ["secrets.env"]
+
+[model]
+name = "Qwen/Qwen3-4B"
+
+[trainer]
+
+[orchestrator]
+"""
+CLI_SFT_TOML = """name = "s"
+
+[model]
+name = "Qwen/Qwen3-0.6B"
+
+[data]
+name = "willcb/R1-reverse-wikipedia-paragraphs-v1-1000"
+seq_len = 4096
+"""
+
+
+# -- fixtures and helpers ------------------------------------------------------------------------
+
+
+class Recorder:
+    """ASGI layer inside the emulator that keeps every request body it receives."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.requests: list[tuple[str, str, bytes]] = []
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        messages, more = [], True
+        while more:
+            message = await receive()
+            messages.append(message)
+            more = message.get("more_body", False)
+        self.requests.append((scope["method"], scope["path"], b"".join(m.get("body", b"") for m in messages)))
+        pending = iter(messages)
+
+        async def replay() -> dict:
+            return next(pending, None) or await receive()
+
+        await self.app(scope, replay, send)
+
+    def bodies(self, method: str, path: str) -> list[Any]:
+        return [json.loads(body) for m, p, body in self.requests if m == method and p == "/api/v1" + path]
+
+
+@pytest.fixture
+def emu():
+    with EmulatorServer(speed=DEMO_SPEED) as server:
+        server.recorder = Recorder(server.app.app)
+        server.app.app = server.recorder
+        yield server
+
+
+def make_ctx(emu: EmulatorServer, tmp_path: Path, env: dict[str, str] | None = None, **kw: Any) -> Context:
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir(exist_ok=True)
+    project.mkdir(exist_ok=True)
+    base = {"PRIME_API_KEY": emu.api_key, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url}
+    return Context(env={**base, **(env or {})}, home=home, state_dir=tmp_path / "state", cwd=project, **kw)
+
+
+@pytest.fixture
+def ctx(emu, tmp_path):
+    c = make_ctx(emu, tmp_path)
+    yield c
+    c.close()
+
+
+def example(tmp_path: Path, rel: str, name: str | None = None) -> Path:
+    """A real prime-rl example copied into the project folder."""
+    dest = tmp_path / "project" / (name or rel.replace("/", "-"))
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(EXAMPLES / rel, dest)
+    return dest
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    dest = tmp_path / "project" / name
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(text)
+    return dest
+
+
+def ok(result: Any) -> Any:
+    assert not isinstance(result, ToolError), f"{result.code}: {result.message} / {result.fix}"
+    return result
+
+
+def err(result: Any, code: str) -> ToolError:
+    assert isinstance(result, ToolError), f"expected {code}, got a result: {result!r}"
+    assert result.code == code, f"{result.code}: {result.message}"
+    return result
+
+
+def plan(ctx: Context, path: Path, **kw: Any) -> Any:
+    return ok(plan_run(PlanRunInput(config_path=str(path), **kw), ctx))
+
+
+def cassette_bodies(name: str) -> dict[str, Any]:
+    """{path: JSON body} of the requests the real CLI sent in cassette ``name``."""
+    data = yaml.safe_load((CASSETTES / f"{name}.yaml").read_text())
+    out = {}
+    for interaction in data["interactions"]:
+        request = interaction["request"]
+        if request["method"] == "POST":
+            out[request["uri"].split("/api/v1", 1)[1]] = json.loads(request["body"])
+    return out
+
+
+def runs(emu: EmulatorServer) -> list[Any]:
+    return list(emu.state.runs.values())
+
+
+# -- request bodies against the real CLI's ------------------------------------------------------
+
+
+def test_rl_create_and_prepare_bodies_equal_the_cli_observed_ones(emu, tmp_path):
+    """Cassette dispatch_rl (prime 0.18.0, reference §3.5): team set, HF token by name, W&B key from
+    the TOML's env file, gpu type, volume and image tag from the TOML. Same inputs here."""
+    cfg = write(tmp_path, "rl.toml", CLI_RL_TOML)
+    write(tmp_path, "secrets.env", "WANDB_API_KEY=fake-wandb-key\n")
+    ctx = make_ctx(emu, tmp_path, env={"PRIME_TEAM_ID": TEAM_RESEARCH_ID, "HF_TOKEN": "fake-hf-token"})
+    ctx.platform().create_volume(name="research", size="1Ti", team_id=TEAM_RESEARCH_ID)
+    p = plan(ctx, cfg, secrets=["HF_TOKEN"], run_kind="full")
+    assert p.secret_names == ["HF_TOKEN", "WANDB_API_KEY"]
+    token = approve_plan(p.plan_id, "terminal", ctx)
+    result = dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=token), ctx)
+
+    cli = cassette_bodies("dispatch_rl")
+    expected_create = {**cli["/training/runs"], "teamId": TEAM_RESEARCH_ID, "name": f"demo-{p.run_name.rsplit('-', 1)[1]}"}
+    assert emu.recorder.bodies("POST", "/training/runs") == [expected_create]
+    assert list(emu.recorder.bodies("POST", "/training/runs")[0]) == list(cli["/training/runs"])  # key order too
+    assert emu.recorder.bodies("POST", "/training/runs/prepare") == [
+        {**cli["/training/runs/prepare"], "teamId": TEAM_RESEARCH_ID}]
+    # The emulator refuses this config (no [inference]): a 4xx is reported with its field errors, values scrubbed.
+    error = err(result, "invalid_request")
+    assert error.fields and "refused" in error.message
+    assert "fake-hf-token" not in error.model_dump_json() and "fake-wandb-key" not in error.model_dump_json()
+    ledger_text = (tmp_path / "state" / "launches.jsonl").read_text()
+    assert "fake-hf-token" not in ledger_text and "fake-wandb-key" not in ledger_text
+    assert gate.launch_state(Ledger.for_context(ctx), p.plan_id).last_outcome == "rejected"
+
+
+@pytest.mark.parametrize("source_ref, cassette", [(None, "dispatch_sft"), ("main", "dispatch_sft_ref")])
+def test_sft_bodies_equal_the_cli_observed_ones(emu, ctx, tmp_path, source_ref, cassette):
+    cfg = write(tmp_path, "sft.toml", CLI_SFT_TOML)
+    p = plan(ctx, cfg, team="personal", run_kind="full", source_ref=source_ref)
+    assert p.mode == "sft" and p.max_steps is None and p.cost.usd_expected is None
+    dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=approve_plan(p.plan_id, "terminal", ctx)), ctx)
+    cli = cassette_bodies(cassette)
+    # One deliberate difference: with no GPU type given, the plan pins the type it priced (the CLI lets the
+    # platform pick, which could land on a differently priced type than the one approved).
+    assert p.gpu_type_source.startswith("default")
+    expected = {**cli["/training/runs"], "name": p.run_name, "gpuType": p.gpu_type}
+    assert p.run_name.startswith("s-mf")
+    assert emu.recorder.bodies("POST", "/training/runs") == [expected]
+    assert emu.recorder.bodies("POST", "/training/runs/prepare") == [cli["/training/runs/prepare"]]
+    assert "teamId" in cli["/training/runs/prepare"] and cli["/training/runs/prepare"]["teamId"] is None
+
+
+def test_sft_example_smoke_run_is_created_with_the_step_cap(emu, ctx, tmp_path):
+    cfg = example(tmp_path, "reverse-text/sft.toml", "sft.toml")
+    p = plan(ctx, cfg, team="personal")
+    assert (p.config_max_steps, p.max_steps) == (100, 20) and "smoke" in p.max_steps_reason
+    assert p.runtime.local_validation == "skipped"  # SFT with [eval]: the CLI skips prepare too
+    d = ok(dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=approve_plan(p.plan_id, "terminal", ctx)), ctx))
+    body = emu.recorder.bodies("POST", "/training/runs")[0]
+    assert set(body) == {"config", "mode", "name", "gpuType"} and body["mode"] == "sft"
+    assert body["config"]["max_steps"] == 20 and body["config"]["eval"] == tomllib.loads(cfg.read_text())["eval"]
+    assert emu.recorder.bodies("POST", "/training/runs/prepare") == []
+    run = emu.state.run(d.run_id)
+    assert (d.status, run.spec.max_steps, run.name) == ("created", 20, p.run_name)
+    assert d.dashboard_url == f"https://app.primeintellect.ai/dashboard/training/{d.run_id}"
+
+
+# -- plan: money, steps, owner, secrets -----------------------------------------------------------
+
+
+def test_plan_costs_price_times_gpus_times_assumed_hours(emu, ctx, tmp_path):
+    cfg = example(tmp_path, "reverse-text/rl.toml")
+    p = plan(ctx, cfg, team="personal", seconds_per_step=30)
+    catalogue = ctx.platform().list_models()
+    allowed = ctx.platform().list_gpu_types().gpu_types
+    priced = [g for g in catalogue.on_demand if g.gpu_type in allowed and g.available_now]
+    cheapest = min(priced, key=lambda g: g.price_per_gpu_hour)
+    assert (p.gpu_type, p.usd_per_gpu_hour, p.gpu_count) == (cheapest.gpu_type, cheapest.price_per_gpu_hour, 2)
+    assert "cheapest" in p.gpu_type_source and p.usd_per_hour == pytest.approx(cheapest.price_per_gpu_hour * 2)
+    c = p.cost
+    for level in ("low", "expected", "high"):
+        hours = (20 * 30 + getattr(c, f"startup_minutes_{level}") * 60) / 3600
+        assert getattr(c, f"hours_{level}") == pytest.approx(hours, abs=1e-4)
+        assert getattr(c, f"usd_{level}") == pytest.approx(p.usd_per_hour * hours, abs=0.01)
+    assert c.usd_low < c.usd_expected < c.usd_high and c.seconds_per_step_source == "argument"
+    assert f"${c.usd_expected:,.2f}" in p.summary and "assumption" in p.summary
+    assert "20 (smoke run" in p.summary and p.max_steps == 20
+    assert emu.state.create_attempts == 0 and runs(emu) == []  # planning launches nothing
+    default = plan(ctx, cfg, team="personal")
+    assert default.cost.seconds_per_step_source == "default" and "not platform data" in default.cost.assumptions
+
+
+def test_unknown_price_and_unbounded_steps_give_unknown_totals(emu, ctx, tmp_path):
+    cfg = example(tmp_path, "reverse-text/rl.toml")
+    reserved = plan(ctx, cfg, team=TEAM_RESEARCH_ID, gpu_type="A100_80GB")
+    assert reserved.usd_per_gpu_hour is None and reserved.usd_per_hour is None
+    assert (reserved.cost.usd_low, reserved.cost.usd_expected, reserved.cost.usd_high) == (None, None, None)
+    assert reserved.cost.hours_expected is not None and "A100_80GB" in reserved.cost.unknown[0]
+    assert "unknown per GPU-hour" in reserved.summary and "expected unknown" in reserved.summary
+
+    text = cfg.read_text().replace("max_steps = 20\n", "")
+    unbounded = plan(ctx, write(tmp_path, "unbounded.toml", text), team="personal", run_kind="full")
+    assert unbounded.max_steps is None and unbounded.usd_per_hour is not None
+    assert unbounded.cost.usd_high is None and "until stopped" in " ".join(unbounded.cost.unknown)
+    smoke = plan(ctx, write(tmp_path, "unbounded.toml", text), team="personal")
+    assert smoke.max_steps == 20 and smoke.cost.usd_high is not None
+
+
+def test_step_cap_rules_and_where_the_cap_is_written(emu, ctx, tmp_path):
+    cfg = example(tmp_path, "wordle/rl.toml")  # max_steps = 200, 2 + 6 GPUs
+    assert plan(ctx, cfg, team="personal", run_kind="full").max_steps == 200
+    assert plan(ctx, cfg, team="personal").max_steps == 20
+    explicit = plan(ctx, cfg, team="personal", max_steps=7)
+    assert explicit.max_steps == 7 and explicit.max_steps_reason == "explicit max_steps argument"
+    assert explicit.gpu_count == 8
+    # trainer/orchestrator max_steps set explicitly get the cap too (no shared-vs-sub-config conflict).
+    text = example(tmp_path, "reverse-text/rl.toml").read_text().replace(
+        "[trainer.optim]", "[trainer]\nmax_steps = 20\n\n[trainer.optim]").replace(
+        "[orchestrator]\n", "[orchestrator]\nmax_steps = 20\n", 1)
+    p = plan(ctx, write(tmp_path, "sub.toml", text), team="personal", max_steps=5)
+    ok(dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=approve_plan(p.plan_id, "terminal", ctx)), ctx))
+    sent = emu.recorder.bodies("POST", "/training/runs")[-1]["config"]
+    assert (sent["max_steps"], sent["trainer"]["max_steps"], sent["orchestrator"]["max_steps"]) == (5, 5, 5)
+    assert tomllib.loads(text)["trainer"]["max_steps"] == 20  # the user's file is untouched
+
+
+def test_owner_ambiguous_stops_and_team_override_is_shown(emu, ctx, tmp_path):
+    cfg = example(tmp_path, "reverse-text/rl.toml")
+    error = err(plan_run(PlanRunInput(config_path=str(cfg)), ctx), "owner_ambiguous")
+    assert TEAM_RESEARCH_ID in error.message and "team='personal'" in error.fix
+    assert not (tmp_path / "state" / "launches.jsonl").exists()
+
+    prime = tmp_path / "home" / ".prime"
+    prime.mkdir(parents=True)
+    (prime / "config.json").write_text(json.dumps({"team_id": TEAM_EVALS_ID}))
+    overridden = make_ctx(emu, tmp_path, env={"PRIME_TEAM_ID": TEAM_RESEARCH_ID})
+    p = plan(overridden, cfg)
+    assert p.owner.team_id == TEAM_RESEARCH_ID and p.owner.source == "PRIME_TEAM_ID"
+    assert TEAM_EVALS_ID in p.owner.note and p.owner.note in p.summary and "Emulator Research" in p.summary
+
+
+def test_secret_names_and_values_are_refused(emu, tmp_path):
+    fake_hf = "hf_FAKEcanary" + "0" * 28
+    ctx = make_ctx(emu, tmp_path, env={"HF_TOKEN": fake_hf})
+    cfg = example(tmp_path, "reverse-text/rl.toml")
+    unsupported = err(plan_run(PlanRunInput(config_path=str(cfg), team="personal", secrets=["OPENAI_API_KEY"]), ctx),
+                      "unsupported_secret")
+    assert "WANDB_API_KEY" in unsupported.message and "HF_TOKEN" in unsupported.message
+    launch_key = err(plan_run(PlanRunInput(config_path=str(cfg), team="personal", secrets=["PRIME_API_KEY"]), ctx),
+                     "unsupported_secret")
+    assert "never forwarded" in launch_key.message
+    for bad in ({"secrets": [f"HF_TOKEN={fake_hf}"]}, {"name": fake_hf}, {"secrets": [fake_hf]}):
+        error = err(plan_run(PlanRunInput(config_path=str(cfg), team="personal", **bad), ctx), "secret_in_input")
+        assert fake_hf not in error.model_dump_json()
+    in_toml = write(tmp_path, "leaky.toml", cfg.read_text() + '\n[env_vars]\nHF_TOKEN = "hf_FAKEcanary00000000000000000000000000001"\n')
+    error = err(plan_run(PlanRunInput(config_path=str(in_toml), team="personal"), ctx), "secret_in_input")
+    assert "env_vars.HF_TOKEN" in error.message and "FAKEcanary" not in error.model_dump_json()
+    named = write(tmp_path, "named.toml", cfg.read_text() + '\n[monitors.prime]\napi_key = "fake-canary-literal-value"\n')
+    error = err(plan_run(PlanRunInput(config_path=str(named), team="personal"), ctx), "secret_in_input")
+    assert "fake-canary-literal-value" not in error.model_dump_json()
+    err(plan_run(PlanRunInput(config_path=str(cfg), team="personal", secrets=["WANDB_API_KEY"]), ctx), "secret_not_set")
+    write(tmp_path, "other.env", "OPENAI_API_KEY=fake-openai-value-123\n")
+    error = err(plan_run(PlanRunInput(config_path=str(cfg), team="personal", env_files=["other.env"]), ctx),
+                "unsupported_secret")
+    assert "OPENAI_API_KEY" in error.message and "fake-openai-value-123" not in error.model_dump_json()
+    assert not (tmp_path / "state" / "launches.jsonl").exists()
+
+
+def test_plan_input_errors(emu, ctx, tmp_path):
+    err(plan_run(PlanRunInput(config_path=str(tmp_path / "missing.toml"), team="personal"), ctx), "config_not_found")
+    err(plan_run(PlanRunInput(config_path=str(write(tmp_path, "bad.toml", "x = [")), team="personal"), ctx), "invalid_toml")
+    cfg = example(tmp_path, "reverse-text/rl.toml")
+    missing = err(plan_run(PlanRunInput(config_path=str(cfg), team=TEAM_RESEARCH_ID, volume="nope"), ctx),
+                  "volume_not_found")
+    assert "research-data" in missing.message and "prime volumes create" in missing.fix
+    assert plan(ctx, cfg, team=TEAM_RESEARCH_ID, volume="research-data").volume == "research-data"
+    err(plan_run(PlanRunInput(config_path=str(cfg), team="personal", gpu_type="TPU_v9"), ctx), "bad_arguments")
+    err(plan_run(PlanRunInput(config_path=str(cfg), team="personal", source_ref="refs/pull/1"), ctx), "bad_arguments")
+
+
+# -- the confirmation gate -----------------------------------------------------------------------
+
+
+def dispatch(ctx: Context, plan_id: str, confirmation: str | None = None) -> Any:
+    return dispatch_run(DispatchRunInput(plan_id=plan_id, confirmation=confirmation), ctx)
+
+
+def test_no_confirmation_and_no_channel_is_confirmation_required(emu, ctx, tmp_path):
+    p = plan(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal")
+    error = err(dispatch(ctx, p.plan_id), "confirmation_required")
+    assert f"model-factory approve {p.plan_id}" in error.fix and "confirmation" in error.fix
+    assert exit_code_for(error) == EXIT_CONFIRMATION
+    assert emu.state.create_attempts == 0
+
+
+def test_host_approver_yes_and_no(emu, tmp_path):
+    asked: list[ApprovalRequest] = []
+    answer = {"value": False}
+
+    def approver(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        return answer["value"]
+
+    ctx = make_ctx(emu, tmp_path, approver=approver)
+    p = plan(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal")
+    refused = err(dispatch(ctx, p.plan_id), "approval_refused")
+    assert exit_code_for(refused) == EXIT_CONFIRMATION and emu.state.create_attempts == 0
+    assert asked[0].summary == p.summary and asked[0].plan_hash == p.plan_hash and asked[0].action == "launch"
+    answer["value"] = True
+    d = ok(dispatch(ctx, p.plan_id))
+    assert (d.status, d.approval_channel, len(runs(emu))) == ("created", "host_callback", 1)
+    assert d.estimated_usd_per_hour == pytest.approx(p.usd_per_hour)
+
+
+def write_policy(home: Path, text: str) -> Path:
+    path = home / ".config" / "model-factory" / "policy.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o600)
+    return path
+
+
+def test_budget_policy_allows_and_denies(emu, tmp_path):
+    asked: list[ApprovalRequest] = []
+    ctx = make_ctx(emu, tmp_path)
+    cfg = example(tmp_path, "reverse-text/rl.toml")
+    write_policy(tmp_path / "home", "max_usd_per_run = 0.05\n")
+    p = plan(ctx, cfg, team="personal")
+    denied = err(dispatch(ctx, p.plan_id), "confirmation_required")
+    assert "exceeds max_usd_per_run" in denied.message
+    write_policy(tmp_path / "home", 'max_usd_per_run = 50.0\nallowed_gpu_types = ["H100_80GB"]\nmax_concurrent_runs = 3\n')
+    d = ok(dispatch(ctx, p.plan_id))
+    assert d.approval_channel == "policy" and len(runs(emu)) == 1
+    # A policy the agent could write (inside the project folder) authorizes nothing; the host is asked instead.
+    inside = write(tmp_path, "policy.toml", "max_usd_per_run = 1000.0\n")
+    inside.chmod(0o600)
+    agent_ctx = make_ctx(emu, tmp_path, env={"MODEL_FACTORY_POLICY": str(inside)}, approver=lambda r: asked.append(r) or False)
+    q = plan(agent_ctx, cfg, team="personal")
+    err(dispatch(agent_ctx, q.plan_id), "approval_refused")
+    assert len(asked) == 1 and len(runs(emu)) == 1
+
+
+def test_bypasses_are_refused(emu, ctx, tmp_path):
+    cfg = example(tmp_path, "reverse-text/rl.toml")
+    a = plan(ctx, cfg, team="personal")
+    b = plan(ctx, cfg, team="personal")
+    token_a = approve_plan(a.plan_id, "terminal", ctx)
+    prefix = f"mfc_{b.plan_id}_"
+    err(dispatch(ctx, b.plan_id, token_a), "confirmation_invalid")  # another plan's token
+    err(dispatch(ctx, b.plan_id, prefix + "0" * 40), "confirmation_invalid")  # forged
+    token_b = approve_plan(b.plan_id, "terminal", ctx)
+    altered = token_b[:-1] + ("0" if token_b[-1] != "0" else "1")
+    err(dispatch(ctx, b.plan_id, altered), "confirmation_invalid")
+    ledger = Ledger.for_context(ctx)
+    expired = gate.mint(ledger, b.plan_id, b.plan_hash, "terminal", 60, now=utc_now() - timedelta(minutes=5))
+    err(dispatch(ctx, b.plan_id, expired), "confirmation_expired")
+    assert emu.state.create_attempts == 0
+
+    # Reused: a refused create spends its token; the same token cannot launch again.
+    emu.faults.status(400, "POST", "/training/runs", detail="Injected refusal")
+    err(dispatch(ctx, a.plan_id, token_a), "invalid_request")
+    err(dispatch(ctx, a.plan_id, token_a), "confirmation_used")
+    assert emu.state.create_attempts == 0 and runs(emu) == []
+
+    # Config edited after approval (a comment only): the approval no longer covers it.
+    cfg.write_text(cfg.read_text() + "\n# edited after approval\n")
+    err(dispatch(ctx, b.plan_id, token_b), "plan_changed")
+    with pytest.raises(ToolFailure) as refused:
+        approve_plan(b.plan_id, "terminal", ctx)
+    assert refused.value.error.code == "plan_changed"
+    assert runs(emu) == []
+
+
+def test_approval_for_another_team_is_refused(emu, tmp_path):
+    cfg = example(tmp_path, "reverse-text/rl.toml")
+    team_a = make_ctx(emu, tmp_path, env={"PRIME_TEAM_ID": TEAM_RESEARCH_ID})
+    p = plan(team_a, cfg)
+    token = approve_plan(p.plan_id, "terminal", team_a)
+    team_b = make_ctx(emu, tmp_path, env={"PRIME_TEAM_ID": TEAM_EVALS_ID})
+    err(dispatch(team_b, p.plan_id, token), "plan_changed")
+    assert runs(emu) == [] and emu.state.create_attempts == 0
+    assert ok(dispatch(team_a, p.plan_id, token)).status == "created"
+    assert emu.state.run(runs(emu)[0].id).placement.team_id == TEAM_RESEARCH_ID
+
+
+# -- stop and the ledger listing ------------------------------------------------------------------
+
+
+def test_stop_is_gated_then_stops(emu, ctx, tmp_path):
+    p = plan(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal")
+    d = ok(dispatch(ctx, p.plan_id, approve_plan(p.plan_id, "terminal", ctx)))
+    emu.state.set_speed(0)
+    emu.state.advance(300)
+    assert emu.state.run(d.run_id).status == "RUNNING"
+
+    required = err(stop_run(StopRunInput(run_id=d.run_id), ctx), "confirmation_required")
+    stop_plan = required.fix.split("model-factory approve ")[1].split("`")[0]
+    assert stop_plan.startswith("stop_") and emu.state.run(d.run_id).status == "RUNNING"
+    launch_token = gate.mint(Ledger.for_context(ctx), p.plan_id, p.plan_hash, "terminal")  # a real token, wrong plan
+    err(stop_run(StopRunInput(run_id=d.run_id, confirmation=launch_token), ctx), "confirmation_invalid")
+    token = approve_plan(stop_plan, "terminal", ctx)
+    stopped = ok(stop_run(StopRunInput(run_id=d.run_id, confirmation=token, timeout_seconds=10), ctx))
+    assert (stopped.status, stopped.outcome, stopped.approval_channel) == ("STOPPED", "stopped", "terminal")
+    assert emu.state.run(d.run_id).status == "STOPPED"
+    again = ok(stop_run(StopRunInput(run_id=d.run_id, confirmation=token), ctx))
+    assert again.outcome == "already_terminal"
+
+
+def test_stop_with_host_approver_and_refusal(emu, tmp_path):
+    answers: list[bool] = [False, True]
+    ctx = make_ctx(emu, tmp_path, approver=lambda request: answers.pop(0) if request.action == "stop" else True)
+    p = plan(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal")
+    d = ok(dispatch(ctx, p.plan_id))
+    emu.state.set_speed(0)
+    err(stop_run(StopRunInput(run_id=d.run_id), ctx), "approval_refused")
+    assert emu.state.run(d.run_id).status == "QUEUED"
+    assert ok(stop_run(StopRunInput(run_id=d.run_id), ctx)).status == "STOPPED"
+
+
+def test_list_launches_shows_the_ledger_scrubbed(emu, tmp_path):
+    fake_wandb = "fake-wandb-canary-key-0001"
+    ctx = make_ctx(emu, tmp_path, env={"WANDB_API_KEY": fake_wandb}, approver=lambda r: True)
+    p = plan(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal", secrets=["WANDB_API_KEY"])
+    d = ok(dispatch(ctx, p.plan_id))
+    q = plan(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal")
+    listed = ok(list_launches(ListLaunchesInput(limit=10), ctx))
+    first, second = listed.launches
+    assert (first.plan_id, first.status, first.outcome) == (q.plan_id, "planned", None)
+    assert (second.plan_id, second.status, second.outcome, second.run_id) == (p.plan_id, "dispatched", "created", d.run_id)
+    assert (second.approval_channel, second.attempts, second.gpu_type) == ("host_callback", 1, p.gpu_type)
+    assert second.usd_per_gpu_hour == p.usd_per_gpu_hour and second.config_sha256 == p.config_sha256
+    assert emu.state.run(d.run_id).wandb_api_key == fake_wandb  # the value reached the run...
+    assert fake_wandb not in listed.model_dump_json()  # ...and no output or file holds it
+    assert fake_wandb not in (tmp_path / "state" / "launches.jsonl").read_text()
+    assert ok(list_launches(ListLaunchesInput(limit=1), ctx)).launches[0].plan_id == q.plan_id
+    assert os.stat(tmp_path / "state" / "launches.jsonl").st_mode & 0o077 == 0
