@@ -302,9 +302,17 @@ def input_schema(name: str) -> dict[str, Any]:
 
 @functools.cache
 def output_schema(name: str) -> dict[str, Any]:
-    """The output JSON Schema (result model, serialization mode). A call may return a
-    :class:`~tools.errors.ToolError` instead; surfaces mark that as an error result."""
-    return get(name).output_model.model_json_schema(mode="serialization")
+    """The output JSON Schema: the result model or a :class:`~tools.errors.ToolError`
+    (serialization mode, root ``type: object``).
+
+    The error branch is part of the schema because MCP clients built on the TypeScript SDK
+    (the Inspector, and hosts built on it) validate ``structuredContent`` against the output
+    schema even on ``isError`` results.
+    """
+    from pydantic import TypeAdapter
+
+    union = TypeAdapter(get(name).output_model | ToolError).json_schema(mode="serialization")
+    return {"type": "object", **union}
 
 
 # -- exports ----------------------------------------------------------------------------
