@@ -1,0 +1,359 @@
+"""``model-factory mcp`` driven through the official ``mcp`` SDK client over stdio.
+
+Each test starts the real console script as a subprocess whose environment points at an
+:class:`EmulatorServer` on loopback. The client connects with ``mode="legacy"`` (the
+``initialize`` handshake Claude Code, Claude Desktop, Cursor, Codex and the Inspector use)
+unless a test says otherwise. The raw-pipe tests check the fast-start answers against the
+SDK's own.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from skill import registry
+from skill.emulator import EmulatorServer
+from tools.platform import wire
+from tools.platform.client import PlatformClient
+from tools.platform.settings import resolve_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL_FACTORY = str(Path(sys.executable).parent / ("model-factory.exe" if os.name == "nt" else "model-factory"))
+
+
+@pytest.fixture(scope="module")
+def emu() -> Iterator[EmulatorServer]:
+    """One emulator for the module, clock frozen (tests move it explicitly)."""
+    with EmulatorServer(speed=0) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("mcp-work")
+
+
+@pytest.fixture(scope="module")
+def env(emu: EmulatorServer, workdir: Path) -> dict[str, str]:
+    home = workdir / "home"
+    home.mkdir(exist_ok=True)
+    return {
+        "PRIME_API_KEY": emu.api_key, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url,
+        "PRIME_DISABLE_VERSION_CHECK": "1", "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
+        "MODEL_FACTORY_STATE_DIR": str(workdir / "state"), "PATH": os.environ.get("PATH", ""),
+    }
+
+
+def with_client(env: dict[str, str], cwd: Path, scenario: Callable[[Client], Awaitable[Any]], *,
+                mode: str = "legacy", elicitation: Any = None) -> Any:
+    """Start ``model-factory mcp``, connect the SDK client, run ``scenario(client)``."""
+
+    async def main() -> Any:
+        params = StdioServerParameters(command=MODEL_FACTORY, args=["mcp"], env=env, cwd=str(cwd))
+        async with Client(params, mode=mode, elicitation_callback=elicitation, read_timeout_seconds=60) as client:
+            return await scenario(client)
+
+    return anyio.run(main)
+
+
+def structured(result: Any) -> dict[str, Any]:
+    """The structured content, checked against the text block's JSON (same facts in both)."""
+    assert isinstance(result.structured_content, dict)
+    text = result.content[0].text
+    assert json.loads(text.split("\n", 1)[1]) == result.structured_content
+    return result.structured_content
+
+
+def create_run(emu: EmulatorServer, env: dict[str, str], workdir: Path) -> str:
+    config = tomllib.loads((ROOT / "tools/examples/basic/reverse-text/rl.toml").read_text())
+    with PlatformClient(resolve_settings(env=env, home=workdir / "home")) as client:
+        return client.create_run(wire.build_create_body(config, name="mcp-test")).run_id
+
+
+def prepare(client: Client, workdir: Path, name: str) -> Awaitable[Any]:
+    return client.call_tool("mf_prepare_config", {"example": "basic/reverse-text/rl",
+                                                  "dest": str(workdir / f"{name}.toml"), "name": name})
+
+
+def test_lists_tools_and_calls_preflight_and_get_logs(emu: EmulatorServer, env: dict[str, str], workdir: Path) -> None:
+    run_id = create_run(emu, env, workdir)
+    emu.state.advance(600)  # started, several steps, logs written
+
+    async def scenario(client: Client) -> dict[str, Any]:
+        listing = await client.list_tools()
+        preflight = await client.call_tool("mf_preflight", {})
+        logs = await client.call_tool("mf_get_logs", {"run_id": run_id, "tail_lines": 20})
+        missing = await client.call_tool("mf_get_logs", {"run_id": "c" + "0" * 24})
+        return {"listing": listing, "preflight": preflight, "logs": logs, "missing": missing}
+
+    got = with_client(env, workdir, scenario)
+    tools = {t.name: t for t in got["listing"].tools}
+    assert list(tools) == [s.name for s in registry.TOOLS]
+    expected = {t["name"]: t for t in registry.mcp_tools()}
+    for name, tool in tools.items():
+        assert tool.input_schema == expected[name]["inputSchema"]
+        assert tool.output_schema == expected[name]["outputSchema"]
+        assert tool.annotations.read_only_hint is registry.get(name).read_only
+        assert tool.annotations.destructive_hint is registry.get(name).destructive
+    assert tools["mf_dispatch_run"].annotations.read_only_hint is False
+    assert tools["mf_stop_run"].annotations.destructive_hint is True
+
+    preflight = got["preflight"]
+    assert preflight.is_error is False, preflight.content[0].text
+    assert emu.api_key not in preflight.content[0].text  # never shows the key
+    logs = got["logs"]
+    assert logs.is_error is False, logs.content[0].text
+    payload = structured(logs)
+    assert payload["run_id"] == run_id and payload["lines"]
+    assert got["missing"].is_error is True
+    assert structured(got["missing"])["code"] == "not_found"
+
+
+def test_dispatch_refuses_without_valid_confirmation(emu: EmulatorServer, env: dict[str, str], workdir: Path) -> None:
+    """No elicitation capability: the gate answers confirmation_required, a made-up code is
+    refused, and no run is created."""
+    before = len(emu.state.runs)
+
+    async def scenario(client: Client) -> dict[str, Any]:
+        prepared = await prepare(client, workdir, "gate")
+        plan = await client.call_tool("mf_plan_run", {"config_path": str(workdir / "gate.toml"), "team": "personal"})
+        plan_id = structured(plan)["plan_id"]
+        bare = await client.call_tool("mf_dispatch_run", {"plan_id": plan_id})
+        forged = await client.call_tool("mf_dispatch_run", {"plan_id": plan_id,
+                                                            "confirmation": f"mfc_{plan_id}_0123456789abcdef"})
+        return {"prepared": prepared, "plan_id": plan_id, "bare": bare, "forged": forged}
+
+    got = with_client(env, workdir, scenario)
+    assert got["prepared"].is_error is False, got["prepared"].content[0].text
+    bare = structured(got["bare"])
+    assert got["bare"].is_error is True and bare["code"] == "confirmation_required"
+    assert f"model-factory approve {got['plan_id']}" in bare["fix"]
+    forged = structured(got["forged"])
+    assert got["forged"].is_error is True and forged["code"].startswith("confirmation_")
+    assert len(emu.state.runs) == before
+
+
+def test_elicitation_accept_launches_and_decline_refuses(emu: EmulatorServer, env: dict[str, str],
+                                                         workdir: Path) -> None:
+    import mcp_types as types
+
+    asked: list[Any] = []
+    answers = iter([types.ElicitResult(action="decline"),
+                    types.ElicitResult(action="accept", content={"approve": False}),
+                    types.ElicitResult(action="accept", content={"approve": True})])
+
+    async def elicitation(context: Any, params: Any) -> Any:
+        asked.append(params)
+        return next(answers)
+
+    before = len(emu.state.runs)
+
+    async def scenario(client: Client) -> dict[str, Any]:
+        await prepare(client, workdir, "elicit")
+        plan = structured(await client.call_tool("mf_plan_run", {"config_path": str(workdir / "elicit.toml"), "team": "personal"}))
+        declined = await client.call_tool("mf_dispatch_run", {"plan_id": plan["plan_id"]})
+        runs_after_decline = len(emu.state.runs)
+        unticked = await client.call_tool("mf_dispatch_run", {"plan_id": plan["plan_id"]})
+        accepted = await client.call_tool("mf_dispatch_run", {"plan_id": plan["plan_id"]})
+        launches = await client.call_tool("mf_list_launches", {})
+        return {"plan": plan, "declined": declined, "runs_after_decline": runs_after_decline,
+                "unticked": unticked, "accepted": accepted, "launches": launches}
+
+    got = with_client(env, workdir, scenario, elicitation=elicitation)
+    assert got["declined"].is_error is True and structured(got["declined"])["code"] == "approval_refused"
+    assert got["runs_after_decline"] == before
+    assert got["unticked"].is_error is True and structured(got["unticked"])["code"] == "approval_refused"
+    accepted = got["accepted"]
+    assert accepted.is_error is False, accepted.content[0].text
+    run_id = structured(accepted)["run_id"]
+    assert run_id in emu.state.runs and len(emu.state.runs) == before + 1
+    assert len(asked) == 3
+    form = asked[0]
+    assert got["plan"]["plan_id"] in form.message and got["plan"]["summary"].splitlines()[0] in form.message
+    props = form.requested_schema["properties"]
+    assert list(props) == ["approve"] and props["approve"]["type"] == "boolean"  # a yes/no, never a secret
+    assert "mcp_elicitation" in json.dumps(structured(got["launches"])) or "host_callback" in json.dumps(
+        structured(got["launches"]))
+
+
+def test_progress_notifications_and_plot_image(emu: EmulatorServer, env: dict[str, str], workdir: Path) -> None:
+    run_id = create_run(emu, env, workdir)
+    updates: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        updates.append((done, total, message))
+
+    async def scenario(client: Client) -> dict[str, Any]:
+        emu.state.set_speed(300)  # a step every 0.1 s of wall time
+        try:
+            waited = await client.call_tool("mf_wait_for_run", {"run_id": run_id, "until": "step", "step": 4,
+                                                                "timeout_seconds": 30}, progress_callback=progress)
+        finally:
+            emu.state.set_speed(0)
+        plot = await client.call_tool("mf_plot_metrics", {"run_id": run_id, "dest": str(workdir / "plot.png")})
+        return {"waited": waited, "plot": plot}
+
+    got = with_client(env, workdir, scenario)
+    assert got["waited"].is_error is False, got["waited"].content[0].text
+    assert updates, "no progress notification arrived"
+    dones = [u[0] for u in updates]
+    assert dones == sorted(dones) and len(set(dones)) == len(dones)  # strictly increasing
+    plot = got["plot"]
+    assert plot.is_error is False, plot.content[0].text
+    images = [c for c in plot.content if c.type == "image"]
+    assert len(images) == 1 and images[0].mime_type == "image/png"
+    png = base64.b64decode(images[0].data)
+    assert png == (workdir / "plot.png").read_bytes() and png.startswith(b"\x89PNG")
+
+
+def test_bad_calls_are_error_results(env: dict[str, str], workdir: Path) -> None:
+    async def scenario(client: Client) -> dict[str, Any]:
+        return {
+            "bad": await client.call_tool("mf_get_logs", {"run_id": 42, "tail_lines": "many", "colour": "red"}),
+            "unknown": await client.call_tool("mf_make_coffee", {}),
+        }
+
+    got = with_client(env, workdir, scenario)
+    bad = structured(got["bad"])
+    assert got["bad"].is_error is True and bad["code"] == "bad_arguments"
+    paths = {f["path"] for f in bad["fields"]}
+    assert {"run_id", "tail_lines", "colour"} <= paths
+    assert "Traceback" not in got["bad"].content[0].text
+    assert got["unknown"].is_error is True and structured(got["unknown"])["code"] == "unknown_tool"
+
+
+def test_modern_protocol_client_lists_and_calls(env: dict[str, str], workdir: Path) -> None:
+    """A 2026-07-28 client (the SDK's default ``auto`` mode) is served too; without a
+    back-channel for elicitation the gate falls back to the terminal command."""
+
+    async def scenario(client: Client) -> dict[str, Any]:
+        return {"version": client.protocol_version, "listing": await client.list_tools(),
+                "examples": await client.call_tool("mf_list_examples", {"mode": "sft"})}
+
+    got = with_client(env, workdir, scenario, mode="auto")
+    assert got["version"] == "2026-07-28"
+    assert [t.name for t in got["listing"].tools] == [s.name for s in registry.TOOLS]
+    examples = structured(got["examples"])
+    assert got["examples"].is_error is False and examples["examples"]
+
+
+# -- raw pipes: the fast start ---------------------------------------------------------------
+
+
+class RawServer:
+    """``model-factory mcp`` over raw pipes; every stdout line must be JSON-RPC."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen([MODEL_FACTORY, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=env)
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def answer(self, request_id: Any) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline()
+            assert line, f"server closed stdout; stderr: {self.proc.stderr.read().decode()[-2000:]}"
+            message = json.loads(line)
+            assert message["jsonrpc"] == "2.0"
+            if message.get("id") == request_id:
+                return message
+
+    def handshake(self, version: str) -> tuple[dict[str, Any], dict[str, Any], float]:
+        start = time.perf_counter()
+        self.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+        init = self.answer(1)["result"]
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        tools = self.answer(2)["result"]
+        return init, tools, time.perf_counter() - start
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def _cache_files(env: dict[str, str]) -> list[Path]:
+    return sorted((Path(env["XDG_CACHE_HOME"]) / "model-factory").glob("mcp-handshake-*.json"))
+
+
+def test_fast_start_answers_equal_the_sdk_answers(env: dict[str, str], workdir: Path) -> None:
+    env = {**env, "XDG_CACHE_HOME": str(workdir / "fast-cache")}
+    answers = {}
+    for version in ("2025-06-18", "2025-11-25"):
+        sdk = RawServer({**env, "MODEL_FACTORY_MCP_FAST_START": "0"})  # the SDK answers; its answers are cached
+        sdk_init, sdk_tools, _ = sdk.handshake(version)
+        sdk.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                  "params": {"name": "mf_list_examples", "arguments": {}}})
+        assert sdk.answer(3)["result"]["isError"] is False
+        sdk.close()
+        fast = RawServer(env)  # answered from the cache, then handed over to the SDK
+        fast_init, fast_tools, _ = fast.handshake(version)
+        fast.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                   "params": {"name": "mf_list_examples", "arguments": {}}})
+        call = fast.answer(3)["result"]
+        fast.send({"jsonrpc": "2.0", "id": 4, "method": "ping"})
+        assert fast.answer(4)["result"] == {}
+        fast.close()
+        assert (fast_init, fast_tools) == (sdk_init, sdk_tools)
+        assert fast_init["protocolVersion"] == version
+        assert call["isError"] is False and call["structuredContent"]["examples"]
+        answers[version] = fast_tools
+    assert [t["name"] for t in answers["2025-06-18"]["tools"]] == [s.name for s in registry.TOOLS]
+    assert len(_cache_files(env)) == 1
+
+
+def test_fast_start_serves_the_cache_and_ignores_a_stale_one(env: dict[str, str], workdir: Path) -> None:
+    env = {**env, "XDG_CACHE_HOME": str(workdir / "tamper-cache")}
+    first = RawServer(env)
+    first.handshake("2025-06-18")  # cold: the SDK answers and the cache is written
+    first.close()
+    [cache] = _cache_files(env)
+    data = json.loads(cache.read_text())
+    data["versions"]["2025-06-18"]["tools/list"] = {"tools": [{"name": "from-cache", "inputSchema": {"type": "object"}}]}
+    cache.write_text(json.dumps(data))
+    marked = RawServer(env)
+    _, tools, _ = marked.handshake("2025-06-18")
+    marked.close()
+    assert [t["name"] for t in tools["tools"]] == ["from-cache"]  # the early answer came from the cache
+
+    data["digest"] = "0" * 64  # as if a tool had changed since: the entry must not be used
+    cache.write_text(json.dumps(data))
+    stale = RawServer(env)
+    _, tools, _ = stale.handshake("2025-06-18")
+    stale.close()
+    assert [t["name"] for t in tools["tools"]] == [s.name for s in registry.TOOLS]
+
+
+def test_stdout_carries_protocol_only_and_stdin_close_ends_the_server(env: dict[str, str]) -> None:
+    server = RawServer(env)
+    server.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+    server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    server.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                 "params": {"name": "mf_validate_config", "arguments": {"config_path": "/nonexistent.toml"}}})
+    call = server.answer(2)["result"]  # every line read on the way was JSON-RPC 2.0
+    assert call["isError"] is True and call["structuredContent"]["code"] == "config_not_found"
+    out, err = server.proc.communicate(timeout=60)  # closes stdin: the server must exit by itself
+    assert all(json.loads(line)["jsonrpc"] == "2.0" for line in out.decode().splitlines())
+    assert server.proc.returncode == 0
+    assert b"Traceback" not in out + err
