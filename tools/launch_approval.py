@@ -9,8 +9,8 @@ dispatch that already re-checked the plan, :func:`tools.guardrails.confirmation.
 * **host_callback** - ``ctx.approver(request) -> bool``: the host shows
   ``request.summary`` to the person (a dialog, a chat button). ``mf_dispatch_run`` /
   ``mf_stop_run`` call it when no confirmation was passed.
-* **mcp_elicitation** - an MCP server asks the user with elicitation, then calls
-  ``approve_plan(plan_id, "mcp_elicitation", ctx, plan_hash=request.plan_hash)``.
+* **mcp_elicitation** - the MCP server's ``ctx.approver`` asks the user with an elicitation
+  form; it carries ``channel = "mcp_elicitation"``, which the ledger records.
 * **policy** - a budget policy written by the person (:mod:`tools.guardrails.policy`),
   outside any folder the agent writes, pre-authorizes launches within its limits.
 
@@ -173,7 +173,8 @@ def obtain_confirmation(
         if not approved:
             raise fail("approval_refused", f"The user did not approve plan {request.plan_id}; nothing was done.",
                        "Ask the user what to change, then plan again (mf_plan_run / mf_stop_run).")
-        return mint(ledger, request.plan_id, request.plan_hash, "host_callback", APPROVAL_TTL_SECONDS,
+        channel = getattr(ctx.approver, "channel", "host_callback")  # the MCP server's says mcp_elicitation
+        return mint(ledger, request.plan_id, request.plan_hash, channel, APPROVAL_TTL_SECONDS,
                     owner=request.owner), notes
     verb = "Launching" if request.action == "launch" else "Stopping a run with"
     raise fail(
