@@ -1,0 +1,144 @@
+"""``model-factory approve PLAN_ID``: the real CLI in a subprocess, at a pipe and at a pseudo-terminal.
+
+Refused (exit 4) without a terminal on stdin and stdout or with ``--json``; at a terminal it
+shows the plan, wants the plan id's last four characters, re-checks the plan, and prints a
+confirmation code that then launches the run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skill.emulator import DEMO_SPEED, EmulatorServer
+from tools.context import Context
+from tools.errors import ToolError
+from tools.guardrails import confirmation as gate
+from tools.guardrails.ledger import Ledger
+from tools.launch import DispatchRunInput, PlanRunInput, StopRunInput, dispatch_run, plan_run, stop_run
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "tools" / "examples" / "basic" / "reverse-text" / "rl.toml"
+CLI = Path(sys.executable).parent / "model-factory"
+TOKEN = re.compile(r"mfc_\S+_[0-9a-f]{40}")
+
+
+@pytest.fixture
+def emu():
+    with EmulatorServer(speed=DEMO_SPEED) as server:
+        yield server
+
+
+@pytest.fixture
+def setup(emu, tmp_path) -> dict[str, Any]:
+    home, project, state = tmp_path / "home", tmp_path / "project", tmp_path / "state"
+    home.mkdir()
+    project.mkdir()
+    env = {"PRIME_API_KEY": emu.api_key, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url}
+    ctx = Context(env=env, home=home, state_dir=state, cwd=project)
+    cfg = project / "rl.toml"
+    shutil.copy(EXAMPLE, cfg)
+    plan = plan_run(PlanRunInput(config_path=str(cfg), team="personal"), ctx)
+    assert not isinstance(plan, ToolError), plan
+    proc_env = {**env, "HOME": str(home), "MODEL_FACTORY_STATE_DIR": str(state), "PATH": os.environ.get("PATH", ""),
+                "TERM": "dumb", "COLUMNS": "200"}
+    yield {"ctx": ctx, "plan": plan, "cfg": cfg, "env": proc_env, "cwd": project}
+    ctx.close()
+
+
+def approvals(ctx: Context, plan_id: str) -> int:
+    return len(gate.launch_state(Ledger.for_context(ctx), plan_id).approvals)
+
+
+def run_tty(setup: dict[str, Any], args: list[str], answer: str | None, timeout: float = 60) -> tuple[int, str]:
+    """Run the CLI with stdin/stdout/stderr on a pseudo-terminal; type ``answer`` at the prompt."""
+    master, slave = os.openpty()
+    proc = subprocess.Popen([str(CLI), *args], stdin=slave, stdout=slave, stderr=slave, env=setup["env"],
+                            cwd=setup["cwd"], close_fds=True)
+    os.close(slave)
+    out, answered = b"", answer is None
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:  # EIO: the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                out += chunk
+                if not answered and b"last 4 characters" in out:
+                    os.write(master, answer.encode() + b"\n")
+                    answered = True
+            elif proc.poll() is not None:
+                break
+        else:
+            proc.kill()
+            pytest.fail(f"approve did not finish; output so far: {out.decode(errors='replace')}")
+        return proc.wait(timeout=10), out.decode(errors="replace")
+    finally:
+        os.close(master)
+
+
+def test_refused_without_a_terminal(setup):
+    plan = setup["plan"]
+    done = subprocess.run([str(CLI), "approve", plan.plan_id], input=plan.plan_id[-4:] + "\n", env=setup["env"],
+                          cwd=setup["cwd"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 4 and "interactive terminal" in done.stderr
+    assert not TOKEN.search(done.stdout + done.stderr) and approvals(setup["ctx"], plan.plan_id) == 0
+
+
+def test_refused_with_json_even_at_a_terminal(setup):
+    plan = setup["plan"]
+    code, out = run_tty(setup, ["approve", plan.plan_id, "--json"], None)
+    assert code == 4 and "--json" in out and not TOKEN.search(out)
+    assert approvals(setup["ctx"], plan.plan_id) == 0
+
+
+def test_terminal_approval_prints_a_code_that_launches(setup, emu):
+    plan = setup["plan"]
+    code, out = run_tty(setup, ["approve", plan.plan_id], plan.plan_id[-4:])
+    assert code == 0, out
+    assert plan.run_name in out and "LAUNCH" in out and "valid 15 minutes" in out
+    token = TOKEN.search(out).group(0)
+    state = gate.launch_state(Ledger.for_context(setup["ctx"]), plan.plan_id)
+    assert [a.channel for a in state.approvals] == ["terminal"]
+    result = dispatch_run(DispatchRunInput(plan_id=plan.plan_id, confirmation=token), setup["ctx"])
+    assert result.status == "created" and result.approval_channel == "terminal"
+    assert list(emu.state.runs) == [result.run_id]
+
+
+def test_wrong_answer_or_changed_plan_is_not_approved(setup):
+    plan = setup["plan"]
+    code, out = run_tty(setup, ["approve", plan.plan_id], "nope")
+    assert code == 4 and "Not approved" in out and not TOKEN.search(out)
+    setup["cfg"].write_text(setup["cfg"].read_text().replace("max_steps = 20", "max_steps = 400"))
+    code, out = run_tty(setup, ["approve", plan.plan_id], None)
+    assert code == 4 and "plan_changed" in out and not TOKEN.search(out)
+    code, out = run_tty(setup, ["approve", "plan_000000000000"], None)
+    assert code == 3 and "unknown_plan" in out
+    assert approvals(setup["ctx"], plan.plan_id) == 0
+
+
+def test_terminal_approval_of_a_stop(setup, emu):
+    ctx, plan = setup["ctx"], setup["plan"]
+    code, out = run_tty(setup, ["approve", plan.plan_id], plan.plan_id[-4:])
+    run = dispatch_run(DispatchRunInput(plan_id=plan.plan_id, confirmation=TOKEN.search(out).group(0)), ctx)
+    emu.state.set_speed(0)
+    required = stop_run(StopRunInput(run_id=run.run_id), ctx)
+    stop_plan = re.search(r"model-factory approve (stop_\w+)", required.fix).group(1)
+    code, out = run_tty(setup, ["approve", stop_plan], stop_plan[-4:])
+    assert code == 0 and "STOP this run" in out and run.run_id in out
+    stopped = stop_run(StopRunInput(run_id=run.run_id, confirmation=TOKEN.search(out).group(0)), ctx)
+    assert stopped.status == "STOPPED" and stopped.approval_channel == "terminal"
