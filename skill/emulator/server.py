@@ -43,8 +43,9 @@ class EmulatorServer:
         self.app = create_app(self.state, self.faults)
         self.host = host
         self.api_key = DEFAULT_API_KEY
-        self._sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM,
-                                   socket.IPPROTO_TCP)  # proto TCP: asyncio then sets TCP_NODELAY (no 40 ms Nagle stalls)
+        # proto IPPROTO_TCP (not 0): asyncio then sets TCP_NODELAY, so no 40 ms Nagle stalls per request.
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind((host, port))
         self.port: int = self._sock.getsockname()[1]
