@@ -174,6 +174,8 @@ def obtain_confirmation(
             raise fail("approval_refused", f"The user did not approve plan {request.plan_id}; nothing was done.",
                        "Ask the user what to change, then plan again (mf_plan_run / mf_stop_run).")
         channel = getattr(ctx.approver, "channel", "host_callback")  # the MCP server's says mcp_elicitation
+        if channel not in ("host_callback", "mcp_elicitation"):  # a callback cannot claim terminal or policy
+            channel = "host_callback"
         return mint(ledger, request.plan_id, request.plan_hash, channel, APPROVAL_TTL_SECONDS,
                     owner=request.owner), notes
     verb = "Launching" if request.action == "launch" else "Stopping a run with"
