@@ -226,6 +226,20 @@ def test_sft_example_smoke_run_is_created_with_the_step_cap(emu, ctx, tmp_path):
     assert d.dashboard_url == f"https://app.primeintellect.ai/dashboard/training/{d.run_id}"
 
 
+def test_prepare_outcomes_are_noted_not_fatal(emu, ctx, tmp_path):
+    cfg = example(tmp_path, "reverse-text/rl.toml")
+    available = plan(ctx, cfg, team="personal", image_tag="v0.5.0")
+    assert available.runtime.local_validation == "available" and len(available.runtime.image_commit) == 40
+    assert emu.recorder.bodies("POST", "/training/runs/prepare") == [{"mode": "rl", "teamId": None, "imageTag": "v0.5.0"}]
+    emu.faults.status(503, "POST", "/training/runs/prepare")
+    assert plan(ctx, cfg, team="personal").runtime.local_validation == "unavailable"
+    emu.faults.status(405, "POST", "/training/runs/prepare")
+    old = plan(ctx, cfg, team="personal")
+    assert old.runtime.local_validation == "not_supported" and "without local validation" in old.summary
+    emu.faults.status(403, "POST", "/training/runs/prepare")
+    err(plan_run(PlanRunInput(config_path=str(cfg), team="personal"), ctx), "forbidden")
+
+
 # -- plan: money, steps, owner, secrets -----------------------------------------------------------
 
 
@@ -493,5 +507,7 @@ def test_list_launches_shows_the_ledger_scrubbed(emu, tmp_path):
     assert emu.state.run(d.run_id).wandb_api_key == fake_wandb  # the value reached the run...
     assert fake_wandb not in listed.model_dump_json()  # ...and no output or file holds it
     assert fake_wandb not in (tmp_path / "state" / "launches.jsonl").read_text()
+    # The per-run token of the create answer (tokenValue, emulator prefix pit_run_fake_) is never kept or shown.
+    assert "pit_run_fake_" not in d.model_dump_json() + (tmp_path / "state" / "launches.jsonl").read_text()
     assert ok(list_launches(ListLaunchesInput(limit=1), ctx)).launches[0].plan_id == q.plan_id
     assert os.stat(tmp_path / "state" / "launches.jsonl").st_mode & 0o077 == 0

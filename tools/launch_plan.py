@@ -81,8 +81,8 @@ class PlanRunInput(BaseModel):
         "NAMES of environment variables to forward to the run: only WANDB_API_KEY and HF_TOKEN. Never "
         "values; values are read from the environment / env files only at dispatch."))
     env_files: list[str] = Field(default_factory=list, description=(
-        "Paths of .env files to read forwarded secrets from (after the TOML's env_file(s); later wins). "
-        "Only WANDB_API_KEY and HF_TOKEN may appear in them."))
+        "Paths of .env files to read forwarded secrets from (after the TOML's env_file(s); later wins). As with "
+        "prime train, the WANDB_API_KEY / HF_TOKEN they set are forwarded; any other variable in them is refused."))
     run_kind: Literal["smoke", "full"] = Field(default="smoke", description=(
         "smoke: cap the run at min(config max_steps, 20) steps; full: the config's max_steps (none = "
         "runs until stopped)."))
