@@ -40,9 +40,9 @@ from tools.launch_approval import (
     rebuild,
     request_from_state,
 )
+from tools.launch_cost import CostEstimate
 from tools.launch_plan import (
     APPROVAL_TTL_SECONDS,
-    CostEstimate,
     Draft,
     PlanRunInput,
     RuntimeInfo,
