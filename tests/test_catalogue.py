@@ -154,3 +154,16 @@ def test_errors(ctx: Context, mf_env: dict[str, str], tmp_path: Path):
     missing = list_models(ListModelsInput(), Context(env=no_key, home=tmp_path / "home"))
     assert isinstance(missing, ToolError) and missing.code == "credentials_missing"
     assert "PRIME_API_KEY" in missing.fix
+
+
+def test_teams_output_budget_and_search(ctx: Context, emulator: EmulatorServer):
+    from skill.emulator.seed import DEFAULT_USER_ID, Team, cuid
+
+    emulator.state.seed.teams.extend(
+        Team(cuid("bulk", i), f"Emulated bulk team number {i:03d}", f"bulk-{i:03d}", "2026-01-01T00:00:00Z",
+             {DEFAULT_USER_ID: "MEMBER"}) for i in range(120))
+    teams = ok(list_teams(ListTeamsInput(), ctx))
+    assert teams.truncated and teams.total == 122 and len(teams.model_dump_json()) <= OUTPUT_BUDGET
+    assert teams.narrow_hint and "search=" in teams.narrow_hint and teams.launch_would_stop_ambiguous
+    found = ok(list_teams(ListTeamsInput(search="number 007"), ctx))
+    assert [t.slug for t in found.teams] == ["bulk-007"] and not found.truncated

@@ -465,3 +465,14 @@ def test_prepare_via_registry_schema(tmp_path: Path, ctx: Context):
     bad = call_tool("mf_prepare_config", {"example": "basic/reverse-text/sft", "dest": "t.toml", "num_train_gpus": 0},
                     ctx)
     assert isinstance(bad, ToolError) and bad.code == "bad_arguments" and not (tmp_path / "t.toml").exists()
+
+
+def test_report_stays_within_the_output_budget(tmp_path: Path, ctx: Context):
+    def many_sources(doc: Any) -> None:
+        sources = tomlkit.aot()
+        for _ in range(200):
+            sources.append({"name": "same", "env": {"taskset": {"id": "reverse-text"}}})
+        doc["orchestrator"]["train"]["source"] = sources
+    report = validate(mutated(tmp_path, RT, many_sources), ctx)
+    assert not report.valid and report.truncated and "of 199 errors" in report.omitted
+    assert len(report.model_dump_json()) <= 8000 and report.errors and report.narrow_hint

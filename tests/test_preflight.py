@@ -202,3 +202,16 @@ def test_uv_and_prime_rl(env: dict[str, str], tmp_path: Path):
     assert found.ok is True and str(checkout) in found.detail
     no_uv = by_name(run({**env, "PATH": str(tmp_path / "none")}, tmp_path, check_api=False))["uv"]
     assert no_uv.ok is False and no_uv.code == "uv_not_found"
+
+
+def test_many_teams_are_capped(env: dict[str, str], tmp_path: Path, emulator: EmulatorServer):
+    from skill.emulator.seed import DEFAULT_USER_ID, Team, cuid
+
+    from tools.preflight import MAX_TEAMS_SHOWN
+
+    emulator.state.seed.teams.extend(
+        Team(cuid("bulk", i), f"Bulk {i}", f"bulk-{i}", "2026-01-01T00:00:00Z", {DEFAULT_USER_ID: "MEMBER"})
+        for i in range(150))
+    report = run(env, tmp_path)
+    assert report.teams_total == 152 and len(report.teams) == MAX_TEAMS_SHOWN
+    assert len(report.model_dump_json()) <= 8000

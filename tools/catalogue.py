@@ -273,18 +273,25 @@ class TeamEntry(BaseModel):
 class TeamList(BaseModel):
     """Result of :func:`list_teams`."""
 
-    teams: list[TeamEntry] = Field(description="Teams of this API key.")
+    teams: list[TeamEntry] = Field(description="Teams of this API key (matching search), possibly cut to the budget.")
+    total: int = Field(description="Teams matching the filter before any cut.")
     selected: Owner = Field(description="The owner requests act for by default, and where that choice came from.")
     selected_is_member: bool = Field(description="false when the configured team is not one of these teams.")
     launch_would_stop_ambiguous: bool = Field(
         description="true when no team is configured but the key has teams: mf_plan_run stops until a team is named.")
     note: str = Field(description="What to do with this list.")
+    truncated: bool = Field(description="true when teams were left out to fit the output budget.")
+    omitted: str | None = Field(description="What was left out, when truncated.")
+    narrow_hint: str | None = Field(description="How to ask for less, when truncated.")
 
 
 class ListTeamsInput(BaseModel):
-    """Input of :func:`list_teams` (no arguments)."""
+    """Input of :func:`list_teams`."""
 
     model_config = ConfigDict(extra="forbid")
+
+    search: str | None = Field(default=None, max_length=200,
+                               description="Only teams whose name, slug or id contains this text (case-insensitive).")
 
 
 @tool
@@ -299,8 +306,9 @@ def list_teams(inp: ListTeamsInput, ctx: Context) -> TeamList:
     by_id = {t.team_id: t for t in teams}
     if owner.team_id in by_id and not owner.team_name:
         owner = owner.model_copy(update={"team_name": by_id[owner.team_id].name})
+    needle = (inp.search or "").lower()
     entries = [TeamEntry(team_id=t.team_id, name=t.name, slug=t.slug, role=t.role, selected=t.team_id == owner.team_id)
-               for t in teams]
+               for t in teams if needle in f"{t.name} {t.slug} {t.team_id}".lower()]
     member = owner.team_id is None or owner.team_id in by_id
     ambiguous = owner.source == "default" and bool(teams)
     if ambiguous:
@@ -312,6 +320,12 @@ def list_teams(inp: ListTeamsInput, ctx: Context) -> TeamList:
                 "PRIME_TEAM_ID to one listed here, or pass team= explicitly.")
     else:
         note = f"Requests act for {owner.label} ({owner.source}). Pass team= to act for another owner."
-    return TeamList(teams=entries, selected=owner, selected_is_member=member, launch_would_stop_ambiguous=ambiguous,
-                    note=note)
+    result = TeamList(teams=[], total=len(entries), selected=owner, selected_is_member=member,
+                      launch_would_stop_ambiguous=ambiguous, note=note, truncated=False, omitted=None, narrow_hint=None)
+    kept, cut = _fit(entries, len(result.model_dump_json()) + 300)
+    result.teams = kept
+    if cut:
+        result.truncated, result.omitted = True, f"{cut} of {len(entries)} teams."
+        result.narrow_hint = "Pass search='<part of the team name>'."
+    return result
 

@@ -43,6 +43,8 @@ Severity = Literal["error", "warning"]
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
 DEFAULT_SEQ_LEN = 2048
 DEFAULT_GPUS_PER_NODE = 8
+#: Output budget of a report, in characters of JSON.
+OUTPUT_BUDGET = 8000
 
 SCHEMA_NOTE = (
     "Structural checks only: the real prime-rl schema (RLConfig/SFTConfig) was not run. For the "
@@ -93,6 +95,9 @@ class ValidationReport(BaseModel):
     secret_names: list[str] = Field(description="Secret NAMES found in the TOML's env_file/env_files (never values).")
     schema_check: Literal["structural"] = Field(description="Level of checking done: always 'structural' here.")
     schema_note: str = Field(description="What was not checked and how to run the full prime-rl schema check.")
+    truncated: bool = Field(default=False, description="true when issues were left out to fit the output budget.")
+    omitted: str | None = Field(default=None, description="How many errors/warnings were left out, when truncated.")
+    narrow_hint: str | None = Field(default=None, description="How to see the rest, when truncated.")
 
 
 class ValidateConfigInput(BaseModel):
@@ -987,12 +992,29 @@ def analyze(
     )
 
 
+def fit_budget(report: ValidationReport, budget: int = OUTPUT_BUDGET) -> ValidationReport:
+    """Drop warnings, then errors, from the end until the JSON fits ``budget`` characters
+    (``valid`` still reflects every error)."""
+    if len(report.model_dump_json()) <= budget:
+        return report
+    errors, warnings = list(report.errors), list(report.warnings)
+    total_e, total_w = len(errors), len(warnings)
+    trimmed = report
+    while len(trimmed.model_dump_json()) > budget - 300 and (warnings or errors):
+        (warnings or errors).pop()
+        trimmed = report.model_copy(update={"errors": errors, "warnings": warnings})
+    return trimmed.model_copy(update={
+        "truncated": True,
+        "omitted": f"{total_e - len(errors)} of {total_e} errors and {total_w - len(warnings)} of {total_w} warnings.",
+        "narrow_hint": "Fix the errors shown and validate again; the remaining issues will then be listed."})
+
+
 def validate_file(path: Path, ctx: Context, mode: Mode | None = None) -> ValidationReport:
     """Parse and :func:`analyze` ``path`` with the context's environment and known secrets."""
     data = load_toml(path)
     for env_path in toml_env_files(data, path):
         ctx.scrubber.add_env_file(env_path, ctx.env)
-    return analyze(data, path, mode=mode, env=ctx.env, known_values=ctx.scrubber.known_values())
+    return fit_budget(analyze(data, path, mode=mode, env=ctx.env, known_values=ctx.scrubber.known_values()))
 
 
 # --------------------------------------------------------------------------------------

@@ -36,6 +36,8 @@ from tools.platform import errors as perr
 from tools.platform.client import PlatformClient, RetryPolicy, TracesClient
 from tools.platform.wire import Team
 
+#: Teams shown in the report (the rest: mf_list_teams), to stay within the output budget.
+MAX_TEAMS_SHOWN = 20
 SUPPORTED_PRIME = re.compile(r"^0\.18\.\d+")
 _PRIME_VERSION = re.compile(r"Prime CLI version:\s*(\S+)")
 _UV_VERSION = re.compile(r"^uv\s+(\S+)")
@@ -74,7 +76,9 @@ class PreflightReport(BaseModel):
     api_key_source: str = Field(description="env, context, config or none. The key itself is never shown.")
     user_id: str | None = Field(description="User id the key authenticates as (GET /user/whoami), when checked.")
     owner: Owner | None = Field(description="Owner a request would act for by default, and where that came from.")
-    teams: list[TeamInfo] = Field(description="Teams of this key (GET /user/teams); empty when not checked.")
+    teams: list[TeamInfo] = Field(description=f"Teams of this key (GET /user/teams), at most {MAX_TEAMS_SHOWN}; "
+                                              "empty when not checked. mf_list_teams lists all.")
+    teams_total: int = Field(description="Number of teams of this key (0 when not checked).")
     launch_would_stop_ambiguous: bool | None = Field(
         description="true when no team is configured but the key has teams: mf_plan_run stops until a team is named; "
                     "null when unknown.")
@@ -385,5 +389,6 @@ def preflight(inp: PreflightInput, ctx: Context) -> PreflightReport:
             summary += " Name the team (or 'personal') when planning a run: the owner is ambiguous."
     return PreflightReport(
         ok=not failed, summary=summary, checks=checks, base_url=settings.base_url, traces_url=settings.traces_url,
-        api_key_source=settings.api_key_source, user_id=api.user_id, owner=api.owner, teams=api.teams,
+        api_key_source=settings.api_key_source, user_id=api.user_id, owner=api.owner,
+        teams=api.teams[:MAX_TEAMS_SHOWN], teams_total=len(api.teams),
         launch_would_stop_ambiguous=api.ambiguous)
