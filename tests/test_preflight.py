@@ -76,7 +76,8 @@ def test_key_with_one_team_and_saved_team_from_config(env: dict[str, str], tmp_p
     (home / ".prime" / "config.json").write_text(json.dumps({"team_id": TEAM_RESEARCH_ID, "team_name": "Saved"}))
     report = run({**env, "PRIME_API_KEY": OTHER_API_KEY}, tmp_path)
     assert report.ok and report.owner.team_id == TEAM_RESEARCH_ID
-    assert report.owner.source == "~/.prime/config.json team_id" and [t.team_id for t in report.teams] == [TEAM_RESEARCH_ID]
+    assert report.owner.source == "~/.prime/config.json team_id"
+    assert [t.team_id for t in report.teams] == [TEAM_RESEARCH_ID]
 
 
 def test_configured_team_not_a_member(env: dict[str, str], tmp_path: Path):

@@ -206,7 +206,8 @@ class VolumeInfo(BaseModel):
     """A named storage volume (GET /training/volumes)."""
 
     name: str = Field(description="Volume name (use as volume when planning a run).")
-    status: str | None = Field(description="Platform status: RUNNING (= created, usable), TERMINATING, TOMBSTONED, FAILED, ...")
+    status: str | None = Field(
+        description="Platform status: RUNNING (= created, usable), TERMINATING, TOMBSTONED, FAILED, ...")
     status_label: str | None = Field(description="The prime CLI's label for the status (created, deleting, ...).")
     size: str | None = Field(description="Size as a Kubernetes quantity, e.g. 5Ti (1 Ti = 2^40 bytes).")
     cluster: str | None = Field(description="Cluster name.")

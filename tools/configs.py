@@ -91,7 +91,8 @@ class ValidationReport(BaseModel):
     gpu_count_detail: str = Field(description="How gpu_count was computed, or why it is unknown.")
     env_ids: list[str] = Field(description="Taskset ids of the training environments.")
     eval_env_ids: list[str] = Field(description="Taskset ids of the eval environments.")
-    wandb_project: str | None = Field(description="W&B project (monitors.wandb.project, default prime-rl); null = no W&B.")
+    wandb_project: str | None = Field(
+        description="W&B project (monitors.wandb.project, default prime-rl); null = no W&B.")
     secret_names: list[str] = Field(description="Secret NAMES found in the TOML's env_file/env_files (never values).")
     schema_check: Literal["structural"] = Field(description="Level of checking done: always 'structural' here.")
     schema_note: str = Field(description="What was not checked and how to run the full prime-rl schema check.")
@@ -168,16 +169,18 @@ class PrepareConfigInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    example: str = Field(description="Example id from mf_list_examples (e.g. basic/reverse-text/rl), or a path to an existing TOML.")
+    example: str = Field(description="Example id from mf_list_examples (e.g. basic/reverse-text/rl), or a path "
+                                      "to an existing TOML.")
     dest: str = Field(description="Path of the new .toml file; must not exist yet.")
     gpu_type: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_]{1,64}$",
                                  description="Top-level gpu_type for the run, e.g. H200_141GB (see mf_list_gpus).")
     num_train_gpus: int | None = Field(default=None, ge=1, le=64,
                                        description="deployment.num_train_gpus (single_node examples only).")
     num_infer_gpus: int | None = Field(default=None, ge=0, le=64,
-                                       description="deployment.num_infer_gpus (single_node examples only; RL needs >= 1).")
+                                       description="deployment.num_infer_gpus (single_node only; RL needs >= 1).")
     max_steps: int | None = Field(default=None, ge=1, description="Step cap written as top-level max_steps.")
-    name: str | None = Field(default=None, min_length=1, max_length=128, description="Top-level name: the platform run name.")
+    name: str | None = Field(default=None, min_length=1, max_length=128,
+                             description="Top-level name: the platform run name.")
 
 
 # --------------------------------------------------------------------------------------
@@ -738,7 +741,8 @@ def _weight_broadcast(c: _Config) -> Iterator[Finding]:
         if not c.has_inference:
             yield "inference", "weight_broadcast.quantize_in_weight_transfer requires an [inference] table."
         if c.get("trainer.model.impl") != "custom":
-            yield "trainer.model.impl", "weight_broadcast.quantize_in_weight_transfer requires trainer.model.impl = 'custom'."
+            yield "trainer.model.impl", ("weight_broadcast.quantize_in_weight_transfer requires "
+                                         "trainer.model.impl = 'custom'.")
 
 
 def _nccl_world_size(c: _Config) -> Iterator[Finding]:
@@ -778,7 +782,9 @@ def _no_train_source(c: _Config) -> Iterator[Finding]:
 
 
 def _unknown_top_level(c: _Config) -> Iterator[Finding]:
-    known = (RL_TOP_LEVEL if c.rl else SFT_TOP_LEVEL) | CLI_ONLY_KEYS | {"k8s", "env", "data", "trainer", "orchestrator"}
+    # k8s, env, data, trainer, orchestrator have their own rules
+    known = (RL_TOP_LEVEL if c.rl else SFT_TOP_LEVEL) | CLI_ONLY_KEYS | {"k8s", "env", "data", "trainer",
+                                                                        "orchestrator"}
     for key in c.data:
         if key not in known:
             yield key, (f"{key} is not a top-level key of prime-rl's {'RLConfig' if c.rl else 'SFTConfig'} "

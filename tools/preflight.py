@@ -89,9 +89,10 @@ class PreflightInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    check_api: bool = Field(default=True, description="Contact the platform and traces host (false = local checks only).")
+    check_api: bool = Field(default=True,
+                            description="Contact the platform and traces host (false = local checks only).")
     timeout_seconds: float = Field(default=5.0, gt=0, le=30,
-                                   description="Timeout in seconds of each HTTP request and subprocess (default 5, max 30).")
+                                   description="Timeout in seconds of each HTTP request and subprocess.")
 
 
 # --------------------------------------------------------------------------------------
@@ -134,11 +135,13 @@ def _subprocess_env(ctx: Context) -> dict[str, str]:
 
 def check_prime_cli(ctx: Context, timeout: float) -> Check:
     """``prime`` on ctx.env PATH: found, version 0.18.x, the Prime Intellect CLI, not shadowed."""
-    fix_install = "Install the Prime Intellect CLI 0.18: `uv tool install prime==0.18.0` (needed only for `prime train validate`)."
+    fix_install = ("Install the Prime Intellect CLI 0.18: `uv tool install prime==0.18.0` (needed only for "
+                   "`prime train validate`).")
     found = _on_path("prime", ctx.env.get("PATH", ""))
     if not found:
         return Check(name="prime_cli", ok=False, required=False, code="prime_not_found",
-                     detail="No `prime` executable on PATH. The tools do not need it; schema checks do.", fix=fix_install)
+                     detail="No `prime` executable on PATH. The tools do not need it; schema checks do.",
+                     fix=fix_install)
     first = found[0]
     text, why = _run([str(first), "--version"], _subprocess_env(ctx), timeout)
     if text is None:
@@ -257,7 +260,8 @@ def _platform_checks(ctx: Context, timeout: float) -> _Api:
         return api
     except perr.PlatformError as exc:  # an unexpected shape or status: report, never raise
         return _Api(checks=[Check(name="api_reachable", ok=False, required=True, code=exc.code,
-                                  detail=exc.message, fix="Retry mf_preflight; if it persists, check PRIME_API_BASE_URL.")])
+                                  detail=exc.message,
+                                  fix="Retry mf_preflight; if it persists, check PRIME_API_BASE_URL.")])
     finally:
         client.close()
 
