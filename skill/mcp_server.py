@@ -38,6 +38,7 @@ import os
 import queue
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -399,8 +400,9 @@ class HandshakeCache:
     def _save(self) -> None:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            week_ago = time.time() - 7 * 86400  # other installs' entries, unused for a week
             for old in self.path.parent.glob("mcp-handshake-*.json"):
-                if old != self.path:
+                if old != self.path and old.stat().st_mtime < week_ago:
                     old.unlink(missing_ok=True)
             tmp = self.path.with_suffix(f".tmp{os.getpid()}")
             tmp.write_text(json.dumps({"digest": self.digest, "versions": self.versions}))

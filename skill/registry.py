@@ -312,7 +312,18 @@ def output_schema(name: str) -> dict[str, Any]:
     from pydantic import TypeAdapter
 
     union = TypeAdapter(get(name).output_model | ToolError).json_schema(mode="serialization")
-    return {"type": "object", **union}
+    return {"type": "object", **_without_titles(union)}
+
+
+def _without_titles(node: Any) -> Any:
+    """Drop pydantic's generated ``title`` keywords (they repeat the property names)."""
+    if isinstance(node, list):
+        return [_without_titles(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    return {key: ({k: _without_titles(v) for k, v in value.items()} if key in ("properties", "$defs")
+                  else _without_titles(value))
+            for key, value in node.items() if key != "title"}
 
 
 # -- exports ----------------------------------------------------------------------------
