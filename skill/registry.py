@@ -138,14 +138,18 @@ TOOLS: tuple[ToolSpec, ...] = (
     _spec("validate_config", "configs",
           "Validate a prime-rl TOML for Model Factory: parse, RL vs SFT as the prime CLI decides, "
           "structural and hosted-run rules, secret-looking values. Local, no network; run it "
-          "before mf_plan_run and after every edit.", open_world=False, positional=("config_path",)),
+          "before mf_plan_run and after every edit. It does not run the full prime-rl schema; "
+          "the result says when `prime train validate` is worth running.", open_world=False, positional=("config_path",)),
     _spec("list_models", "catalogue",
           "List trainable base models and on-demand GPU prices (USD per GPU-hour) for the owner. "
-          "Use it to check a config's model is available and what it will cost."),
+          "Use it to check a config's model is available and what it will cost. Not needed to price "
+          "a plan: mf_plan_run does that."),
     _spec("list_gpus", "catalogue",
-          "List GPU types the owner can train on, with on-demand price per GPU-hour when known."),
+          "List GPU types the owner can train on, with on-demand price per GPU-hour when known. Use it "
+          "to choose gpu_type for mf_prepare_config or mf_plan_run."),
     _spec("list_volumes", "catalogue",
-          "List the owner's storage volumes (name, size, status) for dispatching with a volume."),
+          "List the owner's storage volumes (name, size, status). Use it before passing volume= to "
+          "mf_plan_run. Not for checkpoints (mf_list_checkpoints)."),
     _spec("list_teams", "catalogue",
           "List the teams this API key belongs to, and which owner is currently selected and why. "
           "Use it when a plan stops with owner_ambiguous."),
@@ -153,7 +157,8 @@ TOOLS: tuple[ToolSpec, ...] = (
           "Plan a training run without launching it: resolves the owner, GPU type and count, "
           "price per GPU-hour, low/expected/high cost with assumptions, step cap (smoke runs "
           "default to 20 steps), forwarded secret NAMES, warnings; returns plan_id and "
-          "plan_hash. Show the summary to the user. Costs nothing.",
+          "plan_hash. Show the summary to the user. Costs nothing. Plan again after any change to the "
+          "config or arguments; never dispatch a plan the user has not seen.",
           read_only=False, idempotent=False, open_world=True, positional=("config_path",)),
     _spec("dispatch_run", "launch",
           "Launch a planned run exactly once. Needs a confirmation minted by a human for this "
@@ -162,8 +167,9 @@ TOOLS: tuple[ToolSpec, ...] = (
           "outcome is unknown it only reconciles, never re-sends. Never call it twice to 'retry'.",
           read_only=False, destructive=False, idempotent=False, positional=("plan_id",)),
     _spec("stop_run", "launch",
-          "Stop a run (irreversible), then wait a bounded time and report its terminal status. "
-          "Gated like dispatch: needs the user's confirmation for this run.",
+          "Stop a run (irreversible), then wait up to timeout_seconds and report its terminal status. "
+          "Gated like dispatch: needs the user's confirmation for this run. Use it only when the user "
+          "asked to stop; never to 'clean up'.",
           read_only=False, destructive=True, idempotent=True, positional=("run_id",)),
     _spec("list_launches", "launch",
           "List launches recorded in the local ledger: plan, approval, attempts, outcome, run id. "
@@ -174,10 +180,12 @@ TOOLS: tuple[ToolSpec, ...] = (
           "A RUNNING status alone does not mean healthy: use mf_check_progress for that.",
           positional=("run_id",)),
     _spec("list_runs", "monitor",
-          "List the owner's runs, newest first, one page at a time."),
+          "List the owner's runs, newest first, one page at a time (status, model, steps). Use it to "
+          "find a run id; for one run's details use mf_get_run, for its health mf_check_progress."),
     _spec("check_progress", "monitor",
           "Decide whether a run is actually progressing (new steps recently, reward moving, env "
-          "servers healthy), not just RUNNING. Returns a verdict with evidence and next step.",
+          "servers healthy), not just RUNNING. Returns a verdict with evidence and next step. Use it "
+          "when a run looks stuck or before waiting longer; for a finished run use mf_get_run.",
           positional=("run_id",)),
     _spec("get_logs", "logs",
           "Read a bounded tail of one component's logs (orchestrator, trainer, inference, "
@@ -189,23 +197,29 @@ TOOLS: tuple[ToolSpec, ...] = (
           positional=("run_id",)),
     _spec("get_metrics", "metrics",
           "Read per-step metrics (reward, loss, entropy, ...) for a step range, downsampled to "
-          "fit the output budget.", positional=("run_id",)),
+          "fit the output budget. Use it to judge whether the model learns; for a picture use "
+          "mf_plot_metrics.", positional=("run_id",)),
     _spec("plot_metrics", "metrics",
-          "Render chosen metrics over steps as a PNG image (file path, and the image over MCP).",
+          "Render chosen metrics over steps as a PNG image (file path, and the image over MCP). Use "
+          "it when a person wants to see the curves; for numbers use mf_get_metrics. Writes one file.",
           read_only=False, idempotent=True, positional=("run_id",), image_field="path"),
     _spec("list_checkpoints", "monitor",
-          "List a run's checkpoints (step, status, size in bytes, storage URL).",
+          "List a run's checkpoints (step, status, size in bytes, storage URL). Use it to pick a "
+          "checkpoint or confirm uploads; not for traces (mf_list_traces).",
           positional=("run_id",)),
     _spec("wait_for_run", "monitor",
           "Wait, bounded by timeout_seconds, until a run reaches a terminal status or a target "
-          "step, reporting progress. Returns the last status; call again to keep waiting.",
+          "step, reporting progress. Returns the last status; call again to keep waiting. Use it "
+          "instead of calling mf_get_run in a loop.",
           positional=("run_id",), long_running=True),
     _spec("list_traces", "traces",
           "List a run's traces (or episodes, or eval runs) one cursor page at a time, with "
-          "filters (step, reward, errors).", positional=("run_id",)),
+          "filters (step, reward, errors). Use it to look at a few rollouts; to save them all use "
+          "mf_download_traces.", positional=("run_id",)),
     _spec("download_traces", "traces",
           "Download every trace of a run to a folder, with a manifest (sha256, bytes), resume, "
-          "and a report of what the platform has not uploaded. Writes files only under dest.",
+          "and a report of what the platform has not uploaded. Writes files only under dest. Use "
+          "it when the user wants the traces on disk; safe to repeat (it resumes).",
           read_only=False, idempotent=True, positional=("run_id", "dest"), long_running=True),
 )
 
