@@ -129,12 +129,60 @@ APPROVAL_SCHEMA: dict[str, Any] = {
 }
 
 
-def _wants_elicitation(session: Any) -> bool:
+class NeedsApproval(BaseException):
+    """Raised by the approver on a connection without server-to-client requests (protocol
+    2026-07-28): the call ends as an ``input_required`` round carrying the approval form.
+
+    A ``BaseException`` so that no tool layer turns it into an error; only
+    :func:`build_server`'s call handler catches it. Tools ask for approval before they write
+    anything (the gate precedes the ledger claim), so ending the call there is safe.
+    """
+
+    def __init__(self, request: Any) -> None:
+        super().__init__("approval needed")
+        self.request = request
+
+
+class Approvals:
+    """Approval forms asked in an ``input_required`` round and not yet answered.
+
+    ``request_state`` is a random id the client echoes on its retry; the answer counts only
+    for the same action and plan hash, once, within :data:`ELICITATION_TIMEOUT_SECONDS`.
+    """
+
+    def __init__(self) -> None:
+        self._pending: dict[str, tuple[float, str, str]] = {}
+        self._lock = threading.Lock()
+
+    def ask(self, request: Any) -> str:
+        import secrets
+
+        state = secrets.token_urlsafe(24)
+        with self._lock:
+            now = time.monotonic()
+            self._pending = {k: v for k, v in self._pending.items() if v[0] > now}
+            self._pending[state] = (now + ELICITATION_TIMEOUT_SECONDS, str(getattr(request, "action", "")),
+                                    str(getattr(request, "plan_hash", "")))
+        return state
+
+    def answer(self, state: str | None, responses: Any) -> tuple[str, str, bool] | None:
+        """(action, plan_hash, approved) for a retry that answers a pending form, else None."""
+        with self._lock:
+            pending = self._pending.pop(state, None) if state else None
+        if pending is None or pending[0] < time.monotonic():
+            return None
+        response = (responses or {}).get("approval")
+        approved = (getattr(response, "action", None) == "accept"
+                    and (getattr(response, "content", None) or {}).get("approve") is True)
+        return pending[1], pending[2], approved
+
+
+def _elicitation_declared(session: Any) -> bool:
     caps = session.client_capabilities
-    return caps is not None and caps.elicitation is not None and session.can_send_request
+    return caps is not None and caps.elicitation is not None
 
 
-def _tool_context(request_ctx: Any) -> Any:
+def _tool_context(request_ctx: Any, params: Any, approvals: Approvals) -> Any:
     """A fresh tools Context for one call, with progress and approval wired to the client."""
     import logging
 
@@ -160,7 +208,9 @@ def _tool_context(request_ctx: Any) -> Any:
                 log.debug("progress notification failed", exc_info=True)
 
         tool_ctx.progress = progress
-    if _wants_elicitation(session):
+    if not _elicitation_declared(session):
+        return tool_ctx
+    if session.can_send_request:  # handshake era: ask now, from the worker thread
 
         async def ask(request: Any) -> bool:
             with anyio.fail_after(ELICITATION_TIMEOUT_SECONDS):
@@ -171,8 +221,17 @@ def _tool_context(request_ctx: Any) -> Any:
         def approver(request: Any) -> bool:
             return anyio.from_thread.run(ask, request)
 
-        approver.channel = "mcp_elicitation"  # type: ignore[attr-defined] - for the ledger's audit record
-        tool_ctx.approver = approver
+    else:  # 2026-07-28: answer a form this call's retry carries, else end the call with one
+        answered = approvals.answer(getattr(params, "request_state", None), getattr(params, "input_responses", None))
+
+        def approver(request: Any) -> bool:
+            if answered is None:
+                raise NeedsApproval(request)
+            action, plan_hash, approved = answered
+            return approved and action == request.action and plan_hash == request.plan_hash
+
+    approver.channel = "mcp_elicitation"  # type: ignore[attr-defined] - for the ledger's audit record
+    tool_ctx.approver = approver
     return tool_ctx
 
 
@@ -188,6 +247,7 @@ def build_server() -> Any:
 
     log = logging.getLogger("model_factory.mcp")
     listing = types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in registry.mcp_tools()])
+    approvals = Approvals()
 
     async def on_list_tools(ctx: Any, params: Any) -> Any:
         return listing
@@ -198,13 +258,18 @@ def build_server() -> Any:
         except KeyError:
             spec = None
         try:
-            tool_ctx = _tool_context(ctx)
+            tool_ctx = _tool_context(ctx, params, approvals)
             try:
                 result = await anyio.to_thread.run_sync(registry.call_tool, params.name, params.arguments or {},
                                                         tool_ctx, abandon_on_cancel=True)
             finally:
                 tool_ctx.close()
             return result_content(spec, result)
+        except NeedsApproval as needed:
+            form = types.ElicitRequest(params=types.ElicitRequestFormParams(
+                message=_approval_message(needed.request), requested_schema=APPROVAL_SCHEMA))
+            return types.InputRequiredResult(input_requests={"approval": form},
+                                             request_state=approvals.ask(needed.request))
         except Exception as exc:  # noqa: BLE001 - never a traceback to the client
             log.exception("tools/call %s failed", params.name)
             from tools.errors import ToolError

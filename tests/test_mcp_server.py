@@ -234,19 +234,45 @@ def test_bad_calls_are_error_results(env: dict[str, str], workdir: Path) -> None
     assert got["unknown"].is_error is True and structured(got["unknown"])["code"] == "unknown_tool"
 
 
-def test_modern_protocol_client_lists_and_calls(env: dict[str, str], workdir: Path) -> None:
-    """A 2026-07-28 client (the SDK's default ``auto`` mode) is served too; without a
-    back-channel for elicitation the gate falls back to the terminal command."""
+def test_modern_protocol_client_lists_calls_and_approves(emu: EmulatorServer, env: dict[str, str],
+                                                         workdir: Path) -> None:
+    """A 2026-07-28 client (the SDK's default ``auto`` mode) is served too. It has no
+    server-to-client requests, so the approval form travels in an ``input_required`` round
+    that the client answers and retries: a decline refuses, an explicit yes launches."""
+    import mcp_types as types
+
+    answers = iter([types.ElicitResult(action="decline"),
+                    types.ElicitResult(action="accept", content={"approve": True})])
+    asked: list[Any] = []
+
+    async def elicitation(context: Any, params: Any) -> Any:
+        asked.append(params)
+        return next(answers)
+
+    before = len(emu.state.runs)
 
     async def scenario(client: Client) -> dict[str, Any]:
-        return {"version": client.protocol_version, "listing": await client.list_tools(),
-                "examples": await client.call_tool("mf_list_examples", {"mode": "sft"})}
+        got = {"version": client.protocol_version, "listing": await client.list_tools(),
+               "examples": await client.call_tool("mf_list_examples", {"mode": "sft"})}
+        await prepare(client, workdir, "modern")
+        plan = structured(await client.call_tool("mf_plan_run", {"config_path": str(workdir / "modern.toml"),
+                                                                 "team": "personal"}))
+        got["declined"] = await client.call_tool("mf_dispatch_run", {"plan_id": plan["plan_id"]})
+        got["runs_after_decline"] = len(emu.state.runs)
+        got["accepted"] = await client.call_tool("mf_dispatch_run", {"plan_id": plan["plan_id"]})
+        got["plan"] = plan
+        return got
 
-    got = with_client(env, workdir, scenario, mode="auto")
+    got = with_client(env, workdir, scenario, mode="auto", elicitation=elicitation)
     assert got["version"] == "2026-07-28"
     assert [t.name for t in got["listing"].tools] == [s.name for s in registry.TOOLS]
-    examples = structured(got["examples"])
-    assert got["examples"].is_error is False and examples["examples"]
+    assert got["examples"].is_error is False and structured(got["examples"])["examples"]
+    assert got["declined"].is_error is True and structured(got["declined"])["code"] == "approval_refused"
+    assert got["runs_after_decline"] == before
+    accepted = structured(got["accepted"])
+    assert got["accepted"].is_error is False and accepted["approval_channel"] == "mcp_elicitation"
+    assert accepted["run_id"] in emu.state.runs and len(emu.state.runs) == before + 1
+    assert len(asked) == 2 and got["plan"]["plan_id"] in asked[0].message
 
 
 # -- raw pipes: the fast start ---------------------------------------------------------------
@@ -355,3 +381,25 @@ def test_stdout_carries_protocol_only_and_stdin_close_ends_the_server(env: dict[
     assert all(json.loads(line)["jsonrpc"] == "2.0" for line in out.decode().splitlines())
     assert server.proc.returncode == 0
     assert b"Traceback" not in out + err
+
+
+def test_input_required_approvals_are_single_use_and_bound_to_the_plan() -> None:
+    import mcp_types as types
+
+    from skill.mcp_server import Approvals
+
+    class Request:
+        action, plan_hash = "launch", "sha256:" + "a" * 64
+
+    approvals = Approvals()
+    yes = {"approval": types.ElicitResult(action="accept", content={"approve": True})}
+    state = approvals.ask(Request())
+    assert approvals.answer("made-up-state", yes) is None  # only a state this server issued
+    assert approvals.answer(state, yes) == ("launch", Request.plan_hash, True)
+    assert approvals.answer(state, yes) is None  # once
+    unticked = approvals.ask(Request())
+    assert approvals.answer(unticked, {"approval": types.ElicitResult(action="accept", content={"approve": False})}) \
+        == ("launch", Request.plan_hash, False)
+    declined = approvals.ask(Request())
+    assert approvals.answer(declined, {"approval": types.ElicitResult(action="decline")})[2] is False
+    assert approvals.answer(approvals.ask(Request()), {})[2] is False  # no answer is no
