@@ -50,7 +50,9 @@ def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
             request = plan_request(plan_id, ctx)
         except ToolFailure as failure:
             err = ctx.scrubber.scrub_model(failure.error)
-            _say(f"Cannot approve {plan_id}: [{err.code}] {err.message}\nFix: {err.fix}", sys.stderr)
+            hint = ("\nPlans live in the state folder of the session that made them: run this in the same project "
+                    "folder, or set MODEL_FACTORY_STATE_DIR as the agent's message says.") if err.code == "unknown_plan" else ""
+            _say(f"Cannot approve {plan_id}: [{err.code}] {err.message}\nFix: {err.fix}{hint}", sys.stderr)
             return EXIT_REFUSED if err.code in _REFUSED_CODES else EXIT_ERROR
         except PlatformError as exc:
             _say(f"Cannot approve {plan_id}: the platform could not be read to re-check the plan: "

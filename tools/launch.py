@@ -136,7 +136,7 @@ def plan_run(inp: PlanRunInput, ctx: Context) -> RunPlan:
         config_max_steps=draft.config_max_steps, secret_names=draft.secret_names, volume=draft.volume,
         image_tag=draft.image_tag, source_ref=draft.source_ref, runtime=draft.runtime, warnings=draft.warnings,
         approval_ttl_seconds=APPROVAL_TTL_SECONDS,
-        next_step=(f"Show the summary to the user. They approve it with `{approve_command(plan_id)}` in their own "
+        next_step=(f"Show the summary to the user. They approve it with `{approve_command(plan_id, ctx)}` in their own "
                    "terminal (same project folder) and give you the code it prints, or your host asks them; then "
                    f"call mf_dispatch_run with plan_id='{plan_id}' (and confirmation='<code>' if they gave one)."))
 
@@ -287,7 +287,7 @@ def dispatch_run(inp: DispatchRunInput, ctx: Context) -> DispatchResult:
     current, draft = rebuild(ctx, state)
     assert draft is not None
     check_unchanged(state, current)
-    request = request_from_state(state)
+    request = request_from_state(state, ctx)
     token, _ = obtain_confirmation(ctx, ledger, request, inp.confirmation, _policy_facts(draft),
                                    lambda: _count_active(ctx, draft.owner.team_id))
     body = _create_body(ctx, draft)
@@ -414,7 +414,7 @@ def stop_run(inp: StopRunInput, ctx: Context) -> StopRunResult:
                              next_step=f"Inspect it with mf_get_run run_id='{run.id}'.")
     ledger = Ledger.for_context(ctx)
     state = _stop_state(ctx, ledger, run, inp.confirmation)
-    request: ApprovalRequest = request_from_state(state)
+    request: ApprovalRequest = request_from_state(state, ctx)
     token, _ = obtain_confirmation(ctx, ledger, request, inp.confirmation, None)
     claim = gate.claim_dispatch(ledger, state.plan_id, str(state.plan_hash), token)
     note = ""

@@ -22,6 +22,7 @@ refuses with ``plan_changed`` when its hash moved.
 from __future__ import annotations
 
 from collections.abc import Callable
+import shlex
 from pathlib import Path
 from typing import Literal
 
@@ -48,23 +49,31 @@ class ApprovalRequest(BaseModel):
     approve_command: str = Field(description="The terminal command a person runs to approve.")
 
 
-def approve_command(plan_id: str) -> str:
-    """``model-factory approve <plan_id>``."""
-    return f"model-factory approve {plan_id}"
+def approve_command(plan_id: str, ctx: Context | None = None) -> str:
+    """``model-factory approve <plan_id>``, prefixed with ``MODEL_FACTORY_STATE_DIR=<path>`` when
+    the ledger is not ``./.model-factory`` of the working folder (so the person's terminal finds
+    the same plan)."""
+    command = f"model-factory approve {plan_id}"
+    if ctx is None:
+        return command
+    state = ctx.state_path().resolve()
+    if state == ((ctx.cwd or Path.cwd()) / ".model-factory").resolve():
+        return command
+    return f"MODEL_FACTORY_STATE_DIR={shlex.quote(str(state))} {command}"
 
 
 def _owner(team_id: str | None) -> str:
     return team_id or "personal"
 
 
-def request_from_state(state: LaunchState) -> ApprovalRequest:
+def request_from_state(state: LaunchState, ctx: Context | None = None) -> ApprovalRequest:
     """The approval request of a plan as recorded (no re-check; see :func:`plan_request`)."""
     plan = state.plan
     cost = plan.get("cost") if isinstance(plan.get("cost"), dict) else {}
     return ApprovalRequest(
         plan_id=state.plan_id, plan_hash=str(state.plan_hash), action=plan.get("action", "launch"),
         summary=str(plan.get("summary", "")), owner=_owner(plan.get("team_id")), usd_high=cost.get("usd_high"),
-        approve_command=approve_command(state.plan_id))
+        approve_command=approve_command(state.plan_id, ctx))
 
 
 def refuse_spent(state: LaunchState) -> None:
@@ -114,7 +123,7 @@ def plan_request(plan_id: str, ctx: Context) -> ApprovalRequest:
     refuse_spent(state)
     current, _ = rebuild(ctx, state)
     check_unchanged(state, current)
-    return request_from_state(state)
+    return request_from_state(state, ctx)
 
 
 def approve_plan(plan_id: str, channel: str, ctx: Context, *, plan_hash: str | None = None) -> str:

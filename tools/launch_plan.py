@@ -403,6 +403,9 @@ def _choose_gpu(ctx: Context, args: PlanRunInput, toml_gpu: str | None, owner: O
 
 
 def _check_volume(ctx: Context, volume: str, owner: Owner, warnings: list[str]) -> None:
+    """GET /training/volumes: the volume must exist for the owner. Unlike ``prime train`` (which
+    creates a missing volume, 5Ti by default), planning never creates one: a volume is a billed,
+    lasting resource outside the plan the person approves. The error names the command instead."""
     volumes = ctx.platform().list_volumes(team_id=owner.team_id)
     found = next((v for v in volumes if v.name == volume), None)
     if found is None:
