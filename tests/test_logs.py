@@ -1,0 +1,271 @@
+"""Log tools: parsing as ``prime train logs`` does, mf_get_logs filters and budget, the
+not-started path, and mf_summarize_logs on the crash-loop and failure scenarios.
+
+Real HTTP against the emulator (clock frozen, moved with ``advance``); runs are created from
+the bundled prime-rl example ``basic/reverse-text/rl.toml``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+
+import pytest
+
+from skill import registry
+from skill.emulator.logs import make_line
+from tools import logs
+from tools.context import Context
+from tools.errors import ToolError
+from tools.platform import wire
+from tools.reads import OUTPUT_BUDGET_CHARS
+
+QUEUE, STARTUP, STEP = 60.0, 90.0, 30.0
+
+
+def at_step(k: int) -> float:
+    """Simulated seconds from creation to just after step ``k`` (default emulator timing)."""
+    return QUEUE + STARTUP + STEP * k + 1.0
+
+
+@pytest.fixture
+def ctx(emulator, mf_env, tmp_path) -> Context:
+    emulator.state.set_speed(0)
+    context = Context(env=mf_env, home=tmp_path / "home", state_dir=tmp_path / "state")
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def launch(ctx, emulator, examples_dir):
+    config = tomllib.loads((examples_dir / "basic" / "reverse-text" / "rl.toml").read_text())
+
+    def start(scenario: str | None = None, **params) -> str:
+        if scenario:
+            emulator.state.set_scenario(scenario, **params)
+        return ctx.platform().create_run(wire.build_create_body(config, name="logs-test")).run_id
+
+    return start
+
+
+def call(ctx: Context, name: str, **arguments):
+    return registry.call_tool(name, arguments, ctx)
+
+
+def size(result) -> int:
+    return len(result.model_dump_json())
+
+
+# -- parsing (pure) ---------------------------------------------------------------------------
+
+
+def test_json_entries_prefixes_progress_and_tqdm_as_the_cli():
+    text = "\n".join([
+        '{"timestamp":"2026-08-20T12:06:01.120Z","level":"info","message":"Step 12 | reward 0.41","tag":"orchestrator"}',
+        '{"timestamp":"2026-08-20T12:06:02Z","level":"info","type":"progress","message":"42%"}',
+        '[rank0]: {"timestamp":"2026-08-20T12:06:03Z","level":"WARNING","message":"slow batch"}',
+        '[adminlog] (Worker pid=123) {"timestamp":"t","level":"error","message":{"k":1},"exception":"Traceback x"}',
+        "\x1b[31mplain text line\x1b[0m",
+        "Loading shards:  45%|████▌     | 9/20 [00:03<00:04]",
+        "Loading shards: 100%|██████████| 20/20 [00:07<00:00]",
+        '{"timestamp":"t","level":"INFO"}',
+        "",
+    ])
+    parsed = logs.parse_logs(text)
+    assert parsed.hidden_progress == 2
+    first, warn, err, plain, done, no_message = parsed.lines
+    assert (first.level, first.message, first.source) == ("INFO", "Step 12 | reward 0.41", "orchestrator")
+    assert (warn.level, warn.source, warn.message) == ("WARNING", "rank0", "slow batch")
+    assert (err.level, err.source, err.message, err.exception) == ("ERROR", "adminlog Worker pid=123", '{"k": 1}',
+                                                                    "Traceback x")
+    assert plain.message == "plain text line" and plain.level is None and not plain.structured
+    assert "100%" in done.message
+    assert not no_message.structured  # a JSON object without "message" is a plain line, as in the CLI
+
+
+def test_plain_traceback_is_one_error_entry_and_levels_are_read_from_plain_lines():
+    text = "\n".join([
+        "2026-08-20 12:00:00 WARNING low disk",
+        "Traceback (most recent call last):",
+        '  File "train.py", line 3, in <module>',
+        "    main()",
+        "RuntimeError: CUDA error: device-side assert triggered",
+        "after the traceback",
+    ])
+    lines = logs.parse_logs(text).lines
+    assert [ln.level for ln in lines] == ["WARNING", "ERROR", None]
+    assert lines[1].message == "RuntimeError: CUDA error: device-side assert triggered"
+    assert lines[1].exception.splitlines()[0] == "Traceback (most recent call last):"
+    assert lines[1].exception.splitlines()[-1] == lines[1].message
+
+
+def test_normalise_masks_numbers_ids_and_times_so_repeats_group():
+    a = logs.normalise("Back-off restarting failed container env-7 (restart 12) at 2026-08-20T12:00:01Z")
+    b = logs.normalise("Back-off restarting failed container env-7 (restart 13) at 2026-08-20T12:05:09Z")
+    assert a == b == "Back-off restarting failed container env-<n> (restart <n>) at <time>"
+    assert logs.normalise("run cabcdefghijklmnopqrstuvw1 upload 3f0c00aa11bb") == "run <id> upload <hex>"
+    d = logs.digest(logs.parse_logs("\n".join(
+        json.dumps({"timestamp": f"t{i}", "level": "ERROR", "message": f"restart {i}"}) for i in range(5))).lines)
+    assert [(g.pattern, g.count, g.first_seen, g.last_seen) for g in d.groups] == [("restart <n>", 5, "t0", "t4")]
+    assert d.counts == {"ERROR": 5}
+
+
+# -- mf_get_logs ----------------------------------------------------------------------------------
+
+
+def test_not_started_is_a_normal_result_after_one_request(ctx, emulator, launch):
+    run_id = launch()
+    counter = emulator.faults.delay(0, "GET", "/rft/runs/*/logs", times=None)  # counts requests, changes nothing
+    result = call(ctx, "mf_get_logs", run_id=run_id)
+    assert not isinstance(result, ToolError)
+    assert result.available is False and result.lines == []
+    assert "mf_wait_for_run" in result.note and "until='running'" in result.note
+    assert counter.hits == 1
+
+
+def test_unknown_run_is_not_found_with_a_fix(ctx):
+    result = call(ctx, "mf_get_logs", run_id="cnothere000000000000000000")
+    assert isinstance(result, ToolError) and result.code == "not_found" and "mf_list_runs" in result.fix
+
+
+def test_lines_are_parsed_and_progress_hidden(ctx, emulator, launch):
+    run_id = launch()
+    emulator.state.advance(at_step(4))
+    orch = call(ctx, "mf_get_logs", run_id=run_id, tail_lines=50)
+    assert orch.available and orch.hidden_progress_lines == 4  # one progress entry per step
+    assert not any(re.fullmatch(r"\d+%", ln.message) for ln in orch.lines)
+    assert orch.received_lines == len(orch.lines) + orch.hidden_progress_lines
+    assert orch.lines[-1].message.startswith("Step 4/20 | reward")
+    trainer = call(ctx, "mf_get_logs", run_id=run_id, component="trainer", tail_lines=2)
+    assert [ln.message.split(" |")[0] for ln in trainer.lines] == ["Step 3/20", "Step 4/20"]
+    assert all(ln.source == "rank0 trainer" and ln.level == "INFO" and ln.component == "trainer" for ln in trainer.lines)
+    env = call(ctx, "mf_get_logs", run_id=run_id, env_name="reverse-text", tail_lines=1)
+    assert env.component == "env-server" and env.lines[0].component == "env-server/reverse-text"
+    assert env.lines[0].message == "reverse-text: served 128 rollouts for step 4"
+
+
+def test_filters_level_search_regex_since(ctx, emulator, launch):
+    run_id = launch()
+    emulator.state.advance(at_step(14))
+    warnings = call(ctx, "mf_get_logs", run_id=run_id, level="WARNING", since_seconds=3600)
+    assert [ln.message for ln in warnings.lines] == [f"Slow rollout batch at step {k}: 3 rollouts exceeded 30s"
+                                                      for k in (7, 14)]
+    found = call(ctx, "mf_get_logs", run_id=run_id, search="Step 1", since_seconds=3600)
+    assert {ln.message.split(" |")[0] for ln in found.lines} == {"Step 1/20", "Step 10/20", "Step 11/20",
+                                                                 "Step 12/20", "Step 13/20", "Step 14/20"}
+    regex = call(ctx, "mf_get_logs", run_id=run_id, component="trainer", search=r"Step (3|5)/", regex=True,
+                 since_seconds=3600)
+    assert [ln.message.split(" |")[0] for ln in regex.lines] == ["Step 3/20", "Step 5/20"]
+    recent = call(ctx, "mf_get_logs", run_id=run_id, component="trainer", since_seconds=60)
+    assert [ln.message.split(" |")[0] for ln in recent.lines] == ["Step 13/20", "Step 14/20"]
+    none = call(ctx, "mf_get_logs", run_id=run_id, search="no such text anywhere", since_seconds=3600)
+    assert none.lines == [] and none.note == "No log lines matched."
+
+
+@pytest.mark.parametrize("arguments, path", [
+    ({"component": "env-server"}, ""),
+    ({"regex": True}, ""),
+    ({"env_name": "reverse-text", "component": "trainer"}, ""),
+    ({"since_seconds": 30}, "since_seconds"),
+    ({"tail_lines": 5000}, "tail_lines"),
+    ({"level": "LOUD"}, "level"),
+])
+def test_arguments_are_checked_like_the_cli(ctx, arguments, path):
+    result = call(ctx, "mf_get_logs", run_id="crun", **arguments)
+    assert isinstance(result, ToolError) and result.code == "bad_arguments"
+    assert result.fields and result.fields[0].path == path
+
+
+def test_plain_lines_tqdm_and_tracebacks_from_the_platform(ctx, emulator, launch):
+    run_id = launch()
+    emulator.state.advance(at_step(1))
+    run = emulator.state.run(run_id)
+    now = emulator.state.now()
+    iso = emulator.state.clock.iso(now)
+    raw = ["Loading shards:  40%|████      | 4/10", "Loading shards: 100%|██████████| 10/10",
+           "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: bad shard",
+           f'(Worker pid=77) {{"timestamp":"{iso}","level":"ERROR","message":"worker died","tag":"trainer"}}']
+    for text in raw:
+        line = make_line(now, iso, "trainer", "INFO", "unused")
+        line.text = text
+        run.logs.append(line)
+    result = call(ctx, "mf_get_logs", run_id=run_id, component="trainer", tail_lines=4)
+    assert [ln.message for ln in result.lines][-3:] == ["Loading shards: 100%|██████████| 10/10",
+                                                       "ValueError: bad shard", "worker died"]
+    assert result.hidden_progress_lines == 1
+    tb = result.lines[-2]
+    assert tb.level == "ERROR" and tb.exception.startswith("Traceback") and tb.timestamp is None
+    assert result.lines[-1].source == "Worker pid=77 trainer"
+
+
+def test_output_budget_keeps_the_newest_lines(ctx, emulator, launch):
+    run_id = launch("crash_loop", at_step=1)
+    emulator.state.advance(at_step(1) + 3000)
+    result = call(ctx, "mf_get_logs", run_id=run_id, env_name="reverse-text", tail_lines=1000)
+    newest = call(ctx, "mf_get_logs", run_id=run_id, env_name="reverse-text", tail_lines=1)
+    assert result.received_lines > 150
+    assert size(result) <= OUTPUT_BUDGET_CHARS
+    assert result.truncated and result.omitted > 0 and "mf_summarize_logs" in result.narrow_hint
+    assert result.omitted + len(result.lines) == result.received_lines  # no hidden lines here
+    assert result.lines[-1] == newest.lines[0]
+
+
+# -- mf_summarize_logs ----------------------------------------------------------------------------
+
+
+def test_summary_of_a_crash_looping_env_server(ctx, emulator, launch):
+    run_id = launch("crash_loop", at_step=2)
+    emulator.state.advance(at_step(2) + 600)
+    result = call(ctx, "mf_summarize_logs", run_id=run_id)
+    by_name = {c.component: c for c in result.components}
+    assert list(by_name) == ["orchestrator", "trainer", "inference", "env-server/reverse-text"]
+    env = by_name["env-server/reverse-text"]
+    stored = [json.loads(ln.text)["message"] for ln in emulator.state.run(run_id).logs
+              if ln.component == "env-server" and ln.level == "ERROR"]
+    assert env.counts.error == len(stored) > 10
+    groups = {g.pattern: g for g in env.messages}
+    backoff = groups["Back-off restarting failed container env-server-reverse-text (restart <n>)"]
+    assert backoff.count == sum(1 for m in stored if m.startswith("Back-off restarting")) > 5
+    assert backoff.first_seen < backoff.last_seen
+    assert "ModuleNotFoundError: No module named 'reverse_text'" in env.last_traceback
+    orch = by_name["orchestrator"]
+    assert orch.counts.warning > 0 and orch.counts.error == 0
+    assert any(g.pattern == "Still waiting for env server reverse-text (<n> attempts)" and g.count > 1
+               for g in orch.messages)
+    assert size(result) <= OUTPUT_BUDGET_CHARS and not result.truncated
+
+
+def test_summary_of_a_failure_names_the_oom(ctx, emulator, launch):
+    run_id = launch("fail", at_step=4)
+    emulator.state.advance(at_step(5))
+    result = call(ctx, "mf_summarize_logs", run_id=run_id, components=["trainer", "orchestrator"])
+    assert result.status == "FAILED"
+    trainer, orch = result.components
+    assert trainer.component == "trainer" and trainer.counts.error == 2
+    assert trainer.messages[0].level == "ERROR"
+    assert "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate <n> GiB" in {g.pattern for g in trainer.messages}
+    assert [g.example for g in orch.messages] == ["Trainer exited unexpectedly during step 4: trainer pod OOMKilled"]
+
+
+def test_summary_stays_in_budget_on_a_long_crash_loop(ctx, emulator, launch):
+    run_id = launch("crash_loop", at_step=1)
+    run = emulator.state.run(run_id)
+    emulator.state.advance(at_step(1) + 3000)
+    now = emulator.state.now()
+    for i in range(300):  # many distinct error messages, each with a long example
+        run.logs.append(make_line(now, emulator.state.clock.iso(now), "trainer", "ERROR",
+                                  f"distinct failure kind {'x' * (i % 40)} " + "detail " * 60))
+    result = call(ctx, "mf_summarize_logs", run_id=run_id, components=["trainer", "env-server"])
+    assert size(result) <= OUTPUT_BUDGET_CHARS
+    assert result.truncated and result.omitted > 0
+    trainer = result.components[0]
+    assert trainer.counts.error == 300 and trainer.messages_omitted == 40 - len(trainer.messages)
+
+
+def test_summary_before_start_reports_each_component_unavailable(ctx, launch):
+    run_id = launch()
+    result = call(ctx, "mf_summarize_logs", run_id=run_id)
+    assert result.status == "QUEUED"
+    assert [c.available for c in result.components] == [False] * 4
+    assert all(c.note == "Not started yet: no logs." for c in result.components)

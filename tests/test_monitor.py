@@ -1,0 +1,392 @@
+"""Monitoring tools against the emulator over real HTTP: get/list runs, every verdict of
+mf_check_progress on its scenario, metrics downsampling and budget, the PNG plot,
+checkpoints, and the bounded wait.
+
+The clock is frozen (speed 0) and moved with ``advance`` except where a test needs time
+to pass (mf_wait_for_run), which uses the emulator's fast clock instead of sleeping.
+Runs are created from the bundled prime-rl example ``basic/reverse-text/rl.toml``
+(20 steps; emulator timing: 60 s queued, 90 s start-up, 30 s per step, 10 s finalize).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from skill import registry
+from skill.emulator import TEAM_EVALS_ID, EmulatorServer, TraceShape
+from skill.emulator.logs import make_line
+from tools.context import Context
+from tools.errors import ToolError
+from tools.metrics import PNG_SIGNATURE
+from tools.platform import wire
+from tools.reads import OUTPUT_BUDGET_CHARS
+
+QUEUE, STARTUP, STEP, FINALIZE = 60.0, 90.0, 30.0, 10.0
+
+
+def at_step(k: int) -> float:
+    """Simulated seconds from creation to 1 s after step ``k``."""
+    return QUEUE + STARTUP + STEP * k + 1.0
+
+
+def size(result) -> int:
+    return len(result.model_dump_json())
+
+
+@pytest.fixture
+def config(examples_dir) -> dict:
+    return tomllib.loads((examples_dir / "basic" / "reverse-text" / "rl.toml").read_text())
+
+
+@pytest.fixture
+def ctx(emulator, mf_env, tmp_path):
+    emulator.state.set_speed(0)
+    context = Context(env=mf_env, home=tmp_path / "home", state_dir=tmp_path / "state")
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def launch(ctx, emulator, config):
+    def start(scenario: str | None = None, *, cfg: dict | None = None, team_id: str | None = None, **params) -> str:
+        if scenario:
+            emulator.state.set_scenario(scenario, **params)
+        body = wire.build_create_body(cfg or config, name="monitor-test", team_id=team_id)
+        return ctx.platform().create_run(body).run_id
+
+    return start
+
+
+def call(ctx: Context, name: str, **arguments):
+    result = registry.call_tool(name, arguments, ctx)
+    return result
+
+
+def ok(ctx: Context, name: str, **arguments):
+    result = call(ctx, name, **arguments)
+    assert not isinstance(result, ToolError), result
+    return result
+
+
+# -- mf_get_run / mf_list_runs ----------------------------------------------------------------------
+
+
+def test_get_run_reads_the_wire_run(ctx, emulator, launch):
+    run_id = launch()
+    emulator.state.advance(at_step(3))
+    run = ok(ctx, "mf_get_run", run_id=run_id)
+    assert (run.run_id, run.status, run.terminal, run.mode) == (run_id, "RUNNING", False, "rl")
+    assert run.model == "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT" and run.environments == ["reverse-text"]
+    assert (run.max_steps, run.batch_size, run.owner) == (20, 128, "personal account")
+    assert run.running_seconds == pytest.approx(at_step(3) - QUEUE, abs=2)
+    assert run.dashboard_url.endswith(f"/dashboard/training/{run_id}")
+    assert run.failure_analysis is None and run.error_message is None
+
+
+def test_get_run_of_a_failed_run_has_the_failure_analysis(ctx, emulator, launch):
+    run_id = launch("fail", at_step=4)
+    emulator.state.advance(at_step(5))
+    run = ok(ctx, "mf_get_run", run_id=run_id)
+    assert run.status == "FAILED" and run.terminal and run.error_message == "trainer pod OOMKilled"
+    assert run.failure_analysis.root_cause == "CUDA OOM in trainer at step 4"
+    assert run.failure_analysis.confidence == 0.86 and len(run.failure_analysis.evidence) == 2
+
+
+def test_get_run_unknown_id(ctx):
+    result = call(ctx, "mf_get_run", run_id="cdoesnotexist00000000000000")
+    assert isinstance(result, ToolError) and result.code == "not_found" and "mf_list_runs" in result.fix
+
+
+def test_list_runs_pages_newest_first_and_filters_status(ctx, emulator, launch):
+    ids = []
+    for _ in range(3):
+        ids.append(launch())
+        emulator.state.advance(5)
+    ctx.platform().stop_run(ids[1])
+    first = ok(ctx, "mf_list_runs", limit=2)
+    second = ok(ctx, "mf_list_runs", limit=2, page=2)
+    assert [r.run_id for r in first.runs + second.runs] == ids[::-1]
+    assert (first.total, first.next_page, second.next_page) == (3, 2, None)
+    assert first.owner.startswith("personal account")
+    stopped = ok(ctx, "mf_list_runs", status="stopped")
+    assert [(r.run_id, r.status, r.terminal) for r in stopped.runs] == [(ids[1], "STOPPED", True)]
+    assert stopped.total == 1 and stopped.scan_complete
+
+
+def test_list_runs_owner_is_explicit(ctx, launch):
+    team_run = launch(team_id=TEAM_EVALS_ID)
+    personal_run = launch()
+    assert [r.run_id for r in ok(ctx, "mf_list_runs", team=TEAM_EVALS_ID).runs] == [team_run]
+    assert [r.run_id for r in ok(ctx, "mf_list_runs", team="personal").runs] == [personal_run]
+    bad = call(ctx, "mf_list_runs", team="not-a-team")
+    assert isinstance(bad, ToolError) and bad.code == "invalid_team"
+
+
+def test_list_runs_stays_in_budget(ctx, emulator, launch):
+    for _ in range(60):
+        launch()
+    result = ok(ctx, "mf_list_runs", limit=100)
+    assert size(result) <= OUTPUT_BUDGET_CHARS
+    assert result.truncated and result.omitted == 60 - len(result.runs) > 0
+    assert f"limit={len(result.runs)}" in result.narrow_hint
+
+
+# -- mf_check_progress: one test per verdict ---------------------------------------------------------
+
+
+def progress(ctx, run_id, **extra):
+    return ok(ctx, "mf_check_progress", run_id=run_id, **extra)
+
+
+def test_verdict_queued(ctx, emulator, launch):
+    run_id = launch("stay_queued", runs_ahead=3)
+    emulator.state.advance(600)
+    result = progress(ctx, run_id)
+    assert (result.verdict, result.status, result.healthy) == ("queued", "QUEUED", True)
+    assert "3 run(s) ahead" in result.evidence[0] and "until='running'" in result.next_step
+
+
+def test_verdict_starting(ctx, emulator, launch):
+    run_id = launch()
+    emulator.state.advance(QUEUE + 30)
+    result = progress(ctx, run_id)
+    assert (result.verdict, result.status, result.latest_step) == ("starting", "RUNNING", None)
+    assert result.env_servers[0].status == "Pending"
+
+
+def test_verdict_progressing(ctx, emulator, launch):
+    run_id = launch()
+    emulator.state.advance(at_step(8))
+    result = progress(ctx, run_id)
+    assert (result.verdict, result.latest_step, result.max_steps) == ("progressing", 8, 20)
+    assert result.percent_complete == 40.0 and result.seconds_per_step == pytest.approx(STEP, abs=0.5)
+    assert result.last_step_age_seconds == pytest.approx(1.0, abs=1.5)
+    expected_reward = emulator.state.run(run_id).metrics[-1]["reward/all/mean"]
+    assert (result.reward_metric, result.reward_last) == ("reward/all/mean", expected_reward)
+    assert result.reward_trend in ("rising", "flat", "falling") and result.recent_error_lines == 0
+
+
+def test_verdict_stalled_uses_the_threshold(ctx, emulator, launch):
+    run_id = launch("stall", at_step=2)
+    emulator.state.advance(at_step(2) + 90)
+    assert progress(ctx, run_id).verdict == "progressing"  # 91 s without a step: under the 600 s floor
+    short = progress(ctx, run_id, stall_after_seconds=60)
+    assert short.verdict == "stalled" and short.stall_threshold_seconds == 60.0
+    emulator.state.advance(600)
+    result = progress(ctx, run_id)
+    assert (result.verdict, result.status, result.healthy) == ("stalled", "RUNNING", False)
+    assert result.last_step_age_seconds > result.stall_threshold_seconds == 600.0
+    assert "mf_summarize_logs" in result.next_step and "mf_stop_run" in result.next_step
+
+
+def test_verdict_crash_looping(ctx, emulator, launch):
+    run_id = launch("crash_loop", at_step=2)
+    emulator.state.advance(at_step(2) + 120)
+    result = progress(ctx, run_id)
+    assert result.verdict == "crash_looping" and not result.healthy
+    assert [(e.env_name, e.status) for e in result.env_servers] == [("reverse-text", "CrashLoopBackOff")]
+    assert "env_name='reverse-text'" in result.next_step
+
+
+def test_verdict_failing_on_recent_error_lines(ctx, emulator, launch, config):
+    run_id = launch(cfg={**config, "max_steps": 100})
+    emulator.state.advance(at_step(5))
+    now = emulator.state.now()
+    emulator.state.run(run_id).logs.append(
+        make_line(now, emulator.state.clock.iso(now), "trainer", "ERROR", "NaN loss detected", prefix="[rank0]: "))
+    result = progress(ctx, run_id)
+    assert result.verdict == "failing" and result.recent_error_lines == 1
+    assert "components=['trainer', 'orchestrator']" in result.next_step
+    emulator.state.advance(20 * 60)  # the error leaves the 15-minute window; steps went on
+    assert progress(ctx, run_id).verdict == "progressing"
+
+
+def test_verdict_failed_surfaces_the_failure_analysis(ctx, emulator, launch):
+    run_id = launch("fail", at_step=6)
+    emulator.state.advance(at_step(7))
+    result = progress(ctx, run_id)
+    assert (result.verdict, result.status, result.terminal, result.latest_step) == ("failed", "FAILED", True, 5)
+    assert result.failure_analysis.root_cause == "CUDA OOM in trainer at step 6"
+    assert any("CUDA OOM in trainer at step 6" in line and "86%" in line for line in result.evidence)
+    assert "mf_summarize_logs" in result.next_step
+
+
+def test_verdict_completed(ctx, emulator, launch):
+    run_id = launch()
+    emulator.state.advance(at_step(20) + FINALIZE)
+    result = progress(ctx, run_id)
+    assert (result.verdict, result.latest_step, result.percent_complete) == ("completed", 20, 100.0)
+    assert "mf_download_traces" in result.next_step
+
+
+def test_verdict_stopped_and_paused(ctx, emulator, launch):
+    stopped, paused = launch(), launch()
+    emulator.state.advance(at_step(3))
+    ctx.platform().stop_run(stopped)
+    ctx.platform().pause_run(paused)
+    assert progress(ctx, stopped).verdict == "stopped"
+    pausing = progress(ctx, paused)
+    assert (pausing.verdict, pausing.status) == ("paused", "PAUSING")
+    emulator.state.advance(60)
+    result = progress(ctx, paused)
+    assert (result.verdict, result.status, result.terminal) == ("paused", "PAUSED", True)
+    assert f"prime train resume {paused}" in result.next_step
+
+
+def test_verdict_unknown_status(ctx, emulator, launch):
+    run_id = launch()
+    emulator.state.advance(at_step(1))
+    emulator.state.run(run_id).status = "MIGRATING"
+    result = progress(ctx, run_id)
+    assert (result.verdict, result.status, result.healthy) == ("unknown", "MIGRATING", False)
+    assert "MIGRATING" in result.next_step
+
+
+# -- mf_get_metrics / mf_plot_metrics ----------------------------------------------------------------
+
+
+def test_metrics_downsample_keeps_first_and_last(ctx, emulator, launch):
+    run_id = launch()
+    emulator.state.advance(at_step(20) + FINALIZE)
+    stored = {m["step"]: m for m in emulator.state.run(run_id).metrics}
+    result = ok(ctx, "mf_get_metrics", run_id=run_id, max_points=5)
+    steps = [int(row[0]) for row in result.rows]
+    assert len(steps) == 5 and steps[0] == 1 and steps[-1] == 20 and steps == sorted(steps)
+    assert result.steps_available == 20 and result.omitted == 15 and result.truncated
+    assert result.final["reward/all/mean"] == stored[20]["reward/all/mean"]
+    assert result.columns[:3] == ["step", "reward/all/mean", "reward/all/std"]
+    column = result.columns.index("loss")
+    assert [row[column] for row in result.rows] == [stored[s]["loss"] for s in steps]
+    loss = next(s for s in result.stats if s.name == "loss")
+    assert (loss.first, loss.last, loss.min, loss.steps) == (
+        stored[1]["loss"], stored[20]["loss"], min(m["loss"] for m in stored.values()), 20)
+
+
+def test_metrics_range_and_names(ctx, emulator, launch):
+    run_id = launch()
+    emulator.state.advance(at_step(12))
+    result = ok(ctx, "mf_get_metrics", run_id=run_id, min_step=5, max_step=9, names=["reward", "loss"])
+    assert result.columns == ["step", "reward/all/mean", "reward/all/std", "loss"]
+    assert [int(r[0]) for r in result.rows] == [5, 6, 7, 8, 9] and not result.truncated
+    assert set(result.final) == {"reward/all/mean", "reward/all/std", "loss"}
+    bad = call(ctx, "mf_get_metrics", run_id=run_id, names=["rewrd"])
+    assert isinstance(bad, ToolError) and bad.code == "bad_arguments" and "reward/all/mean" in bad.message
+
+
+def test_metrics_of_a_long_run_stay_in_budget(tmp_path, mf_env, config):
+    long = {**config, "max_steps": 500}
+    shape = TraceShape(episodes_per_step=1, traces_per_episode=1, eval_interval=0)
+    with EmulatorServer(speed=0, shape=shape) as emu:
+        env = {**mf_env, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url}
+        context = Context(env=env, home=tmp_path / "home", state_dir=tmp_path / "state")
+        run_id = context.platform().create_run(wire.build_create_body(long)).run_id
+        emu.state.advance(at_step(500))
+        result = ok(context, "mf_get_metrics", run_id=run_id, max_points=500)
+        context.close()
+    steps = [int(row[0]) for row in result.rows]
+    assert size(result) <= OUTPUT_BUDGET_CHARS
+    assert result.steps_available == 500 and 2 <= len(steps) < 500 and steps[0] == 1 and steps[-1] == 500
+    gaps = {b - a for a, b in itertools.pairwise(steps)}
+    assert max(gaps) - min(gaps) <= 1  # evenly spread
+    assert result.truncated and result.omitted == 500 - len(steps) and "min_step" in result.narrow_hint
+
+
+def test_plot_writes_a_png(ctx, emulator, launch, tmp_path):
+    run_id = launch()
+    emulator.state.advance(at_step(10))
+    result = ok(ctx, "mf_plot_metrics", run_id=run_id)
+    data = Path(result.path).read_bytes()
+    assert data[:8] == PNG_SIGNATURE and len(data) == result.size_bytes > 1000
+    assert result.path.startswith(str((tmp_path / "state").resolve()))
+    assert result.metrics == ["reward/all/mean", "loss", "entropy"]
+    assert (result.steps, result.first_step, result.last_step) == (10, 1, 10)
+    chosen = ok(ctx, "mf_plot_metrics", run_id=run_id, names=["grad_norm"], dest=str(tmp_path / "out" / "g.png"))
+    other = Path(chosen.path).read_bytes()
+    assert chosen.metrics == ["grad_norm"] and other[:8] == PNG_SIGNATURE and other != data
+    assert not list((tmp_path / "out").glob(".*partial"))
+
+
+def test_plot_never_replaces_a_non_png(ctx, emulator, launch, tmp_path):
+    run_id = launch()
+    emulator.state.advance(at_step(2))
+    precious = tmp_path / "notes.png"
+    precious.write_text("my notes, not an image")
+    refused = call(ctx, "mf_plot_metrics", run_id=run_id, dest=str(precious))
+    assert isinstance(refused, ToolError) and refused.code == "bad_arguments"
+    assert precious.read_text() == "my notes, not an image"
+    wrong = call(ctx, "mf_plot_metrics", run_id=run_id, dest=str(tmp_path / "plot.jpg"))
+    assert isinstance(wrong, ToolError) and wrong.code == "bad_arguments"
+    queued = launch()
+    empty = call(ctx, "mf_plot_metrics", run_id=queued)
+    assert isinstance(empty, ToolError) and "no metrics yet" in empty.message
+
+
+# -- mf_list_checkpoints ------------------------------------------------------------------------------
+
+
+def test_checkpoints_newest_first_with_status(ctx, emulator, launch, config):
+    run_id = launch(cfg={**config, "ckpt": {"interval": 5}})
+    emulator.state.advance(at_step(10))  # step 10's checkpoint is 1 s old: still uploading (15 s)
+    result = ok(ctx, "mf_list_checkpoints", run_id=run_id)
+    assert [(c.step, c.status) for c in result.checkpoints] == [(10, "UPLOADING"), (5, "READY")]
+    assert result.latest_ready_step == 5 and result.checkpoints[1].uploaded_at is not None
+    assert result.total_size_bytes == sum(c.size_bytes for c in result.checkpoints) > 0
+    assert all(c.storage_url.endswith(f"step_{c.step}") for c in result.checkpoints)
+    ready = ok(ctx, "mf_list_checkpoints", run_id=run_id, status="READY")
+    assert [c.step for c in ready.checkpoints] == [5]
+
+
+# -- mf_wait_for_run ------------------------------------------------------------------------------------
+
+
+def test_wait_is_bounded_on_a_stalled_run(ctx, emulator, launch):
+    run_id = launch("stall", at_step=1)
+    emulator.state.advance(at_step(1))
+    emulator.state.set_speed(200)
+    started = time.monotonic()
+    result = ok(ctx, "mf_wait_for_run", run_id=run_id, timeout_seconds=2)
+    elapsed = time.monotonic() - started
+    assert 2.0 <= elapsed < 3.5
+    assert (result.status, result.terminal, result.reached, result.latest_step) == ("RUNNING", False, False, 1)
+    assert result.polls >= 2 and result.waited_seconds <= elapsed + 0.01
+    assert "mf_wait_for_run again" in result.next_step
+
+
+def test_wait_until_terminal_reports_progress(ctx, emulator, launch):
+    reports = []
+    ctx.progress = lambda done, total, message: reports.append((done, total, message))
+    run_id = launch()
+    emulator.state.set_speed(400)  # the 760 s timeline in under 2 s of wall time
+    started = time.monotonic()
+    result = ok(ctx, "mf_wait_for_run", run_id=run_id, timeout_seconds=30)
+    assert time.monotonic() - started < 10
+    assert (result.status, result.terminal, result.reached, result.latest_step) == ("COMPLETED", True, True, 20)
+    done = [d for d, _, _ in reports]
+    assert done == sorted(done) and done[-1] == 20 and {t for _, t, _ in reports} == {20}
+
+
+def test_wait_until_running_and_until_step(ctx, emulator, launch):
+    queued = launch("stay_queued")
+    emulator.state.set_speed(200)
+    result = ok(ctx, "mf_wait_for_run", run_id=queued, until="running", timeout_seconds=1)
+    assert (result.status, result.reached, result.latest_step) == ("QUEUED", False, None)
+    run_id = launch()
+    result = ok(ctx, "mf_wait_for_run", run_id=run_id, until="step", step=3, timeout_seconds=30)
+    assert result.reached and result.latest_step >= 3 and not result.terminal
+    bad = call(ctx, "mf_wait_for_run", run_id=run_id, until="step")
+    assert isinstance(bad, ToolError) and bad.code == "bad_arguments"
+
+
+def test_wait_rides_out_a_transient_outage(ctx, emulator, launch):
+    run_id = launch()
+    emulator.state.advance(at_step(20) + FINALIZE)
+    emulator.faults.status(503, "GET", f"/rft/runs/{run_id}", times=1)
+    result = ok(ctx, "mf_wait_for_run", run_id=run_id, timeout_seconds=10)
+    assert (result.status, result.reached, result.polls, result.last_error) == ("COMPLETED", True, 2, None)
+    missing = call(ctx, "mf_wait_for_run", run_id="cnope000000000000000000000", timeout_seconds=5)
+    assert isinstance(missing, ToolError) and missing.code == "not_found"

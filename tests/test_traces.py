@@ -1,0 +1,279 @@
+"""Trace tools against the emulator's traces host over real HTTP: cursor pages (all, per
+step, episodes, eval runs), the output budget, and whole-run downloads with manifest,
+sha256, resume, a connection cut mid-download, dest refusals and the missing-upload report.
+
+Runs are created from the bundled prime-rl example ``basic/reverse-text/rl.toml``: 20
+steps of 4 episodes x 4 traces (320 traces, 80 episodes) plus eval traces every 5 steps
+in the eval run ``<run id>-eval``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from skill import registry
+from tools.context import Context
+from tools.errors import ToolError
+from tools.platform import wire
+from tools.reads import OUTPUT_BUDGET_CHARS
+
+DONE = 60 + 90 + 30 * 20 + 10 + 5  # queued + start-up + 20 steps + finalize + ingest, simulated seconds
+
+
+@pytest.fixture
+def ctx(emulator, mf_env, tmp_path):
+    emulator.state.set_speed(0)
+    context = Context(env=mf_env, home=tmp_path / "home", state_dir=tmp_path / "state")
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def launch(ctx, emulator, examples_dir):
+    config = tomllib.loads((examples_dir / "basic" / "reverse-text" / "rl.toml").read_text())
+
+    def start(scenario: str | None = None, **params) -> str:
+        if scenario:
+            emulator.state.set_scenario(scenario, **params)
+        run_id = ctx.platform().create_run(wire.build_create_body(config, name="traces-test")).run_id
+        emulator.state.advance(DONE)
+        return run_id
+
+    return start
+
+
+def call(ctx: Context, name: str, **arguments):
+    return registry.call_tool(name, arguments, ctx)
+
+
+def ok(ctx: Context, name: str, **arguments):
+    result = call(ctx, name, **arguments)
+    assert not isinstance(result, ToolError), result
+    return result
+
+
+def stored(emulator, run_id: str) -> dict:
+    """The emulator's trace records of a run (what the host holds), by id."""
+    return {t.trace_id: t for t in emulator.state.store.traces.values() if t.run_id == run_id}
+
+
+def walk(ctx: Context, **arguments) -> list:
+    """Every row of a listing, following next_cursor."""
+    rows, cursor = [], None
+    for _ in range(200):
+        page = ok(ctx, "mf_list_traces", cursor=cursor, **arguments)
+        assert len(page.model_dump_json()) <= OUTPUT_BUDGET_CHARS
+        rows += getattr(page, arguments.get("kind", "traces"))
+        cursor = page.next_cursor
+        if cursor is None:
+            return rows
+    raise AssertionError("pagination did not end")
+
+
+def files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file())
+
+
+# -- mf_list_traces -------------------------------------------------------------------------------
+
+
+def test_pages_walk_every_trace_and_match_the_run_summary(ctx, emulator, launch):
+    run_id = launch()
+    summary = ctx.traces().get_run(run_id)
+    rows = walk(ctx, run_id=run_id, limit=100)
+    assert len(rows) == summary.trace_count == len(stored(emulator, run_id)) == 320
+    assert len({r.trace_id for r in rows}) == 320
+    assert {r.run_type for r in rows} == {"train"} and {r.run_step for r in rows} == set(range(1, 21))
+    small = [r.trace_id for r in walk(ctx, run_id=run_id, limit=7)]
+    assert small == [r.trace_id for r in rows]  # a budget-shortened page skips nothing
+
+
+def test_budget_shortens_a_page_without_losing_rows(ctx, launch):
+    run_id = launch()
+    page = ok(ctx, "mf_list_traces", run_id=run_id, limit=100)
+    assert len(page.model_dump_json()) <= OUTPUT_BUDGET_CHARS
+    assert page.truncated and 10 < page.count < 100 and page.omitted == 0
+    assert page.next_cursor and "next_cursor" in page.narrow_hint
+    following = ok(ctx, "mf_list_traces", run_id=run_id, limit=5, cursor=page.next_cursor)
+    assert not following.truncated and following.count == 5
+    reference = [r.trace_id for r in walk(ctx, run_id=run_id, limit=10)][:page.count + 5]
+    assert [r.trace_id for r in page.traces + following.traces] == reference
+
+
+def test_filters(ctx, emulator, launch):
+    run_id = launch()
+    errors = walk(ctx, run_id=run_id, limit=50, has_error=True)
+    expected = {t.trace_id for t in stored(emulator, run_id).values() if t.has_error}
+    assert {r.trace_id for r in errors} == expected and all(r.reward is None for r in errors)
+    high = walk(ctx, run_id=run_id, limit=50, reward_min=0.9)
+    assert high and all(r.reward >= 0.9 for r in high)
+
+
+def test_traces_of_one_step_across_pages(ctx, emulator, launch):
+    run_id = launch()
+    rows = walk(ctx, run_id=run_id, step=7, limit=5)
+    expected = {t.trace_id for t in stored(emulator, run_id).values() if t.run_step == 7}
+    assert len(rows) == len(expected) == 16
+    assert {r.trace_id for r in rows} == expected and {r.run_step for r in rows} == {7}
+    first = ok(ctx, "mf_list_traces", run_id=run_id, step=7, limit=5)
+    assert first.next_cursor.startswith("mfs1.")
+    wrong = call(ctx, "mf_list_traces", run_id=run_id, limit=5, cursor=first.next_cursor)
+    assert isinstance(wrong, ToolError) and wrong.code == "bad_arguments"
+    other_step = call(ctx, "mf_list_traces", run_id=run_id, step=8, limit=5, cursor=first.next_cursor)
+    assert isinstance(other_step, ToolError) and other_step.code == "bad_arguments"
+
+
+def test_episodes_and_eval_runs(ctx, emulator, launch):
+    run_id = launch()
+    episodes = walk(ctx, run_id=run_id, kind="episodes", step=3, limit=3)
+    expected = {e.episode_id for e in emulator.state.store.episodes.values() if e.run_id == run_id and e.run_step == 3}
+    assert {e.episode_id for e in episodes} == expected and len(expected) == 4
+    errored = [e for e in walk(ctx, run_id=run_id, kind="episodes", has_error=True, limit=100) if e.error]
+    assert all(e.has_error and e.error.startswith("RolloutError") for e in errored)
+    evals = ok(ctx, "mf_list_traces", run_id=run_id, kind="eval_runs")
+    eval_traces = stored(emulator, f"{run_id}-eval")
+    assert [(r.run_id, r.trace_count, r.step_min, r.step_max) for r in evals.eval_runs] == [
+        (f"{run_id}-eval", len(eval_traces), 5, 20)]
+    eval_rows = walk(ctx, run_id=f"{run_id}-eval", limit=100)
+    assert len(eval_rows) == len(eval_traces) and {r.run_type for r in eval_rows} == {"eval"}
+    refused = call(ctx, "mf_list_traces", run_id=run_id, kind="episodes", reward_min=0.5)
+    assert isinstance(refused, ToolError) and refused.code == "bad_arguments"
+
+
+def test_unknown_run(ctx):
+    result = call(ctx, "mf_list_traces", run_id="cunknown00000000000000000")
+    assert isinstance(result, ToolError) and result.code == "not_found"
+
+
+# -- mf_download_traces ---------------------------------------------------------------------------
+
+
+def test_download_writes_every_trace_with_a_true_manifest(ctx, emulator, launch, tmp_path):
+    run_id = launch()
+    reports = []
+    ctx.progress = lambda done, total, message: reports.append((done, total))
+    dest = tmp_path / "dl"
+    result = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
+    held = stored(emulator, run_id)
+    assert (result.traces_downloaded, result.traces_on_disk, result.expected_trace_count) == (320, 320, 320)
+    assert (result.episodes_downloaded, result.expected_episode_count) == (80, 80)
+    assert result.complete and result.missing.summary.startswith("complete") and result.skipped_existing == 0
+    manifest = json.loads((dest / "manifest.json").read_text())
+    assert manifest["run_id"] == run_id and manifest["expected"]["trace_count"] == 320
+    assert len(manifest["expected"]["steps"]) == 20
+    assert {e["trace_id"] for e in manifest["traces"]} == set(held)
+    total = 0
+    for entry in manifest["traces"]:
+        data = (dest / entry["file"]).read_bytes()
+        assert data == held[entry["trace_id"]].raw
+        assert hashlib.sha256(data).hexdigest() == entry["sha256"] and len(data) == entry["bytes"]
+        assert (entry["episode_id"], entry["run_step"]) == (held[entry["trace_id"]].episode_id,
+                                                            held[entry["trace_id"]].run_step)
+        total += len(data)
+    for entry in manifest["episodes"]:
+        envelope = json.loads((dest / entry["file"]).read_bytes())
+        assert hashlib.sha256((dest / entry["file"]).read_bytes()).hexdigest() == entry["sha256"]
+        assert len(envelope["traces"]) == 4
+    assert result.bytes_written == total + sum(e["bytes"] for e in manifest["episodes"])
+    assert len(files(dest)) == 320 + 80 + 1
+    assert reports[-1] == (320, 320) and len(reports) == 320
+
+
+def test_resume_skips_everything_then_refetches_a_corrupted_file(ctx, launch, tmp_path):
+    run_id = launch()
+    dest = tmp_path / "dl"
+    ok(ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
+    again = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
+    assert (again.traces_downloaded, again.episodes_downloaded, again.bytes_written) == (0, 0, 0)
+    assert again.skipped_existing == 400 and again.complete
+    manifest = json.loads((dest / "manifest.json").read_text())
+    corrupted, deleted = (dest / manifest["traces"][0]["file"]), (dest / manifest["traces"][1]["file"])
+    good = corrupted.read_bytes()
+    corrupted.write_bytes(good[:-10] + b"corrupted!")
+    deleted.unlink()
+    third = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
+    assert (third.traces_downloaded, third.refetched_corrupted, third.skipped_existing) == (2, 1, 398)
+    assert corrupted.read_bytes() == good and deleted.is_file() and third.complete
+    fresh = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(dest), resume=False)
+    assert (fresh.traces_downloaded, fresh.skipped_existing) == (320, 0)
+
+
+def test_connection_cut_leaves_no_partial_file_and_a_rerun_completes(ctx, emulator, launch, tmp_path):
+    run_id = launch()
+    dest = tmp_path / "dl"
+    emulator.faults.cut(100, "GET", "/traces/tr-*", skip=50, times=2)  # one file's two attempts, mid-download
+    failed = call(ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
+    assert isinstance(failed, ToolError) and failed.code == "unavailable" and failed.retryable
+    assert "mf_download_traces again" in failed.fix
+    assert [f for f in files(dest) if f.name.endswith(".partial") or f.name.startswith(".")] == []
+    manifest = json.loads((dest / "manifest.json").read_text())
+    assert len(manifest["traces"]) == 50 == len(list((dest / "traces").iterdir()))
+    for entry in manifest["traces"]:
+        assert hashlib.sha256((dest / entry["file"]).read_bytes()).hexdigest() == entry["sha256"]
+    done = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
+    assert done.complete and done.traces_on_disk == 320
+    assert (done.skipped_existing, done.traces_downloaded) == (50, 270)
+
+
+def test_a_single_cut_is_retried_within_the_call(ctx, emulator, launch, tmp_path):
+    run_id = launch()
+    rule = emulator.faults.cut(100, "GET", "/traces/tr-*", skip=10, times=1)
+    result = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(tmp_path / "dl"))
+    assert rule.hits == 1 and result.complete and result.traces_downloaded == 320
+
+
+def test_missing_uploads_are_reported(ctx, emulator, launch, tmp_path):
+    run_id = launch("missing_traces", steps=[2, 5])
+    victim = next(e for e in emulator.state.store.episodes.values() if e.run_id == run_id and e.run_step == 9)
+    lost = victim.trace_ids[:2]
+    for trace_id in lost:  # uploads of two member traces never landed; the episode envelope names them
+        del emulator.state.store.traces[trace_id]
+    result = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(tmp_path / "dl"))
+    missing = result.missing
+    assert not result.complete and result.traces_on_disk == result.expected_trace_count == 320 - 32 - 2
+    assert missing.steps_without_traces == [2, 5]
+    assert [(g.episode_id, g.missing_count, sorted(g.missing_trace_ids)) for g in missing.episodes_with_missing_traces] \
+        == [(victim.episode_id, 2, sorted(lost))]
+    assert "2 completed step(s) with no traces" in missing.summary and "missing 2 member trace(s)" in missing.summary
+    manifest = json.loads((tmp_path / "dl" / "manifest.json").read_text())
+    assert manifest["missing"]["steps_without_traces"] == [2, 5]
+
+
+def test_dest_must_be_ours(ctx, launch, tmp_path):
+    run_id = launch()
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "thesis.txt").write_text("do not touch")
+    refused = call(ctx, "mf_download_traces", run_id=run_id, dest=str(busy))
+    assert isinstance(refused, ToolError) and refused.code == "bad_arguments"
+    assert [p.name for p in busy.iterdir()] == ["thesis.txt"]
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    assert call(ctx, "mf_download_traces", run_id=run_id, dest=str(a_file)).code == "bad_arguments"
+    ours = tmp_path / "ours"
+    ok(ctx, "mf_download_traces", run_id=run_id, dest=str(ours), max_traces=3)
+    other = launch()
+    clash = call(ctx, "mf_download_traces", run_id=other, dest=str(ours))
+    assert isinstance(clash, ToolError) and run_id in clash.message
+
+
+def test_max_traces_and_unsafe_ids(ctx, emulator, launch, tmp_path):
+    run_id = launch()
+    template = next(iter(stored(emulator, run_id).values()))
+    for bad in ("../escape", "a\\b", ".hidden"):
+        record = dataclasses.replace(template, trace_id=bad, created_at=template.created_at + 1000)
+        emulator.state.store.traces[bad] = record
+    dest = tmp_path / "dl"
+    result = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(dest), max_traces=10)
+    assert sorted(result.unsafe_ids) == sorted(["../escape", "a\\b", ".hidden"])
+    assert result.stopped_at_max and not result.complete and result.traces_downloaded == 7
+    assert len(list((dest / "traces").iterdir())) == 7
+    assert not (tmp_path / "escape.json").exists() and all(p.is_relative_to(dest) for p in tmp_path.rglob("*.json")
+                                                            if "dl" in p.parts)
+    assert result.missing.summary.startswith("partial")

@@ -1,0 +1,272 @@
+"""Metric tools: per-step metrics of a run as numbers (:func:`get_metrics`) or as a PNG
+(:func:`plot_metrics`).
+
+Source: GET ``/rft/runs/{id}/metrics?min_step=&max_step=`` (reference/prime-api.md §5.7).
+The records pass through from prime-rl untouched: flat objects with ``step`` (and often
+``timestamp``) and numeric keys such as ``reward/all/mean``, ``loss``, ``entropy``. Records
+of the same step are merged. The registry reaches these tools as ``tools.monitor:...``.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tools.context import Context, tool
+from tools.errors import fail
+from tools.platform import errors as perr
+from tools.platform.client import PlatformClient
+from tools.reads import RUN_ID, fit_largest, is_number, require_run, write_atomic
+
+#: Columns shown by default when a run logs more metrics than this.
+DEFAULT_METRIC_COLUMNS = 12
+_PRIORITY = ("reward", "loss", "entropy", "grad_norm", "seq_len", "learning_rate", "throughput", "time")
+
+
+def _metric_names(records: list[dict]) -> list[str]:
+    """Numeric metric keys (``step`` aside), rewards and losses first, then alphabetical."""
+    names = {k for r in records for k, v in r.items() if k != "step" and is_number(v)}
+
+    def rank(name: str) -> tuple[int, str]:
+        return next((i for i, p in enumerate(_PRIORITY) if name.startswith(p)), len(_PRIORITY)), name
+
+    return sorted(names, key=rank)
+
+
+def _select(names: list[str], wanted: list[str] | None, default_count: int) -> list[str]:
+    if not wanted:
+        return names[:default_count]
+    chosen: list[str] = []
+    unknown = []
+    for want in wanted:
+        hits = [n for n in names if n == want or n.startswith(want.rstrip("/") + "/")]
+        if not hits:
+            unknown.append(want)
+        chosen += [h for h in hits if h not in chosen]
+    if unknown:
+        available = ", ".join(names[:40]) or "(none yet)"
+        raise fail("bad_arguments", f"No metric named {', '.join(map(repr, unknown))}. Available: {available}.",
+                   "Call again with names from the available list (a prefix like 'reward' selects 'reward/...').")
+    return chosen
+
+
+def _downsample(items: list, k: int) -> list:
+    """``k`` items spread evenly, always the first and the last (``k == 1``: the last)."""
+    n = len(items)
+    if k >= n:
+        return list(items)
+    if k <= 0:
+        return []
+    if k == 1:
+        return [items[-1]]
+    picks = sorted({round(i * (n - 1) / (k - 1)) for i in range(k)})
+    return [items[i] for i in picks]
+
+
+def records_of(platform: PlatformClient, run_id: str, min_step: int | None, max_step: int | None) -> list[dict]:
+    """Metric records of a step range, oldest first, one per step (records of a step merged)."""
+    records = platform.get_metrics(run_id, min_step=min_step, max_step=max_step).metrics
+    merged: dict[int, dict] = {}
+    for r in records:
+        if isinstance(r.get("step"), int):
+            merged.setdefault(r["step"], {}).update(r)
+    return [merged[s] for s in sorted(merged)]
+
+
+class GetMetricsInput(BaseModel):
+    """Which run, which steps and metrics, how many points."""
+
+    model_config = ConfigDict(extra="forbid")
+    run_id: str = RUN_ID
+    min_step: int | None = Field(default=None, ge=0, description="First step to include.")
+    max_step: int | None = Field(default=None, ge=0, description="Last step to include.")
+    names: list[str] | None = Field(default=None, description=f"Metric names (or prefixes such as 'reward') to include. Default: all, or the first {DEFAULT_METRIC_COLUMNS} (rewards, loss, entropy first) when there are more.")
+    max_points: int = Field(default=50, ge=2, le=500, description="Rows (steps) to return at most, spread evenly; the first and last step are always kept.")
+
+
+class MetricStats(BaseModel):
+    """Summary of one metric over the steps read."""
+
+    name: str = Field(description="Metric name.")
+    first: float | None = Field(default=None, description="Value at the first step read.")
+    last: float | None = Field(default=None, description="Value at the last step read.")
+    min: float | None = Field(default=None, description="Smallest value.")
+    max: float | None = Field(default=None, description="Largest value.")
+    steps: int = Field(description="Steps with a value.")
+
+
+class GetMetricsResult(BaseModel):
+    """Per-step metrics (GET ``/rft/runs/{id}/metrics``), downsampled to the budget."""
+
+    run_id: str = Field(description="Run id.")
+    metric_names: list[str] = Field(description="Every metric the run logged in the range (rewards, losses first).")
+    columns: list[str] = Field(description="Column names of rows: 'step' then the selected metrics.")
+    rows: list[list[float | None]] = Field(description="One row per kept step, values in the order of columns (null = not logged at that step).")
+    steps_available: int = Field(description="Steps with metrics in the range.")
+    first_step: int | None = Field(default=None, description="First step in the range.")
+    last_step: int | None = Field(default=None, description="Last step in the range.")
+    final: dict[str, float] = Field(description="Last logged value of each selected metric, e.g. final['reward/all/mean'].")
+    stats: list[MetricStats] = Field(description="first/last/min/max of each selected metric.")
+    truncated: bool = Field(default=False, description="True when steps (or metric names) were left out to fit max_points or the budget.")
+    omitted: int = Field(default=0, description="Steps of the range not in rows.")
+    narrow_hint: str | None = Field(default=None, description="How to see more detail.")
+
+
+@tool
+def get_metrics(inp: GetMetricsInput, ctx: Context) -> GetMetricsResult:
+    """Read a run's per-step metrics, evenly downsampled to ``max_points`` and the budget.
+
+    Source: GET ``/rft/runs/{id}/metrics?min_step=&max_step=`` (records pass through from
+    prime-rl: flat objects with ``step`` and numeric keys such as ``reward/all/mean``).
+    Errors: ``not_found``, ``bad_arguments`` (unknown metric name), the platform codes.
+    """
+    if inp.min_step is not None and inp.max_step is not None and inp.min_step > inp.max_step:
+        raise fail("bad_arguments", "min_step is larger than max_step.", "Swap them or leave one out.")
+    try:
+        records = records_of(ctx.platform(), inp.run_id, inp.min_step, inp.max_step)
+    except perr.NotFound:
+        require_run(ctx, inp.run_id)
+        raise
+    names = _metric_names(records)
+    selected = _select(names, inp.names, DEFAULT_METRIC_COLUMNS)
+    series = {n: [(r["step"], float(r[n])) for r in records if is_number(r.get(n))] for n in selected}
+    stats = [MetricStats(name=n, first=s[0][1], last=s[-1][1], min=min(v for _, v in s), max=max(v for _, v in s),
+                         steps=len(s)) if s else MetricStats(name=n, steps=0) for n, s in series.items()]
+    final = {n: s[-1][1] for n, s in series.items() if s}
+    table = [[float(r["step"]), *[float(r[n]) if is_number(r.get(n)) else None for n in selected]] for r in records]
+    hidden_names = len(names) - len(selected) if not inp.names else 0
+
+    def build(k: int) -> GetMetricsResult:
+        rows = _downsample(table, k)
+        cut = len(table) - len(rows)
+        hint = None
+        if cut or hidden_names:
+            hint = ("Narrow the step range (min_step/max_step) or pick fewer names for more points per step."
+                    + (f" {hidden_names} more metric(s) are listed in metric_names; pass names to see them."
+                       if hidden_names else ""))
+        return GetMetricsResult(
+            run_id=inp.run_id, metric_names=names, columns=["step", *selected], rows=rows,
+            steps_available=len(records), first_step=records[0]["step"] if records else None,
+            last_step=records[-1]["step"] if records else None, final=final, stats=stats,
+            truncated=cut > 0 or hidden_names > 0, omitted=cut, narrow_hint=hint)
+
+    return fit_largest(build, min(inp.max_points, len(table)))
+
+
+class PlotMetricsInput(BaseModel):
+    """Which run and metrics to plot, and where."""
+
+    model_config = ConfigDict(extra="forbid")
+    run_id: str = RUN_ID
+    names: list[str] | None = Field(default=None, description="Metric names or prefixes to plot (at most 6 panels). Default: the reward mean, loss and entropy when logged.")
+    dest: str | None = Field(default=None, description="PNG file to write ('.png'; folders are created; an existing file is replaced only if it is a PNG). Default: <state dir>/plots/<run_id>-metrics.png.")
+
+
+class PlotMetricsResult(BaseModel):
+    """A PNG of metrics over steps."""
+
+    run_id: str = Field(description="Run id.")
+    path: str = Field(description="Absolute path of the PNG written.")
+    size_bytes: int = Field(description="Size of the PNG in bytes.")
+    mime_type: str = Field(default="image/png", description="Always image/png.")
+    metrics: list[str] = Field(description="Metrics plotted, one panel each, in order.")
+    steps: int = Field(description="Steps plotted.")
+    first_step: int | None = Field(default=None, description="First step plotted.")
+    last_step: int | None = Field(default=None, description="Last step plotted.")
+
+
+MAX_PANELS = 6
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _png_target(ctx: Context, run_id: str, dest: str | None) -> Path:
+    if dest is None:
+        safe = re.sub(r"[^A-Za-z0-9._-]", "_", run_id)
+        return ctx.state_path().resolve() / "plots" / f"{safe}-metrics.png"
+    target = ctx.resolve_path(dest)
+    if target.suffix.lower() != ".png":
+        raise fail("bad_arguments", f"dest {dest!r} does not end with .png.", "Pass a file name ending in .png.")
+    if target.exists():
+        if not target.is_file():
+            raise fail("bad_arguments", f"dest {dest!r} exists and is not a file.", "Pass a new .png file path.")
+        with target.open("rb") as handle:
+            if handle.read(8) != PNG_SIGNATURE:
+                raise fail("bad_arguments", f"dest {dest!r} exists and is not a PNG; it would be overwritten.",
+                           "Pass a new .png file path (existing non-PNG files are never replaced).")
+    return target
+
+
+def _render_png(target: Path, title: str, series: dict[str, list[tuple[int, float]]]) -> int:
+    # Lazy: matplotlib is slow to import. No pyplot: an explicit Agg canvas, no global backend state.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    fig = Figure(figsize=(8.0, 1.2 + 2.0 * len(series)), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(len(series), 1, sharex=True, squeeze=False)[:, 0]
+    for ax, (name, points) in zip(axes, series.items()):
+        steps = [s for s, _ in points]
+        values = [v for _, v in points]
+        ax.plot(steps, values, marker="." if len(points) < 60 else None, linewidth=1.4)
+        ax.set_ylabel(name, fontsize=8)
+        ax.grid(True, alpha=0.3)
+        if points:
+            ax.annotate(f"{values[-1]:.4g}", (steps[-1], values[-1]), fontsize=8, xytext=(4, 0),
+                        textcoords="offset points")
+    axes[-1].set_xlabel("step")
+    axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
+    fig.suptitle(title, fontsize=10)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    written, _ = write_atomic(target, [buffer.getvalue()])
+    return written
+
+
+@tool
+def plot_metrics(inp: PlotMetricsInput, ctx: Context) -> PlotMetricsResult:
+    """Render metrics over steps as a PNG (matplotlib, Agg, imported on first use).
+
+    Data: GET ``/rft/runs/{id}/metrics`` (every step). The file is written through a
+    temporary sibling and renamed (never a partial PNG). Errors: ``not_found``,
+    ``bad_arguments`` (dest, unknown metric, nothing to plot), ``dependency_missing``
+    (matplotlib not installed), the platform codes.
+    """
+    target = _png_target(ctx, inp.run_id, inp.dest)
+    try:
+        records = records_of(ctx.platform(), inp.run_id, None, None)
+    except perr.NotFound:
+        require_run(ctx, inp.run_id)
+        raise
+    names = _metric_names(records)
+    if inp.names:
+        chosen = _select(names, inp.names, MAX_PANELS)[:MAX_PANELS]
+    else:
+        reward = reward_key(records)
+        chosen = [n for n in (reward, "loss", "entropy") if n in names] or names[:3]
+    if not chosen:
+        raise fail("bad_arguments", f"Run {inp.run_id} has no metrics yet.",
+                   "Call mf_check_progress; plot once the run has finished a step.")
+    series = {n: [(r["step"], float(r[n])) for r in records if is_number(r.get(n))] for n in chosen}
+    try:
+        size = _render_png(target, f"run {inp.run_id}", series)
+    except ImportError:
+        raise fail("dependency_missing", "matplotlib is not installed, so no plot can be drawn.",
+                   "Install the project's dependencies (`uv sync`, or `pip install matplotlib`), or use "
+                   "mf_get_metrics for the numbers.") from None
+    steps = sorted({s for points in series.values() for s, _ in points})
+    return PlotMetricsResult(run_id=inp.run_id, path=str(target), size_bytes=size, metrics=chosen, steps=len(steps),
+                             first_step=steps[0] if steps else None, last_step=steps[-1] if steps else None)
+
+
+def reward_key(records: list[dict]) -> str | None:
+    """The reward metric to follow: ``reward/all/mean``, else the first ``reward...mean``, else ``reward...``."""
+    keys = {k for r in records for k, v in r.items() if is_number(v)}
+    if "reward/all/mean" in keys:
+        return "reward/all/mean"
+    candidates = sorted(k for k in keys if "reward" in k and k.endswith("mean"))
+    return candidates[0] if candidates else next((k for k in sorted(keys) if k.startswith("reward")), None)

@@ -1,0 +1,613 @@
+"""Monitoring tools: read a run, list runs, decide whether a run is progressing, list its
+checkpoints, and wait for it, all bounded in time and in output size. Log tools live in
+:mod:`tools.logs`, metric tools in :mod:`tools.metrics`, shared pieces in :mod:`tools.reads`.
+
+Sources (reference/prime-api.md): GET ``/rft/runs/{id}`` (§2.2, §5.1), ``/rft/runs``
+(§5.2), ``/logs`` (§5.5), ``/env-servers`` (§2.3, §5.6), ``/metrics`` (§5.7),
+``/progress`` (§5.8), ``/checkpoints`` (§2.3, §5.10). Ages ("no new step for 12 min")
+are measured against the server's clock (the ``Date`` header, see
+:meth:`tools.platform.http.BaseClient.server_now`), never the local one.
+
+Output budget: every result's JSON stays under :data:`OUTPUT_BUDGET_CHARS`; a result
+that had to cut says so in ``truncated``, counts what it left out in ``omitted`` and says
+how to ask for less in ``narrow_hint``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+import time
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from tools import logs as logtext
+from tools.context import Context, tool
+from tools.metrics import reward_key
+from tools.owner import resolve_owner
+from tools.platform import errors as perr
+from tools.platform import wire
+from tools.platform.client import PlatformClient, RetryPolicy
+from tools.reads import RUN_ID, fit_largest, is_number, not_found, parse_time, require_run, seconds_since, server_now
+
+__all__ = ["check_progress", "get_run", "list_checkpoints", "list_runs", "wait_for_run"]
+
+
+def _minutes(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    return f"{seconds / 60:.1f} min" if seconds >= 90 else f"{seconds:.0f} s"
+
+
+# --------------------------------------------------------------------------------------
+# get_run / list_runs
+# --------------------------------------------------------------------------------------
+
+
+class GetRunInput(BaseModel):
+    """Which run to read."""
+
+    model_config = ConfigDict(extra="forbid")
+    run_id: str = RUN_ID
+
+
+class FailureAnalysisView(BaseModel):
+    """The platform's ``failureAnalysis`` of a FAILED run."""
+
+    root_cause: str | None = Field(default=None, description="The platform's diagnosis, e.g. 'CUDA OOM in trainer at step 37'.")
+    evidence: list[str] = Field(default_factory=list, description="Log lines or facts behind the diagnosis.")
+    confidence: float | None = Field(default=None, description="Confidence of the diagnosis, 0..1.")
+
+
+class GetRunResult(BaseModel):
+    """One run, from GET ``/rft/runs/{id}`` (field names of the wire ``RLRun`` in snake_case)."""
+
+    run_id: str = Field(description="Run id.")
+    name: str | None = Field(default=None, description="Run name (the TOML top-level name).")
+    status: str = Field(description="Status as the platform sends it: QUEUED, PENDING, RUNNING, COMPLETED, FAILED, STOPPED, PAUSING, PAUSED or another value.")
+    terminal: bool = Field(description="True for STOPPED, FAILED, COMPLETED, PAUSED (the prime CLI's terminal set).")
+    runs_ahead: int | None = Field(default=None, description="While QUEUED: runs ahead in the queue.")
+    queue_reason: str | None = Field(default=None, description="While QUEUED: why.")
+    notice: str | None = Field(default=None, description="A platform notice about the run.")
+    kind: str | None = Field(default=None, description="SHARED_RFT_HOSTED | DEDICATED_FULL_FT | EXTERNAL.")
+    mode: str = Field(description="rl or sft (sft when the wire loss is 'sft').")
+    model: str | None = Field(default=None, description="Base model (baseModel).")
+    environments: list[str] = Field(default_factory=list, description="Environment labels (slug, name, id or taskset.id).")
+    max_steps: int | None = Field(default=None, description="Training steps planned.")
+    batch_size: int | None = Field(default=None, description="Rollouts (RL) or samples (SFT) per step.")
+    rollouts_per_example: int | None = Field(default=None, description="Rollouts per prompt (RL group size).")
+    seq_len: int | None = Field(default=None, description="Sequence length in tokens.")
+    gpu_count: int | None = Field(default=None, description="GPUs of the run (trainer + inference).")
+    owner: str = Field(description="'team <id>' or 'personal account'.")
+    team_id: str | None = Field(default=None, description="Owning team id; null for the personal account.")
+    user_id: str | None = Field(default=None, description="User who launched the run.")
+    volume_name: str | None = Field(default=None, description="Attached volume.")
+    wandb_project: str | None = Field(default=None, description="W&B project, if logging there.")
+    source_commit: str | None = Field(default=None, description="prime-rl commit the run was pinned to, if any.")
+    created_at: datetime | None = Field(default=None, description="Creation time (UTC).")
+    started_at: datetime | None = Field(default=None, description="Start time (UTC); null while queued.")
+    completed_at: datetime | None = Field(default=None, description="End time (UTC) of a terminal run.")
+    updated_at: datetime | None = Field(default=None, description="Last change (UTC).")
+    running_seconds: float | None = Field(default=None, description="Seconds since start (to the end for a finished run), on the server's clock.")
+    error_message: str | None = Field(default=None, description="The platform's error text of a failed run.")
+    failure_analysis: FailureAnalysisView | None = Field(default=None, description="Diagnosis of a FAILED run, when the platform has one.")
+    dashboard_url: str = Field(description="The run's page in the Prime Intellect dashboard.")
+
+
+def _run_view(run: wire.RLRun, ctx: Context, now: datetime) -> GetRunResult:
+    fa = run.failure_analysis
+    end = run.completed_at or (now if run.started_at and not run.is_terminal() else None)
+    return GetRunResult(
+        run_id=run.id, name=run.name, status=run.status, terminal=run.is_terminal(), runs_ahead=run.runs_ahead,
+        queue_reason=run.queue_reason, notice=run.notice, kind=run.kind, mode="sft" if run.is_sft else "rl",
+        model=run.base_model, environments=run.environment_labels(), max_steps=run.max_steps,
+        batch_size=run.batch_size, rollouts_per_example=run.rollouts_per_example, seq_len=run.seq_len,
+        gpu_count=run.gpu_count, owner=f"team {run.team_id}" if run.team_id else "personal account",
+        team_id=run.team_id, user_id=run.user_id, volume_name=run.volume_name, wandb_project=run.wandb_project,
+        source_commit=run.source_commit, created_at=run.created_at, started_at=run.started_at,
+        completed_at=run.completed_at, updated_at=run.updated_at,
+        running_seconds=round((end - run.started_at).total_seconds(), 1) if end and run.started_at else None,
+        error_message=run.error_message,
+        failure_analysis=FailureAnalysisView(root_cause=fa.root_cause, evidence=fa.evidence, confidence=fa.confidence)
+        if fa else None,
+        dashboard_url=f"{ctx.settings.frontend_url.rstrip('/')}/dashboard/training/{run.id}",
+    )
+
+
+@tool
+def get_run(inp: GetRunInput, ctx: Context) -> GetRunResult:
+    """Read one run (GET ``/rft/runs/{id}``).
+
+    Errors: ``not_found`` (unknown id, or a run of another owner), the platform codes.
+    """
+    run = require_run(ctx, inp.run_id)
+    return _run_view(run, ctx, server_now(ctx.platform()))
+
+
+class ListRunsInput(BaseModel):
+    """Which runs to list."""
+
+    model_config = ConfigDict(extra="forbid")
+    team: str | None = Field(default=None, description="'personal', a team id, or null for the configured owner (PRIME_TEAM_ID, then ~/.prime/config.json).")
+    page: int = Field(default=1, ge=1, description="Page number, from 1.")
+    limit: int = Field(default=20, ge=1, le=100, description="Runs per page (1..100).")
+    status: str | None = Field(default=None, max_length=40, description="Only runs with this status (e.g. RUNNING, FAILED; any case). Filtered here: the newest 1000 runs are scanned.")
+
+
+class RunRow(BaseModel):
+    """One run of a list."""
+
+    run_id: str = Field(description="Run id.")
+    name: str | None = Field(default=None, description="Run name.")
+    status: str = Field(description="Wire status.")
+    terminal: bool = Field(description="True for a terminal status.")
+    model: str | None = Field(default=None, description="Base model.")
+    max_steps: int | None = Field(default=None, description="Steps planned.")
+    gpu_count: int | None = Field(default=None, description="GPUs.")
+    runs_ahead: int | None = Field(default=None, description="Queue position while QUEUED.")
+    created_at: datetime | None = Field(default=None, description="Creation time (UTC).")
+
+
+class ListRunsResult(BaseModel):
+    """A page of runs, newest first (GET ``/rft/runs``)."""
+
+    owner: str = Field(description="Whose runs: 'team <id>' or 'personal account', and where that choice came from.")
+    runs: list[RunRow] = Field(description="The runs of this page, newest first.")
+    total: int = Field(description="Runs in all pages (matching status, when filtered).")
+    page: int = Field(description="This page number.")
+    next_page: int | None = Field(default=None, description="The next page number, null on the last page.")
+    scan_complete: bool = Field(default=True, description="False when a status filter scanned only the newest 1000 runs.")
+    truncated: bool = Field(default=False, description="True when rows of this page were left out to fit the output budget.")
+    omitted: int = Field(default=0, description="Rows of this page left out.")
+    narrow_hint: str | None = Field(default=None, description="How to ask for less.")
+
+
+_STATUS_SCAN_PAGES = 10
+
+
+def _row(run: wire.RLRun) -> RunRow:
+    return RunRow(run_id=run.id, name=run.name, status=run.status, terminal=run.is_terminal(), model=run.base_model,
+                  max_steps=run.max_steps, gpu_count=run.gpu_count, runs_ahead=run.runs_ahead, created_at=run.created_at)
+
+
+def _newest_first(runs: list[wire.RLRun]) -> list[wire.RLRun]:
+    oldest = datetime.min.replace(tzinfo=UTC)
+    return sorted(runs, key=lambda r: r.created_at or oldest, reverse=True)
+
+
+@tool
+def list_runs(inp: ListRunsInput, ctx: Context) -> ListRunsResult:
+    """List the owner's runs, newest first, one page (GET ``/rft/runs?page=&limit=&team_id=``).
+
+    The owner is resolved like the CLI (:func:`tools.owner.resolve_owner`). With ``status``
+    the newest pages (up to 1000 runs) are read and filtered here. A backend that ignores
+    paging (no ``total``) is paged locally, as the CLI does. Errors: ``invalid_team``,
+    the platform codes.
+    """
+    owner = resolve_owner(ctx, inp.team)
+    platform = ctx.platform()
+    complete = True
+    if inp.status is None:
+        page = platform.list_runs(team_id=owner.team_id, page=inp.page, limit=inp.limit)
+        if page.total is None:
+            everything = _newest_first(page.runs)
+            total, runs = len(everything), everything[(inp.page - 1) * inp.limit: inp.page * inp.limit]
+        else:
+            total, runs = page.total, page.runs
+    else:
+        wanted = inp.status.strip().upper()
+        matches: list[wire.RLRun] = []
+        for number in range(1, _STATUS_SCAN_PAGES + 1):
+            scan = platform.list_runs(team_id=owner.team_id, page=number, limit=100)
+            matches += [r for r in scan.runs if r.status.upper() == wanted]
+            if scan.total is None or number * 100 >= scan.total or not scan.runs:
+                break
+        else:
+            complete = False
+        total, runs = len(matches), matches[(inp.page - 1) * inp.limit: inp.page * inp.limit]
+    rows = [_row(r) for r in runs]
+    label = f"{owner.label} (from {owner.source})"
+
+    def build(k: int) -> ListRunsResult:
+        cut = len(rows) - k
+        return ListRunsResult(
+            owner=label, runs=rows[:k], total=total, page=inp.page,
+            next_page=inp.page + 1 if total > inp.page * inp.limit else None, scan_complete=complete,
+            truncated=cut > 0, omitted=cut,
+            narrow_hint=f"Ask for limit={max(1, k)} per page (page numbers depend on limit)." if cut else None)
+
+    return fit_largest(build, len(rows))
+
+
+# --------------------------------------------------------------------------------------
+# check_progress
+# --------------------------------------------------------------------------------------
+
+Verdict = Literal["queued", "starting", "progressing", "stalled", "failing", "crash_looping", "completed", "failed",
+                  "stopped", "paused", "unknown"]
+
+#: A RUNNING run with no new step for this long (seconds) is stalled, whatever its step time.
+STALL_FLOOR_SECONDS = 600
+#: Default stall threshold in step times (the median of recent steps).
+STALL_STEP_MULTIPLE = 5
+#: A RUNNING run with no first step this long after its start is stalled.
+STARTUP_GRACE_SECONDS = 1800
+#: Window (seconds) in which ERROR log lines make a running run "failing".
+ERROR_WINDOW_SECONDS = 900
+CRASH_POD_STATES = frozenset({"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "CreateContainerError",
+                              "CreateContainerConfigError", "RunContainerError", "InvalidImageName"})
+FAILED_POD_STATES = frozenset({"Error", "Failed", "OOMKilled"})
+_VERDICT_OF_STATUS = {"QUEUED": "queued", "PENDING": "queued", "COMPLETED": "completed", "FAILED": "failed",
+                      "STOPPED": "stopped", "PAUSED": "paused", "PAUSING": "paused"}
+
+
+class CheckProgressInput(BaseModel):
+    """Which run, and how long without a new step counts as stalled."""
+
+    model_config = ConfigDict(extra="forbid")
+    run_id: str = RUN_ID
+    stall_after_seconds: int | None = Field(default=None, ge=60, le=86400, description="Seconds without a new step after which a RUNNING run is 'stalled' (60..86400). Default: 5 x the recent step time, at least 600.")
+
+
+class EnvServerView(BaseModel):
+    """An environment-server pod (GET ``/rft/runs/{id}/env-servers``)."""
+
+    env_name: str | None = Field(default=None, description="Environment name.")
+    pod_name: str = Field(description="Pod name.")
+    status: str | None = Field(default=None, description="Kubernetes status text, e.g. Running, CrashLoopBackOff.")
+
+
+class CheckProgressResult(BaseModel):
+    """Whether a run is progressing, with the evidence and the next call to make."""
+
+    run_id: str = Field(description="Run id.")
+    status: str = Field(description="Wire status.")
+    terminal: bool = Field(description="True for a terminal status.")
+    verdict: Verdict = Field(description="queued | starting | progressing | stalled | failing | crash_looping | completed | failed | stopped | paused | unknown.")
+    healthy: bool = Field(description="True for queued, starting, progressing and completed.")
+    latest_step: int | None = Field(default=None, description="Latest step with results (GET /progress latestStep).")
+    max_steps: int | None = Field(default=None, description="Steps planned.")
+    percent_complete: float | None = Field(default=None, description="latest_step / max_steps x 100.")
+    last_step_age_seconds: float | None = Field(default=None, description="Seconds since the latest step was recorded (progress lastUpdatedAt vs the server's clock).")
+    stall_threshold_seconds: float | None = Field(default=None, description="No new step for longer than this means stalled.")
+    seconds_per_step: float | None = Field(default=None, description="Median step time of the recent steps (metric timestamps).")
+    reward_metric: str | None = Field(default=None, description="Metric used for the reward trend.")
+    reward_last: float | None = Field(default=None, description="Latest value of reward_metric.")
+    reward_trend: Literal["rising", "flat", "falling", "unknown"] = Field(default="unknown", description="Second half vs first half of the recent steps (difference above 0.02).")
+    recent_error_lines: int | None = Field(default=None, description="ERROR lines of orchestrator + trainer in the last 15 minutes (null when not read).")
+    env_servers: list[EnvServerView] = Field(default_factory=list, description="Environment-server pods and their status.")
+    failure_analysis: FailureAnalysisView | None = Field(default=None, description="The platform's diagnosis of a FAILED run.")
+    error_message: str | None = Field(default=None, description="The platform's error text.")
+    evidence: list[str] = Field(description="Facts behind the verdict, one per line.")
+    next_step: str = Field(description="What to call next.")
+
+
+_NEXT_STEP: dict[str, str] = {
+    "queued": "Waiting for capacity: call mf_wait_for_run with until='running' (it costs nothing while queued).",
+    "starting": "Pods are starting: call mf_wait_for_run with until='step', step=1; if no step appears within "
+                "30 minutes call mf_summarize_logs.",
+    "progressing": "Healthy: call mf_wait_for_run (until='terminal') to keep watching, mf_get_metrics for curves.",
+    "stalled": "No new steps: call mf_summarize_logs (orchestrator, trainer, env-server) to see why; then ask the "
+               "user whether to stop the run (mf_stop_run) so it stops costing money.",
+    "failing": "Errors are being logged: call mf_summarize_logs with components=['trainer', 'orchestrator'], then "
+               "mf_get_logs for the failing component with level='ERROR'.",
+    "crash_looping": "An environment server keeps crashing: call mf_get_logs with component='env-server', "
+                     "env_name='{env}', level='ERROR'; fix the environment, and ask the user whether to stop the "
+                     "run (mf_stop_run) meanwhile: it is paying for GPUs without training.",
+    "completed": "Done: call mf_get_metrics for the final numbers, mf_list_checkpoints for the weights and "
+                 "mf_download_traces to fetch the rollouts.",
+    "failed": "Read failure_analysis and error_message, then call mf_summarize_logs with components=['trainer', "
+              "'orchestrator'] for the traceback; fix the config and plan a new run (mf_plan_run).",
+    "stopped": "The run was stopped. mf_get_metrics and mf_download_traces still work on what it produced.",
+    "paused": "The run is paused (checkpoint kept): `prime train resume {run_id}` continues it as a new run.",
+    "unknown": "Status {status} is not one this tool knows: call mf_get_run and mf_summarize_logs.",
+}
+
+
+def _step_seconds(records: list[dict]) -> float | None:
+    stamps = [(r["step"], parse_time(r.get("timestamp"))) for r in records if isinstance(r.get("step"), int)]
+    stamps = sorted((s, t) for s, t in stamps if t is not None)
+    gaps = [(t2 - t1).total_seconds() / (s2 - s1) for (s1, t1), (s2, t2) in itertools.pairwise(stamps) if s2 > s1]
+    gaps = [g for g in gaps if g > 0]
+    return round(statistics.median(gaps), 1) if gaps else None
+
+
+def _trend(values: list[float]) -> str:
+    if len(values) < 4:
+        return "unknown"
+    half = len(values) // 2
+    delta = statistics.fmean(values[-half:]) - statistics.fmean(values[:half])
+    return "rising" if delta > 0.02 else "falling" if delta < -0.02 else "flat"
+
+
+def _recent_errors(platform: PlatformClient, run: wire.RLRun) -> int | None:
+    total = 0
+    components = ["trainer"] if run.is_sft else [None, "trainer"]
+    for component in components:
+        try:
+            text = platform.get_logs(run.id, tail_lines=1000, component=component, level="ERROR",
+                                     since_seconds=ERROR_WINDOW_SECONDS)
+        except perr.NotFound:
+            continue
+        total += sum(1 for ln in logtext.parse_logs(text.logs).lines if ln.level in ("ERROR", "CRITICAL"))
+    return total
+
+
+@tool
+def check_progress(inp: CheckProgressInput, ctx: Context) -> CheckProgressResult:
+    """Decide whether a run is progressing, not just RUNNING.
+
+    Reads GET ``/rft/runs/{id}``; for a RUNNING run also ``/progress`` (latestStep,
+    lastUpdatedAt), ``/metrics`` of the last 10 steps (step time, reward trend),
+    ``/env-servers`` (pod states) and ERROR lines of the last 15 minutes from ``/logs``
+    (orchestrator and trainer). Verdicts, in order of precedence for a RUNNING run:
+    ``crash_looping`` (a pod in CrashLoopBackOff/ImagePullBackOff...), ``failing`` (a pod
+    in Error, or ERROR lines in the window), ``stalled`` (no new step for longer than the
+    threshold; no first step 30 min after start), ``starting`` (no step yet),
+    ``progressing``. Other statuses map directly (QUEUED/PENDING -> queued, PAUSING ->
+    paused...). Errors: ``not_found``, the platform codes.
+    """
+    platform = ctx.platform()
+    run = require_run(ctx, inp.run_id)
+    status = run.status.upper()
+    fa = run.failure_analysis
+    result = CheckProgressResult(
+        run_id=run.id, status=run.status, terminal=run.is_terminal(), verdict="unknown", healthy=False,
+        max_steps=run.max_steps, error_message=run.error_message, evidence=[], next_step="",
+        failure_analysis=FailureAnalysisView(root_cause=fa.root_cause, evidence=fa.evidence, confidence=fa.confidence)
+        if fa else None)
+    evidence = result.evidence
+    if status in ("QUEUED", "PENDING"):
+        evidence.append(f"Status {run.status}" + (f", {run.runs_ahead} run(s) ahead" if run.runs_ahead else "")
+                        + (f": {run.queue_reason}" if run.queue_reason else "") + ".")
+    else:
+        progress = platform.get_progress(run.id)
+        result.latest_step = progress.latest_step
+        now = server_now(platform)
+        if run.max_steps and progress.latest_step is not None:
+            result.percent_complete = round(100.0 * progress.latest_step / run.max_steps, 1)
+        if progress.latest_step is not None:
+            first = max(0, progress.latest_step - 9)
+            records = platform.get_metrics(run.id, min_step=first).metrics
+            result.seconds_per_step = _step_seconds(records)
+            key = reward_key(records)
+            values = [r[key] for r in sorted(records, key=lambda r: r.get("step", 0)) if key and is_number(r.get(key))]
+            if values:
+                result.reward_metric, result.reward_last, result.reward_trend = key, values[-1], _trend(values)
+            result.last_step_age_seconds = seconds_since(parse_time(progress.last_updated_at), now)
+            evidence.append(f"Latest step {progress.latest_step}/{run.max_steps or '?'}, recorded "
+                            f"{_minutes(result.last_step_age_seconds)} ago"
+                            + (f"; {result.seconds_per_step:.0f} s per step recently" if result.seconds_per_step else "")
+                            + ".")
+            if values:
+                trend = f" ({result.reward_trend})" if result.reward_trend != "unknown" else ""
+                evidence.append(f"{key} {values[0]:.4g} -> {values[-1]:.4g} over the last {len(values)} step(s){trend}.")
+        if status == "RUNNING":
+            _judge_running(inp, run, platform, now, result)
+    if result.verdict == "unknown":
+        result.verdict = _VERDICT_OF_STATUS.get(status, "unknown")
+    if result.verdict == "failed":
+        if run.error_message:
+            evidence.append(f"Error: {run.error_message}")
+        if fa and fa.root_cause:
+            evidence.append(f"Failure analysis ({_pct(fa.confidence)}): {fa.root_cause}")
+    if status == "PAUSING":
+        evidence.append("Pausing: a checkpoint is being saved.")
+    if result.verdict == "unknown":
+        evidence.append(f"Status {run.status!r} is not one of the statuses the prime CLI knows.")
+    result.healthy = result.verdict in ("queued", "starting", "progressing", "completed")
+    bad_env = next((e.env_name for e in result.env_servers if e.status in CRASH_POD_STATES), None)
+    result.next_step = _NEXT_STEP[result.verdict].format(run_id=run.id, status=run.status, env=bad_env or "<name>")
+    return result
+
+
+def _pct(confidence: float | None) -> str:
+    return "confidence unknown" if confidence is None else f"confidence {confidence:.0%}"
+
+
+def _judge_running(inp: CheckProgressInput, run: wire.RLRun, platform: PlatformClient, now: datetime,
+                   result: CheckProgressResult) -> None:
+    evidence = result.evidence
+    servers = platform.list_env_servers(run.id)
+    result.env_servers = [EnvServerView(env_name=s.env_name, pod_name=s.pod_name, status=s.status) for s in servers]
+    crashing = [s for s in servers if s.status in CRASH_POD_STATES]
+    failed_pods = [s for s in servers if s.status in FAILED_POD_STATES]
+    for s in crashing + failed_pods:
+        evidence.append(f"Env server {s.env_name or s.pod_name} is {s.status}.")
+    result.recent_error_lines = _recent_errors(platform, run)
+    if result.recent_error_lines:
+        evidence.append(f"{result.recent_error_lines} ERROR line(s) in orchestrator/trainer logs in the last "
+                        f"{ERROR_WINDOW_SECONDS // 60} minutes.")
+    threshold = inp.stall_after_seconds or max(STALL_FLOOR_SECONDS,
+                                               STALL_STEP_MULTIPLE * (result.seconds_per_step or 0))
+    result.stall_threshold_seconds = float(threshold)
+    since_start = seconds_since(run.started_at, now)
+    if crashing:
+        result.verdict = "crash_looping"
+    elif failed_pods or result.recent_error_lines:
+        result.verdict = "failing"
+    elif result.latest_step is None:
+        grace = max(STARTUP_GRACE_SECONDS, threshold)
+        stalled = since_start is not None and since_start > grace
+        result.verdict = "stalled" if stalled else "starting"
+        evidence.append(f"No step yet, {_minutes(since_start)} after start"
+                        + (f" (more than {_minutes(grace)})." if stalled else " (pods starting, model loading)."))
+    elif result.last_step_age_seconds is not None and result.last_step_age_seconds > threshold:
+        result.verdict = "stalled"
+        evidence.append(f"No new step for {_minutes(result.last_step_age_seconds)}, longer than the stall threshold "
+                        f"of {_minutes(threshold)}.")
+    else:
+        result.verdict = "progressing"
+
+
+# --------------------------------------------------------------------------------------
+# list_checkpoints
+# --------------------------------------------------------------------------------------
+
+
+class ListCheckpointsInput(BaseModel):
+    """Which run's checkpoints."""
+
+    model_config = ConfigDict(extra="forbid")
+    run_id: str = RUN_ID
+    status: Literal["READY", "PENDING", "UPLOADING", "FAILED"] | None = Field(default=None, description="Only checkpoints with this status (sent as status_filter).")
+
+
+class CheckpointRow(BaseModel):
+    """One checkpoint (GET ``/rft/runs/{id}/checkpoints``)."""
+
+    checkpoint_id: str = Field(description="Checkpoint id.")
+    step: int | None = Field(default=None, description="Training step it was saved at.")
+    status: str | None = Field(default=None, description="READY | PENDING | UPLOADING | FAILED | other.")
+    size_bytes: int | None = Field(default=None, description="Size in bytes, when known.")
+    storage_url: str | None = Field(default=None, description="Where the weights are stored.")
+    created_at: datetime | None = Field(default=None, description="When it was saved (UTC).")
+    uploaded_at: datetime | None = Field(default=None, description="When its upload finished (UTC).")
+
+
+class ListCheckpointsResult(BaseModel):
+    """A run's checkpoints, newest step first."""
+
+    run_id: str = Field(description="Run id.")
+    checkpoints: list[CheckpointRow] = Field(description="Checkpoints, highest step first.")
+    total: int = Field(description="Checkpoints matching the filter.")
+    latest_ready_step: int | None = Field(default=None, description="Highest step with a READY checkpoint.")
+    total_size_bytes: int = Field(description="Sum of known sizes, in bytes.")
+    truncated: bool = Field(default=False, description="True when older checkpoints were left out to fit the budget.")
+    omitted: int = Field(default=0, description="Older checkpoints left out.")
+    narrow_hint: str | None = Field(default=None, description="How to ask for less.")
+
+
+@tool
+def list_checkpoints(inp: ListCheckpointsInput, ctx: Context) -> ListCheckpointsResult:
+    """List a run's checkpoints (GET ``/rft/runs/{id}/checkpoints?status_filter=``), newest first.
+
+    Errors: ``not_found``, the platform codes.
+    """
+    try:
+        items = ctx.platform().list_checkpoints(inp.run_id, status_filter=inp.status)
+    except perr.NotFound:
+        require_run(ctx, inp.run_id)
+        raise
+    items.sort(key=lambda c: c.step if c.step is not None else -1, reverse=True)
+    rows = [CheckpointRow(checkpoint_id=c.id, step=c.step, status=c.status, size_bytes=c.size_bytes,
+                          storage_url=c.storage_url, created_at=c.created_at, uploaded_at=c.uploaded_at) for c in items]
+    ready = [c.step for c in items if (c.status or "").upper() == "READY" and c.step is not None]
+
+    def build(k: int) -> ListCheckpointsResult:
+        cut = len(rows) - k
+        return ListCheckpointsResult(
+            run_id=inp.run_id, checkpoints=rows[:k], total=len(rows), latest_ready_step=max(ready) if ready else None,
+            total_size_bytes=sum(c.size_bytes or 0 for c in items), truncated=cut > 0, omitted=cut,
+            narrow_hint="Filter with status='READY'." if cut else None)
+
+    return fit_largest(build, len(rows))
+
+
+# --------------------------------------------------------------------------------------
+# wait_for_run
+# --------------------------------------------------------------------------------------
+
+MAX_WAIT_SECONDS = 600
+FIRST_POLL_SECONDS = 2.0
+MAX_POLL_SECONDS = 15.0
+
+
+class WaitForRunInput(BaseModel):
+    """Which run, what to wait for, and for how long at most."""
+
+    model_config = ConfigDict(extra="forbid")
+    run_id: str = RUN_ID
+    timeout_seconds: int = Field(default=60, ge=1, le=MAX_WAIT_SECONDS, description=f"Wall-clock seconds to wait at most (1..{MAX_WAIT_SECONDS}); call again to keep waiting.")
+    until: Literal["terminal", "running", "step"] = Field(default="terminal", description="terminal: a final status; running: the run has started; step: latest step >= step.")
+    step: int | None = Field(default=None, ge=1, description="Target step, with until='step' only.")
+
+    @model_validator(mode="after")
+    def _step_needed(self) -> WaitForRunInput:
+        if (self.until == "step") != (self.step is not None):
+            raise ValueError("until='step' needs step, and step goes with until='step' only")
+        return self
+
+
+class WaitForRunResult(BaseModel):
+    """Where a run was when the wait ended."""
+
+    run_id: str = Field(description="Run id.")
+    status: str = Field(description="Last status read.")
+    terminal: bool = Field(description="True when that status is terminal.")
+    reached: bool = Field(description="True when the condition of until was met.")
+    until: str = Field(description="What was waited for.")
+    latest_step: int | None = Field(default=None, description="Latest step seen.")
+    max_steps: int | None = Field(default=None, description="Steps planned.")
+    waited_seconds: float = Field(description="Wall-clock seconds spent waiting.")
+    polls: int = Field(description="Times the run was read.")
+    last_error: str | None = Field(default=None, description="A transient read error seen while polling, if any.")
+    next_step: str = Field(description="What to do next.")
+
+
+def _reached(inp: WaitForRunInput, run: wire.RLRun, step: int | None) -> bool:
+    if inp.until == "terminal":
+        return run.is_terminal()
+    if inp.until == "running":
+        return run.status.upper() == "RUNNING" or run.started_at is not None
+    return step is not None and step >= (inp.step or 0)
+
+
+@tool
+def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
+    """Poll a run (GET ``/rft/runs/{id}`` and ``/progress``) until ``until`` holds, it ends,
+    or ``timeout_seconds`` of wall time pass: never longer (plus one request).
+
+    Polls back off from 2 s to 15 s. Transient errors (rate limits, outages) are retried
+    by the next poll, not inside it. Progress goes to ``ctx.report(step, max_steps, ...)``.
+    Errors: ``not_found``, the platform codes (when no poll succeeded).
+    """
+    started = time.monotonic()
+    deadline = started + inp.timeout_seconds
+    request_timeout = float(min(30, max(5, inp.timeout_seconds)))
+    client = PlatformClient(ctx.settings, timeout=request_timeout, connect_timeout=min(10.0, request_timeout),
+                            retry=RetryPolicy(max_attempts=1))
+    run: wire.RLRun | None = None
+    step: int | None = None
+    polls, interval = 0, FIRST_POLL_SECONDS
+    last_error: perr.PlatformError | None = None
+    try:
+        while True:
+            polls += 1
+            try:
+                run = client.get_run(inp.run_id)
+                if run.started_at is not None or run.status.upper() not in ("QUEUED", "PENDING"):
+                    step = client.get_progress(inp.run_id).latest_step
+                last_error = None
+            except perr.NotFound:
+                raise not_found(inp.run_id) from None
+            except (perr.Unavailable, perr.RateLimited) as exc:
+                last_error = exc
+            if run is not None:
+                ctx.report(step or 0, run.max_steps, f"{run.status} step {step or 0}/{run.max_steps or '?'}")
+                if _reached(inp, run, step) or run.is_terminal():
+                    break
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            time.sleep(min(interval, remaining))
+            interval = min(interval * 1.5, MAX_POLL_SECONDS)
+    finally:
+        client.close()
+    if run is None:
+        assert last_error is not None
+        raise last_error
+    reached = _reached(inp, run, step)
+    if reached:
+        advice = "Call mf_check_progress for the run's health." if not run.is_terminal() else \
+            "Call mf_check_progress for the outcome and next steps."
+    elif run.is_terminal():
+        advice = f"The run ended ({run.status}) before the condition was met: call mf_check_progress."
+    else:
+        advice = "Not yet: call mf_wait_for_run again (or mf_check_progress to see if it is stuck)."
+    return WaitForRunResult(
+        run_id=run.id, status=run.status, terminal=run.is_terminal(), reached=reached, until=inp.until,
+        latest_step=step, max_steps=run.max_steps, waited_seconds=round(time.monotonic() - started, 2), polls=polls,
+        last_error=last_error.message if last_error else None, next_step=advice)

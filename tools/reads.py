@@ -1,0 +1,127 @@
+"""Pieces shared by the read tools (:mod:`tools.monitor`, :mod:`tools.logs`,
+:mod:`tools.metrics`, :mod:`tools.traces`): the output budget, the run-id field, run
+lookup with an actionable ``not_found``, server time and timestamps, atomic file writes.
+
+Output budget: a read tool's JSON stays under :data:`OUTPUT_BUDGET_CHARS`. A tool builds
+its result for ``k`` kept items and :func:`fit_largest` finds the largest ``k`` that fits;
+the result then says ``truncated``, counts what it left out in ``omitted`` and gives a
+``narrow_hint``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, Field
+
+from tools.context import Context
+from tools.errors import fail
+from tools.platform import errors as perr
+from tools.platform import wire
+from tools.platform.client import PlatformClient
+
+#: Characters of JSON a read tool returns at most.
+OUTPUT_BUDGET_CHARS = 8000
+
+B = TypeVar("B", bound=BaseModel)
+
+#: The ``run_id`` input field of every run tool.
+RUN_ID = Field(min_length=1, max_length=200,
+               description="Run id, as shown by mf_list_runs or returned by mf_dispatch_run.")
+
+
+def json_chars(model: BaseModel) -> int:
+    """Length of ``model`` as JSON (what the budget counts)."""
+    return len(model.model_dump_json())
+
+
+def fit_largest(build: Callable[[int], B], n: int, budget: int = OUTPUT_BUDGET_CHARS) -> B:
+    """``build(k)`` for the largest ``k <= n`` whose JSON fits ``budget`` (``build(0)`` if none does).
+
+    ``build(k)`` keeps ``k`` items, sets its own truncation fields, and must grow with ``k``.
+    Binary search: about log2(n) builds.
+    """
+    full = build(n)
+    if n == 0 or json_chars(full) <= budget:
+        return full
+    lo, hi = 0, n - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if json_chars(build(mid)) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return build(lo)
+
+
+def not_found(run_id: str) -> Exception:
+    """The ``not_found`` ToolFailure for a run id this key cannot see."""
+    return fail("not_found", f"No run {run_id!r} is visible to this API key.",
+                "Check the id with mf_list_runs (runs belong to the team that launched them: pass "
+                "team='<team id>' or team='personal').")
+
+
+def require_run(ctx: Context, run_id: str) -> wire.RLRun:
+    """GET ``/rft/runs/{id}``; an unknown id becomes ``not_found`` with a fix naming mf_list_runs."""
+    try:
+        return ctx.platform().get_run(run_id)
+    except perr.NotFound:
+        raise not_found(run_id) from None
+
+
+def parse_time(value: str | datetime | None) -> datetime | None:
+    """An ISO timestamp (``Z`` or offset; naive = UTC) as an aware datetime; ``None`` if unparsable."""
+    if value is None or isinstance(value, datetime):
+        return value
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def server_now(platform: PlatformClient) -> datetime:
+    """The platform's clock (last ``Date`` header), else the local clock."""
+    return platform.server_now() or datetime.now(UTC)
+
+
+def seconds_since(then: datetime | None, now: datetime) -> float | None:
+    """``now - then`` in seconds (one decimal), ``None`` when ``then`` is unknown."""
+    return None if then is None else round((now - then).total_seconds(), 1)
+
+
+def is_number(value: object) -> bool:
+    """A finite int or float (booleans excluded): what counts as a metric value."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def write_atomic(target: Path, chunks: Iterable[bytes]) -> tuple[int, str]:
+    """Write ``chunks`` to a hidden temporary sibling, then rename onto ``target``.
+
+    Returns (bytes, sha256). On any failure the temporary file is removed and ``target``
+    is left as it was.
+    """
+    digest = hashlib.sha256()
+    written = 0
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
+    partial = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+                digest.update(chunk)
+                written += len(chunk)
+        os.replace(partial, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            partial.unlink()
+        raise
+    return written, digest.hexdigest()

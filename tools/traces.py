@@ -1,0 +1,679 @@
+"""Trace tools: list a run's traces, episodes or eval runs one cursor page at a time, and
+download a whole run to a folder with a manifest, resume and a missing-upload report.
+
+Sources (reference/prime-api.md §6): GET ``/traces`` (filters, cursor pages of at most
+100, newest first), ``/traces/{id}?raw=true`` (the exact stored document),
+``/episodes`` (``run_step`` matches an episode when any member trace is from that step),
+``/episodes/{id}/traces``, ``/episodes/{id}?raw=true`` (the envelope; ``traces`` = member
+trace ids), ``/runs?run_type=eval``, ``/runs/{id}`` (``RunSummary`` totals) and
+``/runs/{id}/steps`` (per-step counts), all on the traces host with ``X-Prime-Team-ID``.
+The team is the platform run's ``teamId`` (GET ``/rft/runs/{id}``), else the configured owner.
+
+Decisions where the platform is silent:
+
+- Per-step traces (``list_traces(kind="traces", step=N)``): ``/traces`` has no step filter,
+  so the page walks ``/episodes?run_id=R&run_step=N`` (server-side filter, fixed pages of
+  20) and each episode's ``/episodes/{id}/traces``, keeping member traces whose
+  ``run_step`` is N. Its ``next_cursor`` is our own (prefix ``mfs1.``: the episode page
+  cursor, the episode's index in it and the member-trace cursor); it works only with the
+  same arguments.
+- Eval runs of a training run: traces-host runs with ``run_type`` ``eval`` whose
+  ``context.train_run_id`` is the run id, or whose id is the run id or starts with
+  ``<run id>-`` (how eval uploads are tagged is not pinned by the CLI, §9).
+- Hosted-training run ids are the traces host's ``run_id`` (as the emulator assumes, §9).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tools.context import Context, tool
+from tools.errors import fail
+from tools.owner import resolve_owner
+from tools.platform import errors as perr
+from tools.platform import wire
+from tools.platform.client import TracesClient
+from tools.reads import OUTPUT_BUDGET_CHARS, RUN_ID, json_chars, not_found, write_atomic
+
+PAGE_LIMIT = 100
+#: Episodes per page when walking a step's episodes (fixed, so cursors stay valid).
+STEP_EPISODE_PAGE = 20
+#: Requests one per-step page may make at most (it then returns what it has and a cursor).
+MAX_STEP_REQUESTS = 60
+#: Traces-host run pages a search for eval runs scans per call.
+EVAL_SCAN_PAGES = 10
+_STEP_CURSOR = "mfs1."
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = "model-factory-traces/1"
+_UNSAFE_NAME = re.compile(r'[/\\<>:"|?*\x00-\x1f\x7f]')
+MAX_ID_CHARS = 200
+#: Attempts per file download (a cut stream is retried once, then the call stops).
+FILE_ATTEMPTS = 2
+MANIFEST_SAVE_EVERY = 200
+
+
+def _platform_run(ctx: Context, run_id: str) -> tuple[wire.RLRun | None, str | None]:
+    """(the platform run or None, the team the traces host should scope to): the run's team,
+    else the configured owner's (eval runs exist on the traces host only)."""
+    try:
+        run = ctx.platform().get_run(run_id)
+    except perr.NotFound:
+        return None, resolve_owner(ctx).team_id
+    return run, run.team_id
+
+
+# --------------------------------------------------------------------------------------
+# list_traces
+# --------------------------------------------------------------------------------------
+
+
+class ListTracesInput(BaseModel):
+    """Which run, what to list, filters and the page."""
+
+    model_config = ConfigDict(extra="forbid")
+    run_id: str = RUN_ID
+    kind: Literal["traces", "episodes", "eval_runs"] = Field(default="traces", description="traces (one rollout each), episodes (groups of traces) or eval_runs (the run's evaluation runs on the traces host).")
+    step: int | None = Field(default=None, ge=0, description="Only this training step (run_step). traces: members of the step's episodes; episodes: server filter run_step; eval_runs: runs covering the step.")
+    cursor: str | None = Field(default=None, max_length=4000, description="next_cursor of the previous page (valid only with the same other arguments).")
+    limit: int = Field(default=20, ge=1, le=100, description="Rows per page (1..100); fewer when the output budget needs it.")
+    has_error: bool | None = Field(default=None, description="Only rows with (true) or without (false) an error.")
+    reward_min: float | None = Field(default=None, description="Only traces with reward >= this (unscored traces excluded). Not for episodes.")
+    reward_max: float | None = Field(default=None, description="Only traces with reward <= this. Not for episodes.")
+
+
+class TraceRow(BaseModel):
+    """One trace (``TraceSummary`` of GET ``/traces``), compact."""
+
+    trace_id: str = Field(description="Trace id (mf_download_traces writes traces/<trace_id>.json).")
+    episode_id: str | None = Field(default=None, description="Episode it belongs to.")
+    run_step: int | None = Field(default=None, description="Training step.")
+    reward: float | None = Field(default=None, description="Reward; null = unscored (not 0).")
+    outcome: str | None = Field(default=None, description="Outcome, e.g. done, error, truncated.")
+    has_error: bool | None = Field(default=None, description="True when the rollout errored.")
+    tokens: int | None = Field(default=None, description="Total tokens.")
+    duration_ms: int | None = Field(default=None, description="Duration in milliseconds.")
+    size_bytes: int | None = Field(default=None, description="Size of the raw document in bytes.")
+    run_type: str | None = Field(default=None, description="context.run_type: train, eval or unknown.")
+
+
+class EpisodeRow(BaseModel):
+    """One episode (``EpisodeSummary`` of GET ``/episodes``)."""
+
+    episode_id: str = Field(description="Episode id.")
+    outcome: str | None = Field(default=None, description="Outcome.")
+    has_error: bool | None = Field(default=None, description="The episode's own error flag.")
+    error: str | None = Field(default=None, description="'type: message' of the episode's error (at most 200 characters).")
+    environment_id: str | None = Field(default=None, description="Environment.")
+    created_at: datetime | None = Field(default=None, description="Creation time (UTC).")
+
+
+class EvalRunRow(BaseModel):
+    """One eval run (``RunSummary`` of GET ``/runs?run_type=eval``)."""
+
+    run_id: str = Field(description="Eval run id on the traces host (use it as run_id to list or download its traces).")
+    trace_count: int = Field(description="Traces.")
+    episode_count: int = Field(description="Episodes.")
+    avg_reward: float | None = Field(default=None, description="Mean reward of scored traces.")
+    step_min: int | None = Field(default=None, description="First training step evaluated.")
+    step_max: int | None = Field(default=None, description="Last training step evaluated.")
+    has_error: bool | None = Field(default=None, description="True when any trace errored.")
+    last_trace_created_at: datetime | None = Field(default=None, description="Newest trace (UTC).")
+
+
+class ListTracesResult(BaseModel):
+    """One page. Only the list of the requested kind is filled."""
+
+    run_id: str = Field(description="Run id.")
+    kind: str = Field(description="traces, episodes or eval_runs.")
+    traces: list[TraceRow] = Field(default_factory=list, description="Trace rows (kind traces), newest first.")
+    episodes: list[EpisodeRow] = Field(default_factory=list, description="Episode rows (kind episodes), newest first.")
+    eval_runs: list[EvalRunRow] = Field(default_factory=list, description="Eval runs (kind eval_runs), most recent first.")
+    count: int = Field(description="Rows on this page.")
+    next_cursor: str | None = Field(default=None, description="Pass as cursor (same other arguments) for the next page; null on the last page.")
+    truncated: bool = Field(default=False, description="True when the page holds fewer rows than limit to fit the output budget (nothing is skipped: next_cursor continues after the last row).")
+    omitted: int = Field(default=0, description="Rows left out of this page and not reachable by next_cursor (always 0 here).")
+    narrow_hint: str | None = Field(default=None, description="How to get smaller pages.")
+
+
+def _trace_row(t: wire.TraceSummary) -> TraceRow:
+    score, execution = t.score or wire.TraceScore(), t.execution or wire.TraceExecution()
+    return TraceRow(trace_id=t.trace_id, episode_id=t.episode_id, run_step=t.run_step, reward=score.reward,
+                    outcome=score.outcome, has_error=execution.has_error, tokens=t.total_tokens,
+                    duration_ms=t.duration_ms, size_bytes=t.size_bytes, run_type=t.context.get("run_type"))
+
+
+def _episode_row(e: wire.EpisodeSummary) -> EpisodeRow:
+    error = None
+    if e.error and (e.error.type or e.error.message):
+        error = ": ".join(part for part in (e.error.type, e.error.message) if part)[:200]
+    return EpisodeRow(episode_id=e.episode_id, outcome=e.outcome, has_error=e.has_error, error=error,
+                      environment_id=e.environment_id, created_at=e.created_at)
+
+
+def _encode_step_cursor(state: dict[str, Any]) -> str:
+    raw = json.dumps(state, separators=(",", ":")).encode()
+    return _STEP_CURSOR + base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_step_cursor(cursor: str | None, step: int) -> dict[str, Any]:
+    if not cursor:
+        return {"s": step, "e": None, "i": 0, "t": None}
+    try:
+        if not cursor.startswith(_STEP_CURSOR):
+            raise ValueError
+        body = cursor[len(_STEP_CURSOR):]
+        state = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+        if state.get("s") != step or not isinstance(state.get("i"), int):
+            raise ValueError
+        return state
+    except (ValueError, binascii.Error, AttributeError):
+        raise fail("bad_arguments", "This cursor does not belong to a per-step trace listing of this step.",
+                   "Repeat the first call (cursor null) with the same run_id, kind and step, then follow its "
+                   "next_cursor.") from None
+
+
+Fetch = Callable[[int], tuple[list[Any], str | None]]
+
+
+def _traces_fetch(tc: TracesClient, inp: ListTracesInput, team: str | None) -> Fetch:
+    if inp.cursor and inp.cursor.startswith(_STEP_CURSOR):
+        raise fail("bad_arguments", "This cursor belongs to a per-step listing (pass the same step).",
+                   "Pass the step that produced the cursor, or start again with cursor null.")
+
+    def fetch(limit: int) -> tuple[list[Any], str | None]:
+        page = tc.list_traces(team_id=team, run_id=inp.run_id, has_error=inp.has_error, reward_min=inp.reward_min,
+                              reward_max=inp.reward_max, limit=limit, cursor=inp.cursor)
+        return [_trace_row(t) for t in page.items], page.next_cursor
+
+    return fetch
+
+
+def _step_traces_fetch(tc: TracesClient, inp: ListTracesInput, team: str | None) -> Fetch:
+    step = inp.step
+    assert step is not None
+    start = _decode_step_cursor(inp.cursor, step)
+
+    def fetch(limit: int) -> tuple[list[Any], str | None]:
+        state = dict(start)
+        rows: list[TraceRow] = []
+        page: wire.EpisodeListPage | None = None
+        requests = 0
+        while len(rows) < limit and requests < MAX_STEP_REQUESTS:
+            if page is None:
+                page = tc.list_episodes(team_id=team, run_id=inp.run_id, run_step=step, limit=STEP_EPISODE_PAGE,
+                                        cursor=state["e"])
+                requests += 1
+            if state["i"] >= len(page.items):
+                if not page.next_cursor:
+                    return rows, None
+                state, page = {"s": step, "e": page.next_cursor, "i": 0, "t": None}, None
+                continue
+            episode = page.items[state["i"]]
+            members = tc.list_episode_traces(episode.episode_id, team_id=team, limit=min(PAGE_LIMIT, limit - len(rows)),
+                                             cursor=state["t"], has_error=inp.has_error, reward_min=inp.reward_min,
+                                             reward_max=inp.reward_max)
+            requests += 1
+            rows += [_trace_row(t) for t in members.items if t.run_step == step]
+            if members.next_cursor:
+                state["t"] = members.next_cursor
+            else:
+                state["i"], state["t"] = state["i"] + 1, None
+        if page is not None and state["i"] >= len(page.items) and not page.next_cursor:
+            return rows, None
+        return rows, _encode_step_cursor(state)
+
+    return fetch
+
+
+def _episodes_fetch(tc: TracesClient, inp: ListTracesInput, team: str | None) -> Fetch:
+    if inp.reward_min is not None or inp.reward_max is not None:
+        raise fail("bad_arguments", "Episodes have no reward filter on the traces host.",
+                   "Drop reward_min/reward_max, or list kind='traces' with them.")
+
+    def fetch(limit: int) -> tuple[list[Any], str | None]:
+        page = tc.list_episodes(team_id=team, run_id=inp.run_id, run_step=inp.step, has_error=inp.has_error,
+                                limit=limit, cursor=inp.cursor)
+        return [_episode_row(e) for e in page.items], page.next_cursor
+
+    return fetch
+
+
+def _is_eval_of(summary: wire.RunSummary, run_id: str) -> bool:
+    return (summary.context.get("train_run_id") == run_id or summary.run_id == run_id
+            or summary.run_id.startswith(run_id + "-"))
+
+
+def _eval_runs_fetch(tc: TracesClient, inp: ListTracesInput, team: str | None) -> Fetch:
+    def keep(s: wire.RunSummary) -> bool:
+        if not _is_eval_of(s, inp.run_id):
+            return False
+        if inp.has_error is not None and bool(s.has_error) != inp.has_error:
+            return False
+        if inp.step is not None and not (s.step_min is not None and s.step_max is not None
+                                         and s.step_min <= inp.step <= s.step_max):
+            return False
+        reward = s.avg_reward
+        if inp.reward_min is not None and (reward is None or reward < inp.reward_min):
+            return False
+        return not (inp.reward_max is not None and (reward is None or reward > inp.reward_max))
+
+    def fetch(limit: int) -> tuple[list[Any], str | None]:
+        rows: list[EvalRunRow] = []
+        cursor = inp.cursor
+        for _ in range(EVAL_SCAN_PAGES):
+            page = tc.list_runs(team_id=team, run_type="eval", limit=limit - len(rows), cursor=cursor)
+            rows += [EvalRunRow(run_id=s.run_id, trace_count=s.trace_count, episode_count=s.episode_count,
+                                avg_reward=s.avg_reward, step_min=s.step_min, step_max=s.step_max,
+                                has_error=s.has_error, last_trace_created_at=s.last_trace_created_at)
+                     for s in page.items if keep(s)]
+            cursor = page.next_cursor
+            if not cursor or len(rows) >= limit:
+                break
+        return rows, cursor
+
+    return fetch
+
+
+@tool
+def list_traces(inp: ListTracesInput, ctx: Context) -> ListTracesResult:
+    """One cursor page of a run's traces, episodes or eval runs (traces host, see module doc).
+
+    Rows are compact summaries; fetch documents with mf_download_traces. When ``limit``
+    rows would not fit the output budget the page is re-read with fewer rows (its
+    ``next_cursor`` then continues right after them: nothing is skipped). Errors:
+    ``bad_arguments`` (cursor of other arguments, reward filter on episodes),
+    ``invalid_request`` (a cursor the host rejects), the platform codes.
+    """
+    tc = ctx.traces()
+    run, team = _platform_run(ctx, inp.run_id)
+    if inp.kind == "traces":
+        fetch = _step_traces_fetch(tc, inp, team) if inp.step is not None else _traces_fetch(tc, inp, team)
+    elif inp.kind == "episodes":
+        fetch = _episodes_fetch(tc, inp, team)
+    else:
+        fetch = _eval_runs_fetch(tc, inp, team)
+
+    def build(rows: list[Any], cursor: str | None, limit: int) -> ListTracesResult:
+        cut = limit < inp.limit
+        return ListTracesResult(
+            run_id=inp.run_id, kind=inp.kind, count=len(rows), next_cursor=cursor, truncated=cut,
+            narrow_hint=f"Page shortened to {limit} rows to fit the output budget; follow next_cursor for more."
+            if cut else None, **{inp.kind: rows})
+
+    limit = inp.limit
+    while True:
+        rows, cursor = fetch(limit)
+        result = build(rows, cursor, limit)
+        if run is None and not rows and not inp.cursor and inp.kind != "eval_runs":
+            raise not_found(inp.run_id)
+        size = json_chars(result)
+        if size <= OUTPUT_BUDGET_CHARS or limit == 1:
+            return result
+        limit = max(1, min(limit - 1, int(limit * OUTPUT_BUDGET_CHARS * 0.95 / size)))
+
+
+# --------------------------------------------------------------------------------------
+# download_traces
+# --------------------------------------------------------------------------------------
+
+
+class DownloadTracesInput(BaseModel):
+    """Which run, where to, and how."""
+
+    model_config = ConfigDict(extra="forbid")
+    run_id: str = RUN_ID
+    dest: str = Field(min_length=1, max_length=1000, description="Folder to write (created if missing). It must be new, empty, or a folder this tool wrote for the same run (it holds our manifest.json).")
+    resume: bool = Field(default=True, description="Skip files already downloaded whose sha256 matches the manifest (corrupted or missing ones are fetched again). false: fetch everything again.")
+    include_episodes: bool = Field(default=True, description="Also write each episode's raw envelope to episodes/<episode_id>.json and check its member traces.")
+    max_traces: int | None = Field(default=None, ge=1, description="Stop after this many traces (newest first); the result then says complete=false.")
+
+
+class StepGap(BaseModel):
+    """A step with fewer traces on disk than the traces host counts."""
+
+    step: int = Field(description="Training step.")
+    expected: int = Field(description="Traces the host counts for the step (GET /runs/{id}/steps).")
+    downloaded: int = Field(description="Traces of the step on disk.")
+
+
+class EpisodeGap(BaseModel):
+    """An episode whose envelope names member traces the host does not list."""
+
+    episode_id: str = Field(description="Episode id.")
+    missing_count: int = Field(description="Member traces not found.")
+    missing_trace_ids: list[str] = Field(description="Up to 5 of them.")
+
+
+class MissingReport(BaseModel):
+    """What the platform has not uploaded (or not listed), compared with what it says exists."""
+
+    summary: str = Field(description="One line: complete, or what is missing.")
+    trace_count_gap: int = Field(description="RunSummary.trace_count minus traces listed (positive = the host counts traces it did not list).")
+    episode_count_gap: int = Field(description="RunSummary.episode_count minus episodes found (0 when episodes were not read).")
+    steps_without_traces: list[int] = Field(default_factory=list, description="Steps the run completed (GET /rft/runs/{id}/progress) that have no traces on the host.")
+    steps_short: list[StepGap] = Field(default_factory=list, description="Steps with fewer traces on disk than the host counts.")
+    episodes_with_missing_traces: list[EpisodeGap] = Field(default_factory=list, description="Episodes whose raw envelope lists traces that were not found.")
+    gone_trace_ids: list[str] = Field(default_factory=list, description="Listed traces whose download answered 404 (deleted meanwhile).")
+    truncated: bool = Field(default=False, description="True when lists were cut; manifest.json has the full report.")
+    omitted: int = Field(default=0, description="List items left out here (all are in manifest.json).")
+
+
+class DownloadTracesResult(BaseModel):
+    """What a download wrote, skipped, and found missing."""
+
+    run_id: str = Field(description="Run id.")
+    dest: str = Field(description="Absolute folder written.")
+    manifest_path: str = Field(description="dest/manifest.json: run id, time, per-file trace_id/episode_id/run_step/bytes/sha256, expected totals, full missing report.")
+    traces_downloaded: int = Field(description="Trace files fetched by this call.")
+    episodes_downloaded: int = Field(description="Episode envelopes fetched by this call.")
+    skipped_existing: int = Field(description="Files already present with a matching sha256 (not fetched again).")
+    refetched_corrupted: int = Field(description="Files present whose sha256 did not match: fetched again.")
+    bytes_written: int = Field(description="Bytes written by this call.")
+    traces_on_disk: int = Field(description="Trace files of this run in dest after the call.")
+    episodes_on_disk: int = Field(description="Episode files in dest after the call.")
+    expected_trace_count: int | None = Field(default=None, description="RunSummary.trace_count (GET /runs/{id}); null when the host has no traces for the run.")
+    expected_episode_count: int | None = Field(default=None, description="RunSummary.episode_count.")
+    complete: bool = Field(description="True when every listed trace is on disk and nothing is missing.")
+    stopped_at_max: bool = Field(default=False, description="True when max_traces stopped the walk.")
+    unsafe_ids: list[str] = Field(default_factory=list, description="Ids not usable as file names (path separators, reserved characters): not written.")
+    missing: MissingReport = Field(description="Missing-upload report (compact; full in the manifest).")
+    note: str | None = Field(default=None, description="Anything to know, e.g. the run is still uploading.")
+
+
+def _safe_name(identifier: str) -> bool:
+    """True when ``identifier`` can be a file name: no separators, reserved or control characters, no leading dot."""
+    return bool(identifier) and len(identifier) <= MAX_ID_CHARS and not identifier.startswith(".") \
+        and not _UNSAFE_NAME.search(identifier)
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class _Download:
+    """State of one download_traces call: dest layout, manifest, counters."""
+
+    def __init__(self, ctx: Context, inp: DownloadTracesInput) -> None:
+        self.ctx, self.inp = ctx, inp
+        self.dest = self._prepare_dest(ctx.resolve_path(inp.dest))
+        self.trace_dir, self.episode_dir = self.dest / "traces", self.dest / "episodes"
+        old = self._load_manifest()
+        self.old_traces: dict[str, dict] = {e["trace_id"]: e for e in old.get("traces", []) if isinstance(e, dict)
+                                            and isinstance(e.get("trace_id"), str)}
+        self.old_episodes: dict[str, dict] = {e["episode_id"]: e for e in old.get("episodes", [])
+                                              if isinstance(e, dict) and isinstance(e.get("episode_id"), str)}
+        self.traces: dict[str, dict] = dict(self.old_traces)
+        self.episodes: dict[str, dict] = dict(self.old_episodes)
+        self.expected: dict[str, Any] = old.get("expected", {})
+        self.missing: dict[str, Any] = {}
+        self.downloaded = self.episodes_downloaded = self.skipped = self.refetched = self.bytes = 0
+        self.unsafe: list[str] = []
+        self.gone: list[str] = []
+
+    # -- folder and manifest -------------------------------------------------------------
+    def _prepare_dest(self, dest: Path) -> Path:
+        if dest.is_symlink() or (dest.exists() and not dest.is_dir()):
+            raise fail("bad_arguments", f"dest {str(dest)!r} exists and is not a folder.",
+                       "Pass a new folder path (it is created) or one this tool wrote before.")
+        dest = dest.resolve()
+        if dest.exists() and any(dest.iterdir()) and not (dest / MANIFEST).is_file():
+            raise fail("bad_arguments", f"dest {str(dest)!r} is not empty and holds no {MANIFEST} of this tool; "
+                       "nothing was written.",
+                       "Pass a new or empty folder (e.g. ./traces/<run_id>), or the folder of an earlier download.")
+        for sub in ("traces", "episodes"):
+            if (dest / sub).is_symlink() or ((dest / sub).exists() and not (dest / sub).is_dir()):
+                raise fail("bad_arguments", f"{dest / sub} is not a plain folder; refusing to write through it.",
+                           "Remove it or pass another dest.")
+        return dest
+
+    def _load_manifest(self) -> dict[str, Any]:
+        path = self.dest / MANIFEST
+        if not path.is_file():
+            return {}
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None
+        if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
+            raise fail("bad_arguments", f"{path} is not a manifest written by this tool.",
+                       "Pass a new or empty folder as dest.")
+        if data.get("run_id") != self.inp.run_id:
+            raise fail("bad_arguments", f"{self.dest} holds the download of run {data.get('run_id')!r}, not "
+                       f"{self.inp.run_id!r}.", "Pass another dest for this run.")
+        return data if self.inp.resume else {"expected": data.get("expected", {})}
+
+    def save_manifest(self) -> Path:
+        document = {
+            "format": MANIFEST_FORMAT, "run_id": self.inp.run_id,
+            "updated_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "source": self.ctx.settings.traces_url, "expected": self.expected,
+            "traces": [self.traces[k] for k in sorted(self.traces)],
+            "episodes": [self.episodes[k] for k in sorted(self.episodes)],
+            "missing": self.missing,
+        }
+        path = self.dest / MANIFEST
+        write_atomic(path, [json.dumps(document, indent=1).encode()])
+        return path
+
+    # -- files ---------------------------------------------------------------------------
+    def _fresh(self, path: Path, entry: dict | None) -> bool:
+        """True when ``path`` is on disk with the manifest's sha256 (then it is not fetched again)."""
+        if not (self.inp.resume and entry and path.is_file()):
+            return False
+        if _sha256_file(path) == entry.get("sha256"):
+            return True
+        self.refetched += 1
+        return False
+
+    def fetch(self, path: Path, stream: Callable[[], Iterator[bytes]]) -> tuple[int, str]:
+        """Download into ``path`` atomically, retrying a cut stream once."""
+        for attempt in range(FILE_ATTEMPTS):
+            try:
+                written, sha = write_atomic(path, stream())
+            except perr.Unavailable:
+                if attempt + 1 == FILE_ATTEMPTS:
+                    raise
+                continue
+            self.bytes += written
+            return written, sha
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def trace(self, tc: TracesClient, team: str | None, t: wire.TraceSummary) -> None:
+        path = self.trace_dir / f"{t.trace_id}.json"
+        entry = self.traces.get(t.trace_id)
+        base = {"trace_id": t.trace_id, "file": f"traces/{t.trace_id}.json", "episode_id": t.episode_id,
+                "run_step": t.run_step}
+        if self._fresh(path, entry):
+            self.skipped += 1
+            self.traces[t.trace_id] = {**base, "bytes": entry["bytes"], "sha256": entry["sha256"]}
+            return
+        try:
+            written, sha = self.fetch(path, lambda: tc.stream_raw_trace(t.trace_id, team_id=team))
+        except perr.NotFound:
+            self.gone.append(t.trace_id)
+            return
+        self.downloaded += 1
+        self.traces[t.trace_id] = {**base, "bytes": written, "sha256": sha}
+
+    def episode(self, tc: TracesClient, team: str | None, episode_id: str) -> list[str] | None:
+        """Write one envelope; returns its member trace ids (``None`` if it cannot be read)."""
+        path = self.episode_dir / f"{episode_id}.json"
+        entry = self.episodes.get(episode_id)
+        if self._fresh(path, entry):
+            self.skipped += 1
+        else:
+            try:
+                written, sha = self.fetch(path, lambda: tc.stream_raw_episode(episode_id, team_id=team))
+            except perr.NotFound:
+                return None
+            self.episodes_downloaded += 1
+            self.episodes[episode_id] = {"episode_id": episode_id, "file": f"episodes/{episode_id}.json",
+                                         "bytes": written, "sha256": sha}
+        try:
+            members = json.loads(path.read_bytes()).get("traces")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return [m for m in members if isinstance(m, str)] if isinstance(members, list) else None
+
+
+def _pages(fetch: Callable[[str | None], Any]) -> Iterator[Any]:
+    cursor = None
+    while True:
+        page = fetch(cursor)
+        yield from page.items
+        if not page.next_cursor:
+            return
+        cursor = page.next_cursor
+
+
+@tool
+def download_traces(inp: DownloadTracesInput, ctx: Context) -> DownloadTracesResult:
+    """Download every trace of a run into ``dest`` with a manifest, resume and a missing-upload report.
+
+    Layout: ``dest/traces/<trace_id>.json`` (raw documents, GET ``/traces/{id}?raw=true``),
+    ``dest/episodes/<episode_id>.json`` (raw envelopes), ``dest/manifest.json``. Every file
+    goes through a hidden temporary sibling and an atomic rename: no partial files, ever.
+    Totals to check against: GET ``/runs/{id}`` and ``/runs/{id}/steps``; completed steps:
+    GET ``/rft/runs/{id}/progress``. Progress: ``ctx.report(traces done, expected, ...)``.
+
+    Errors: ``bad_arguments`` (dest not ours / not a folder), ``unavailable`` (retryable:
+    the connection failed twice on one file; what was written is in the manifest, call
+    again to resume), the platform codes.
+    """
+    job = _Download(ctx, inp)
+    tc = ctx.traces()
+    run, team = _platform_run(ctx, inp.run_id)
+    try:
+        summary: wire.RunSummary | None = tc.get_run(inp.run_id, team_id=team)
+    except perr.NotFound:
+        summary = None
+    if summary is None and run is None:
+        raise not_found(inp.run_id)
+    steps = tc.list_run_steps(inp.run_id, team_id=team).items if summary else []
+    expected_total = summary.trace_count if summary else 0
+    job.expected = {"trace_count": expected_total, "episode_count": summary.episode_count if summary else 0,
+                    "steps": [s.model_dump(include={"step", "trace_count", "episode_count"}) for s in steps]}
+    job.trace_dir.mkdir(parents=True, exist_ok=True)
+    if inp.include_episodes:
+        job.episode_dir.mkdir(exist_ok=True)
+    listed: dict[str, wire.TraceSummary] = {}
+    stopped = False
+    try:
+        if summary is not None:
+            for t in _pages(lambda c: tc.list_traces(team_id=team, run_id=inp.run_id, limit=PAGE_LIMIT, cursor=c)):
+                if inp.max_traces is not None and len(listed) >= inp.max_traces:
+                    stopped = True
+                    break
+                if t.trace_id in listed:
+                    continue
+                listed[t.trace_id] = t
+                if not _safe_name(t.trace_id):
+                    job.unsafe.append(t.trace_id)
+                    continue
+                job.trace(tc, team, t)
+                done = len(listed)
+                ctx.report(done, expected_total or None, f"traces {done}/{expected_total or '?'}")
+                if job.downloaded and job.downloaded % MANIFEST_SAVE_EVERY == 0:
+                    job.save_manifest()
+        members: dict[str, list[str] | None] = {}
+        if inp.include_episodes and summary is not None:
+            ids = dict.fromkeys(t.episode_id for t in listed.values() if t.episode_id)
+            if not stopped:
+                ids.update(dict.fromkeys(e.episode_id for e in _pages(
+                    lambda c: tc.list_episodes(team_id=team, run_id=inp.run_id, limit=PAGE_LIMIT, cursor=c))))
+            for episode_id in ids:
+                if not _safe_name(episode_id):
+                    job.unsafe.append(episode_id)
+                    continue
+                members[episode_id] = job.episode(tc, team, episode_id)
+        report = _missing_report(ctx, inp, run, summary, steps, listed, job, members, stopped)
+    except perr.Unavailable as exc:
+        job.save_manifest()
+        raise fail("unavailable", f"The download of run {inp.run_id} stopped after {job.downloaded} new trace "
+                   f"file(s) ({len(job.traces)} in {job.dest}): {exc.message}. No partial file was left.",
+                   "Call mf_download_traces again with the same run_id and dest: it resumes, skipping what is "
+                   "already there.", retryable=True) from None
+    manifest = job.save_manifest()
+    on_disk = sum(1 for t in listed if t in job.traces)
+    complete = (not stopped and on_disk == len(listed) and report.summary.startswith("complete"))
+    note = None
+    if run is not None and not run.is_terminal():
+        note = f"Run is {run.status}: newer traces may still be uploading; call again later to add them."
+    elif summary is None:
+        note = "The traces host has no traces for this run yet."
+    return DownloadTracesResult(
+        run_id=inp.run_id, dest=str(job.dest), manifest_path=str(manifest), traces_downloaded=job.downloaded,
+        episodes_downloaded=job.episodes_downloaded, skipped_existing=job.skipped, refetched_corrupted=job.refetched,
+        bytes_written=job.bytes, traces_on_disk=on_disk, episodes_on_disk=sum(1 for e in members if e in job.episodes),
+        expected_trace_count=summary.trace_count if summary else None,
+        expected_episode_count=summary.episode_count if summary else None, complete=complete,
+        stopped_at_max=stopped, unsafe_ids=job.unsafe[:10], missing=report, note=note)
+
+
+#: How many items of each list the result shows (the manifest has all).
+_SHOW = {"steps_without_traces": 50, "steps_short": 20, "episodes_with_missing_traces": 10, "gone_trace_ids": 10}
+
+
+def _missing_report(ctx: Context, inp: DownloadTracesInput, run: wire.RLRun | None, summary: wire.RunSummary | None,
+                    steps: list[wire.RunStep], listed: dict[str, wire.TraceSummary], job: _Download,
+                    members: dict[str, list[str] | None], stopped: bool) -> MissingReport:
+    """Compare what the host and the platform say exists with what was listed and written."""
+    host_steps = {s.step: s for s in steps}
+    completed = None
+    if run is not None:
+        completed = ctx.platform().get_progress(inp.run_id).latest_step
+        if completed is not None and not run.is_terminal():
+            completed -= 1  # the newest step's traces may still be uploading
+    without = sorted(set(range(1, (completed or 0) + 1)) - set(host_steps))
+    on_disk: dict[int, int] = {}
+    for trace_id, t in listed.items():
+        if trace_id in job.traces and t.run_step is not None:
+            on_disk[t.run_step] = on_disk.get(t.run_step, 0) + 1
+    short = [] if stopped else [StepGap(step=s.step, expected=s.trace_count, downloaded=on_disk.get(s.step, 0))
+                                for s in steps if on_disk.get(s.step, 0) < s.trace_count]
+    gaps = []
+    for episode_id, ids in members.items():
+        lost = [i for i in ids or [] if i not in listed]
+        if lost and not stopped:
+            gaps.append(EpisodeGap(episode_id=episode_id, missing_count=len(lost), missing_trace_ids=lost[:5]))
+    trace_gap = (summary.trace_count - len(listed)) if summary and not stopped else 0
+    episode_gap = (summary.episode_count - len(members)) if summary and members and not stopped else 0
+    full = {"steps_without_traces": without, "steps_short": [g.model_dump() for g in short],
+            "episodes_with_missing_traces": [g.model_dump() for g in gaps], "gone_trace_ids": job.gone,
+            "trace_count_gap": trace_gap, "episode_count_gap": episode_gap}
+    job.missing = full
+    problems = []
+    if without:
+        problems.append(f"{len(without)} completed step(s) with no traces")
+    if short:
+        problems.append(f"{len(short)} step(s) with fewer traces than counted")
+    if gaps:
+        problems.append(f"{len(gaps)} episode(s) missing {sum(g.missing_count for g in gaps)} member trace(s)")
+    if trace_gap > 0:
+        problems.append(f"{trace_gap} trace(s) counted but not listed")
+    if job.gone:
+        problems.append(f"{len(job.gone)} listed trace(s) gone")
+    if stopped:
+        text = f"partial: stopped at max_traces={inp.max_traces}; gaps not checked"
+    else:
+        text = "missing: " + "; ".join(problems) if problems else "complete: every counted trace is on disk"
+    omitted = sum(max(0, len(full[k]) - n) for k, n in _SHOW.items())
+    return MissingReport(
+        summary=text, trace_count_gap=trace_gap, episode_count_gap=episode_gap,
+        steps_without_traces=without[:_SHOW["steps_without_traces"]], steps_short=short[:_SHOW["steps_short"]],
+        episodes_with_missing_traces=gaps[:_SHOW["episodes_with_missing_traces"]],
+        gone_trace_ids=job.gone[:_SHOW["gone_trace_ids"]], truncated=omitted > 0, omitted=omitted)
