@@ -53,6 +53,8 @@ name = "Qwen/Qwen3-4B"
 [trainer]
 
 [orchestrator]
+
+[inference]
 """
 CLI_SFT_TOML = """name = "s"
 
@@ -180,14 +182,18 @@ def test_rl_create_and_prepare_bodies_equal_the_cli_observed_ones(emu, tmp_path)
     result = dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=token), ctx)
 
     cli = cassette_bodies("dispatch_rl")
-    expected_create = {**cli["/training/runs"], "teamId": TEAM_RESEARCH_ID, "name": f"demo-{p.run_name.rsplit('-', 1)[1]}"}
+    # Our TOML adds an [inference] table (plan_run refuses an RL config without inference GPUs,
+    # as the hosted validator does); everything else is the CLI's observed input.
+    expected_create = {**cli["/training/runs"], "teamId": TEAM_RESEARCH_ID, "name": f"demo-{p.run_name.rsplit('-', 1)[1]}",
+                       "config": {**cli["/training/runs"]["config"], "inference": {}}}
     assert emu.recorder.bodies("POST", "/training/runs") == [expected_create]
     assert list(emu.recorder.bodies("POST", "/training/runs")[0]) == list(cli["/training/runs"])  # key order too
     assert emu.recorder.bodies("POST", "/training/runs/prepare") == [
         {**cli["/training/runs/prepare"], "teamId": TEAM_RESEARCH_ID}]
-    # The emulator refuses this config (no [inference]): a 4xx is reported with its field errors, values scrubbed.
+    # The emulator refuses this model (Qwen/Qwen3-4B is not trainable there): a 4xx is reported with its
+    # field errors, values scrubbed.
     error = err(result, "invalid_request")
-    assert error.fields and "refused" in error.message
+    assert "refused" in error.message and "Qwen/Qwen3-4B" in error.message
     assert "fake-hf-token" not in error.model_dump_json() and "fake-wandb-key" not in error.model_dump_json()
     ledger_text = (tmp_path / "state" / "launches.jsonl").read_text()
     assert "fake-hf-token" not in ledger_text and "fake-wandb-key" not in ledger_text

@@ -15,6 +15,7 @@ Error codes: ``config_not_found``, ``invalid_toml`` (with line and column), ``de
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import hashlib
 import os
 import re
@@ -190,13 +191,19 @@ class PrepareConfigInput(BaseModel):
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
-def load_toml(path: Path) -> dict[str, Any]:
-    """Parse ``path`` with tomllib. Raises ToolFailure ``config_not_found`` / ``invalid_toml``."""
-    if not path.is_file():
-        raise fail("config_not_found", f"Config file not found: {path}",
-                   "Check the path, or call mf_list_examples and mf_prepare_config to create one.")
+def read_config(path: Path) -> tuple[bytes, dict[str, Any]]:
+    """The bytes of ``path`` and their parse (tomllib; TOML dates/times as ISO strings so the
+    config can travel as JSON). Raises ToolFailure ``config_not_found`` / ``invalid_toml``."""
     try:
-        return tomllib.loads(path.read_bytes().decode("utf-8"))
+        raw = path.read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise fail("config_not_found", f"Config file not found: {path}",
+                   "Check the path, or call mf_list_examples and mf_prepare_config to create one.") from None
+    except OSError as exc:
+        raise fail("config_not_found", f"Config file {path} cannot be read: {exc.strerror}",
+                   "Check the file's permissions, then call again.") from None
+    try:
+        return raw, _jsonable(tomllib.loads(raw.decode("utf-8")))
     except UnicodeDecodeError:
         raise fail("invalid_toml", f"Invalid TOML in {path}: not UTF-8 text.", "Save the file as UTF-8.") from None
     except tomllib.TOMLDecodeError as exc:
@@ -205,6 +212,21 @@ def load_toml(path: Path) -> dict[str, Any]:
         raise fail("invalid_toml", f"Invalid TOML in {path}: {exc}",
                    "Fix the TOML syntax at the line and column given, then validate again.",
                    fields=[FieldProblem(path=location, problem=str(exc))]) from None
+
+
+def load_toml(path: Path) -> dict[str, Any]:
+    """Parse ``path`` (see :func:`read_config`)."""
+    return read_config(path)[1]
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (dt.date, dt.time)):
+        return value.isoformat()
+    return value
 
 
 def _get(data: Any, path: str) -> Any:
@@ -829,7 +851,8 @@ RULES: tuple[Rule, ...] = (
     Rule("sft_batch", "error", _SFT, _SCHEMA, "data.batch_size % micro_batch_size", _sft_batch),
     Rule("sft_inference_without_eval", "error", _SFT, _SCHEMA, "[inference] only with [eval]",
          _sft_inference_without_eval),
-    Rule("renderer", "error", _RL, _SCHEMA, "explicit renderer for fine-tuned model names", _renderer),
+    Rule("renderer", "warning", _RL, _SCHEMA, "explicit renderer for fine-tuned model names (heuristic)",
+         _renderer),
     Rule("retired_key", "error", _BOTH, _SCHEMA, "keys of older formats (rollouts_per_example, toml_files, ...)",
          _retired_key),
     Rule("wandb_offline", "error", _RL, _SCHEMA, "monitors.wandb.offline = true", _wandb_offline),

@@ -18,18 +18,16 @@ the ``[deployment]`` fields (GPU count).
 from __future__ import annotations
 
 import copy
-import datetime as dt
 import hashlib
-import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tools import configs
 from tools.context import Context
-from tools.errors import fail
+from tools.errors import FieldProblem, fail
 from tools.guardrails import secrets as gsecrets
 from tools.guardrails.confirmation import config_sha256, plan_hash
 from tools.launch_cost import CostEstimate, estimate_cost
@@ -40,12 +38,10 @@ from tools.platform import errors as perr
 SMOKE_MAX_STEPS = 20
 #: Lifetime of an approval (seconds); a confirmation launches once within it.
 APPROVAL_TTL_SECONDS = 900
-#: Top-level TOML keys ``prime train`` reads itself and never ships (§3.2 step 8).
-CLI_ONLY_KEYS = frozenset({"env_file", "env_files", "image_tag", "gpu_type", "volume", "volume_size",
-                           "source_ref", "type"})
+#: Top-level TOML keys ``prime train`` reads itself and never ships (§3.2 step 8; ``name`` is kept).
+CLI_ONLY_KEYS = frozenset({"env_file", "env_files", *configs.CLI_OPTIONS, "type"})
 #: SFT configs holding one of these skip the CLI's local validation (§3.2 step 10).
 SFT_ONLINE_EVAL_KEYS = frozenset({"eval", "inference", "weight_broadcast"})
-_SOURCE_REF = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._/-]{0,199}\Z")
 
 
 class PlanRunInput(BaseModel):
@@ -144,11 +140,6 @@ def fingerprint(plan_id: str) -> str:
     return "mf" + hashlib.sha256(plan_id.encode()).hexdigest()[:8]
 
 
-def is_sft(config: dict[str, Any]) -> bool:
-    """``prime train``'s sniff: SFT when the TOML has ``[data]`` and neither ``[trainer]`` nor ``[orchestrator]``."""
-    return "data" in config and "trainer" not in config and "orchestrator" not in config
-
-
 def hosted_config(raw: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
     """The config ``prime train`` ships (``_hosted_config``): the TOML minus :data:`CLI_ONLY_KEYS`,
     and minus the deprecated ``[orchestrator]`` keys ``trajectory_strategy``/``trajectoryStrategy``,
@@ -173,24 +164,6 @@ def hosted_config(raw: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
     return config
 
 
-def _table(config: dict[str, Any], key: str) -> dict[str, Any]:
-    value = config.get(key)
-    return value if isinstance(value, dict) else {}
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def config_max_steps(config: dict[str, Any], mode: str) -> int | None:
-    """The config's step limit: shared ``max_steps``, else (RL) ``trainer.max_steps`` /
-    ``orchestrator.max_steps``. ``None`` = runs until stopped (prime-rl default)."""
-    candidates = [config.get("max_steps")]
-    if mode == "rl":
-        candidates += [_table(config, "trainer").get("max_steps"), _table(config, "orchestrator").get("max_steps")]
-    return next((v for v in map(_int, candidates) if v is not None), None)
-
-
 def apply_step_cap(config: dict[str, Any], cap: int | None) -> None:
     """Set the cap where prime-rl reads it: shared ``max_steps``, and ``trainer.max_steps`` /
     ``orchestrator.max_steps`` only where the config sets them (so shared and sub-config agree)."""
@@ -201,110 +174,6 @@ def apply_step_cap(config: dict[str, Any], cap: int | None) -> None:
         sub = config.get(section)
         if isinstance(sub, dict) and "max_steps" in sub:
             sub["max_steps"] = cap
-
-
-def gpu_count(config: dict[str, Any], mode: str) -> int:
-    """GPUs a ``[deployment]`` asks for (prime-rl defaults when unset).
-
-    single_node: ``num_train_gpus`` (1) + ``num_infer_gpus`` (1; SFT counts it only with an
-    ``[inference]`` table). multi_node: ``gpus_per_node`` (8) x (``num_train_nodes`` (RL 1, SFT 2)
-    + inference nodes); RL inference nodes = ``num_infer_nodes`` x ``num_infer_replicas`` (1),
-    ``num_infer_nodes`` inferred from ``inference.deployment`` when unset (single_node 1,
-    multi_node ``num_nodes``, disaggregated prefill + decode nodes per replica).
-    """
-    dep = _table(config, "deployment")
-    if dep.get("type") == "multi_node":
-        per_node = _int(dep.get("gpus_per_node")) or 8
-        if mode == "sft":
-            train = _int(dep.get("num_train_nodes"))
-            infer = _int(dep.get("num_infer_nodes", dep.get("num_eval_nodes")))
-            return ((2 if train is None else train) + (infer or 0)) * per_node
-        train = _int(dep.get("num_train_nodes")) or 1
-        infer = _int(dep.get("num_infer_nodes"))
-        if infer is None:
-            inf_dep = _table(_table(config, "inference"), "deployment")
-            kind = inf_dep.get("type", "single_node")
-            if "inference" not in config:
-                infer = 0
-            elif kind == "multi_node":
-                infer = _int(inf_dep.get("num_nodes")) or 1
-            elif kind == "disaggregated":
-                infer = (_int(inf_dep.get("prefill_nodes_per_replica")) or 1) + (
-                    _int(inf_dep.get("decode_nodes_per_replica")) or 1)
-            else:
-                infer = 1
-        replicas = _int(dep.get("num_infer_replicas")) or 1
-        return (train + infer * replicas) * per_node
-    train = _int(dep.get("num_train_gpus"))
-    infer = _int(dep.get("num_infer_gpus", dep.get("num_eval_gpus")))
-    train = 1 if train is None else train
-    infer = 1 if infer is None else infer
-    if mode == "sft" and "inference" not in config:
-        infer = 0
-    return train + infer
-
-
-def model_name(config: dict[str, Any]) -> str | None:
-    """``model.name``, else ``trainer.model.name``, else ``orchestrator.model.name``."""
-    for section in (config, _table(config, "trainer"), _table(config, "orchestrator")):
-        name = _table(section, "model").get("name")
-        if isinstance(name, str) and name:
-            return name
-    return None
-
-
-def source_ref_problem(ref: str) -> str | None:
-    """Why ``ref`` cannot be a prime-rl source ref (the CLI's local rules, §3.2 step 7), or None."""
-    if (not _SOURCE_REF.match(ref) or ".." in ref or "//" in ref or "/." in ref or ref.endswith(("/", "."))
-            or any(part.endswith(".lock") for part in ref.split("/"))):
-        return f"{ref!r} is not a valid git ref (branches, tags and commit shas only)."
-    if ref.startswith(("refs/", "pull/")):
-        return f"{ref!r}: pull-request and refs/ names are not accepted; use the PR's head commit sha."
-    return None
-
-
-def _jsonable(value: Any) -> Any:
-    """TOML dates/times as ISO strings, so the config can travel as JSON."""
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (dt.date, dt.time)):
-        return value.isoformat()
-    return value
-
-
-def _wandb_configured(config: dict[str, Any]) -> bool:
-    sections = (config, _table(config, "trainer"), _table(config, "orchestrator"))
-    return any("wandb" in _table(s, "monitors") for s in sections) or "wandb" in config
-
-
-# -- building a plan --------------------------------------------------------------------------
-
-
-def _read_config(path: Path) -> tuple[bytes, dict[str, Any]]:
-    try:
-        data = path.read_bytes()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        raise fail("config_not_found", f"Config file not found: {path}",
-                   "Check the path (mf_list_examples / mf_prepare_config create one), then call mf_plan_run again.") from None
-    except OSError as exc:
-        raise fail("config_not_found", f"Config file {path} cannot be read: {exc.strerror}",
-                   "Check the file's permissions, then call mf_plan_run again.") from None
-    try:
-        raw = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise fail("invalid_toml", f"Invalid TOML in {path}: {exc}",
-                   "Fix the syntax (mf_validate_config shows it), then call mf_plan_run again.") from None
-    return data, _jsonable(raw)
-
-
-def _string_key(raw: dict[str, Any], key: str, path: Path) -> str | None:
-    value = raw.get(key)
-    if value is not None and not isinstance(value, str):
-        raise fail("invalid_config", f"{key} in {path} must be a string, got {type(value).__name__}.",
-                   f"Write {key} = \"...\" in the TOML (or remove it), then call mf_plan_run again.")
-    return value
 
 
 def _secret_names(args: PlanRunInput, ctx: Context, files: list[Path]) -> list[str]:
@@ -429,27 +298,33 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     known = ctx.scrubber.known_values()
     gsecrets.refuse_secret_values(args.model_dump(exclude_none=True), root="arguments", known_values=known)
     path = ctx.resolve_path(args.config_path)
-    data, raw = _read_config(path)
-    if isinstance(raw.get("model"), str) or isinstance(raw.get("env"), list):
-        raise fail("invalid_config", f"{path} is a retired shared-LoRA config (top-level model string or [[env]]).",
-                   "Start from a prime-rl example (mf_list_examples, mf_prepare_config).")
-    toml_strings = {k: _string_key(raw, k, path) for k in ("image_tag", "gpu_type", "volume", "volume_size", "source_ref")}
-    for label, ref in (("source_ref argument", args.source_ref), (f"source_ref in {path}", toml_strings["source_ref"])):
-        problem = source_ref_problem(ref) if ref is not None else None
-        if problem:
-            raise fail("bad_arguments" if label.endswith("argument") else "invalid_config", f"{label}: {problem}",
-                       "Use a branch, tag or 40-hex commit sha of prime-rl, then call mf_plan_run again.")
+    data, raw = configs.read_config(path)
+    if args.source_ref is not None and (problem := configs.source_ref_problem(args.source_ref)):
+        raise fail("bad_arguments", f"source_ref argument: {problem}",
+                   "Use a branch, tag or 40-hex commit sha of prime-rl, then call mf_plan_run again.")
     files = gsecrets.toml_env_files(raw, path) + [ctx.resolve_path(p) for p in args.env_files]
     for env_file in files:
         ctx.scrubber.add_env_file(env_file, ctx.env)
     gsecrets.refuse_secret_values(raw, root=path.name, known_values=ctx.scrubber.known_values(),
                                   check_key_names=True)
-    warnings: list[str] = []
-    mode: Literal["rl", "sft"] = "sft" if is_sft(raw) else "rl"
+    report = configs.analyze(raw, path, env=ctx.env, known_values=ctx.scrubber.known_values())
+    if not report.valid:
+        problems = "; ".join(f"{e.path or '(file)'}: {e.message}" for e in report.errors[:5])
+        more = f" (+{len(report.errors) - 5} more)" if len(report.errors) > 5 else ""
+        raise fail("invalid_config", f"{path} would be refused: {problems}{more}",
+                   f"Fix the config (mf_validate_config {path} lists every problem), then call mf_plan_run again.",
+                   fields=[FieldProblem(path=e.path, problem=e.message) for e in report.errors])
+    if report.gpu_count is None:
+        raise fail("invalid_config", f"Cannot tell how many GPUs {path} needs: {report.gpu_count_detail}",
+                   "Set the [deployment] counts explicitly, then call mf_plan_run again.")
+    toml_strings = {k: raw.get(k) for k in configs.CLI_OPTIONS}
+    warnings: list[str] = [f"{w.path}: {w.message}" for w in report.warnings
+                          if w.rule not in {"no_max_steps", "deprecated_orchestrator_key", "cli_type_key"}]
+    mode: Literal["rl", "sft"] = report.mode
     hosted = hosted_config(raw, warnings)
     names = _secret_names(args, ctx, files)
 
-    from_config = config_max_steps(hosted, mode)
+    from_config = report.max_steps
     if args.max_steps is not None:
         cap, reason = args.max_steps, "explicit max_steps argument"
     elif args.run_kind == "smoke":
@@ -469,9 +344,9 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     if settings.config_error:
         warnings.append(f"The prime config file was ignored ({settings.config_error}); its team is not applied.")
     owner = resolve_owner(ctx, args.team, strict=True)
-    model = model_name(hosted)
+    model = report.model_name
     gpu_type, gpu_how, price, why = _choose_gpu(ctx, args, toml_strings["gpu_type"], owner, model, warnings)
-    count = gpu_count(hosted, mode)
+    count = report.gpu_count
     volume = args.volume or toml_strings["volume"]
     if volume:
         _check_volume(ctx, volume, owner, warnings)
@@ -487,7 +362,7 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     run_name = f"{base}-{fp}"
     warnings.append(f"Run name {run_name!r}: the suffix -{fp} identifies this plan so a launch whose answer was "
                     "lost can be found again.")
-    if _wandb_configured(hosted) and "WANDB_API_KEY" not in names:
+    if report.wandb_project is not None and "WANDB_API_KEY" not in names:
         warnings.append("The config logs to Weights & Biases but WANDB_API_KEY is not forwarded; the run may "
                         "fail to log. Add secrets=['WANDB_API_KEY'] (the user exports it or puts it in an env file).")
     draft = Draft(
