@@ -340,7 +340,7 @@ def test_fast_start_answers_equal_the_sdk_answers(env: dict[str, str], workdir: 
         fast.close()
         assert (fast_init, fast_tools) == (sdk_init, sdk_tools)
         assert fast_init["protocolVersion"] == version
-        assert call["isError"] is False and call["structuredContent"]["examples"]
+        assert call["isError"] is False and call["structuredContent"]["examples"], call
         answers[version] = fast_tools
     assert [t["name"] for t in answers["2025-06-18"]["tools"]] == [s.name for s in registry.TOOLS]
     assert len(_cache_files(env)) == 1
