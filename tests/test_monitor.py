@@ -97,6 +97,18 @@ def test_get_run_of_a_failed_run_has_the_failure_analysis(ctx, emulator, launch)
     assert run.failure_analysis.confidence == 0.86 and len(run.failure_analysis.evidence) == 2
 
 
+def test_get_run_clips_long_server_texts(ctx, emulator, launch):
+    run_id = launch("fail", at_step=1)
+    emulator.state.advance(at_step(2))
+    run = emulator.state.run(run_id)
+    run.error_message = "E" * 50_000
+    run.failure_analysis["evidence"] = ["line " * 2000] * 40
+    result = ok(ctx, "mf_get_run", run_id=run_id)
+    assert size(result) <= OUTPUT_BUDGET_CHARS
+    assert len(result.error_message) <= 600 and len(result.failure_analysis.evidence) == 8
+    assert size(progress(ctx, run_id)) <= OUTPUT_BUDGET_CHARS
+
+
 def test_get_run_unknown_id(ctx):
     result = call(ctx, "mf_get_run", run_id="cdoesnotexist00000000000000")
     assert isinstance(result, ToolError) and result.code == "not_found" and "mf_list_runs" in result.fix

@@ -23,6 +23,8 @@ from tools.reads import RUN_ID, fit_largest, is_number, require_run, write_atomi
 
 #: Columns shown by default when a run logs more metrics than this.
 DEFAULT_METRIC_COLUMNS = 12
+#: Metric names listed at most in metric_names.
+MAX_LISTED_NAMES = 100
 _PRIORITY = ("reward", "loss", "entropy", "grad_norm", "seq_len", "learning_rate", "throughput", "time")
 
 
@@ -102,7 +104,7 @@ class GetMetricsResult(BaseModel):
     """Per-step metrics (GET ``/rft/runs/{id}/metrics``), downsampled to the budget."""
 
     run_id: str = Field(description="Run id.")
-    metric_names: list[str] = Field(description="Every metric the run logged in the range (rewards, losses first).")
+    metric_names: list[str] = Field(description="Metrics the run logged in the range (rewards, losses first; at most 100 listed).")
     columns: list[str] = Field(description="Column names of rows: 'step' then the selected metrics.")
     rows: list[list[float | None]] = Field(description="One row per kept step, values in the order of columns (null = not logged at that step).")
     steps_available: int = Field(description="Steps with metrics in the range.")
@@ -148,7 +150,7 @@ def get_metrics(inp: GetMetricsInput, ctx: Context) -> GetMetricsResult:
                     + (f" {hidden_names} more metric(s) are listed in metric_names; pass names to see them."
                        if hidden_names else ""))
         return GetMetricsResult(
-            run_id=inp.run_id, metric_names=names, columns=["step", *selected], rows=rows,
+            run_id=inp.run_id, metric_names=names[:MAX_LISTED_NAMES], columns=["step", *selected], rows=rows,
             steps_available=len(records), first_step=records[0]["step"] if records else None,
             last_step=records[-1]["step"] if records else None, final=final, stats=stats,
             truncated=cut > 0 or hidden_names > 0, omitted=cut, narrow_hint=hint)

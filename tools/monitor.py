@@ -96,22 +96,37 @@ class GetRunResult(BaseModel):
     dashboard_url: str = Field(description="The run's page in the Prime Intellect dashboard.")
 
 
+#: Server texts (errors, evidence) are cut to this many characters, evidence to 8 items.
+MAX_TEXT_CHARS = 600
+MAX_EVIDENCE = 8
+
+
+def _clip(text: str | None, limit: int = MAX_TEXT_CHARS) -> str | None:
+    return logtext.excerpt(text, limit) if text else text
+
+
+def _analysis(fa: wire.FailureAnalysis | None) -> FailureAnalysisView | None:
+    if fa is None:
+        return None
+    return FailureAnalysisView(root_cause=_clip(fa.root_cause), evidence=[_clip(e) or "" for e in fa.evidence[:MAX_EVIDENCE]],
+                               confidence=fa.confidence)
+
+
 def _run_view(run: wire.RLRun, ctx: Context, now: datetime) -> GetRunResult:
     fa = run.failure_analysis
     end = run.completed_at or (now if run.started_at and not run.is_terminal() else None)
     return GetRunResult(
         run_id=run.id, name=run.name, status=run.status, terminal=run.is_terminal(), runs_ahead=run.runs_ahead,
         queue_reason=run.queue_reason, notice=run.notice, kind=run.kind, mode="sft" if run.is_sft else "rl",
-        model=run.base_model, environments=run.environment_labels(), max_steps=run.max_steps,
+        model=run.base_model, environments=run.environment_labels()[:20], max_steps=run.max_steps,
         batch_size=run.batch_size, rollouts_per_example=run.rollouts_per_example, seq_len=run.seq_len,
         gpu_count=run.gpu_count, owner=f"team {run.team_id}" if run.team_id else "personal account",
         team_id=run.team_id, user_id=run.user_id, volume_name=run.volume_name, wandb_project=run.wandb_project,
         source_commit=run.source_commit, created_at=run.created_at, started_at=run.started_at,
         completed_at=run.completed_at, updated_at=run.updated_at,
         running_seconds=round((end - run.started_at).total_seconds(), 1) if end and run.started_at else None,
-        error_message=run.error_message,
-        failure_analysis=FailureAnalysisView(root_cause=fa.root_cause, evidence=fa.evidence, confidence=fa.confidence)
-        if fa else None,
+        error_message=_clip(run.error_message),
+        failure_analysis=_analysis(fa),
         dashboard_url=f"{ctx.settings.frontend_url.rstrip('/')}/dashboard/training/{run.id}",
     )
 
@@ -355,9 +370,8 @@ def check_progress(inp: CheckProgressInput, ctx: Context) -> CheckProgressResult
     fa = run.failure_analysis
     result = CheckProgressResult(
         run_id=run.id, status=run.status, terminal=run.is_terminal(), verdict="unknown", healthy=False,
-        max_steps=run.max_steps, error_message=run.error_message, evidence=[], next_step="",
-        failure_analysis=FailureAnalysisView(root_cause=fa.root_cause, evidence=fa.evidence, confidence=fa.confidence)
-        if fa else None)
+        max_steps=run.max_steps, error_message=_clip(run.error_message), evidence=[], next_step="",
+        failure_analysis=_analysis(fa))
     evidence = result.evidence
     if status in ("QUEUED", "PENDING"):
         evidence.append(f"Status {run.status}" + (f", {run.runs_ahead} run(s) ahead" if run.runs_ahead else "")
@@ -390,9 +404,9 @@ def check_progress(inp: CheckProgressInput, ctx: Context) -> CheckProgressResult
         result.verdict = _VERDICT_OF_STATUS.get(status, "unknown")
     if result.verdict == "failed":
         if run.error_message:
-            evidence.append(f"Error: {run.error_message}")
+            evidence.append(f"Error: {_clip(run.error_message, 200)}")
         if fa and fa.root_cause:
-            evidence.append(f"Failure analysis ({_pct(fa.confidence)}): {fa.root_cause}")
+            evidence.append(f"Failure analysis ({_pct(fa.confidence)}): {_clip(fa.root_cause, 200)}")
     if status == "PAUSING":
         evidence.append("Pausing: a checkpoint is being saved.")
     if result.verdict == "unknown":

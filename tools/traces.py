@@ -621,7 +621,7 @@ def download_traces(inp: DownloadTracesInput, ctx: Context) -> DownloadTracesRes
         bytes_written=job.bytes, traces_on_disk=on_disk, episodes_on_disk=sum(1 for e in members if e in job.episodes),
         expected_trace_count=summary.trace_count if summary else None,
         expected_episode_count=summary.episode_count if summary else None, complete=complete,
-        stopped_at_max=stopped, unsafe_ids=job.unsafe[:10], missing=report, note=note)
+        stopped_at_max=stopped, unsafe_ids=[i[:MAX_ID_CHARS] for i in job.unsafe[:10]], missing=report, note=note)
 
 
 #: How many items of each list the result shows (the manifest has all).
