@@ -76,8 +76,8 @@ def _summary_line(name: str, payload: dict[str, Any], error: bool) -> str:
     return f"{name} ok" + (": " + ", ".join(facts) if facts else "")
 
 
-def result_content(spec: Any, result: Any) -> Any:
-    """The MCP ``CallToolResult`` for a registry result (see module docstring)."""
+def result_content(name: str, spec: Any, result: Any) -> Any:
+    """The MCP ``CallToolResult`` for a registry result of tool ``name`` (see module docstring)."""
     import base64
 
     import mcp_types as types
@@ -86,7 +86,7 @@ def result_content(spec: Any, result: Any) -> Any:
 
     error = is_error(result)
     payload = result.model_dump(mode="json", by_alias=True)
-    text = _summary_line(spec.name if spec else "tool", payload, error) + "\n" + json.dumps(payload, separators=(",", ":"))
+    text = _summary_line(name, payload, error) + "\n" + json.dumps(payload, separators=(",", ":"))
     content: list[Any] = [types.TextContent(text=text)]
     path = payload.get(spec.image_field) if spec and spec.image_field and not error else None
     if isinstance(path, str) and path.lower().endswith(".png"):
@@ -264,7 +264,7 @@ def build_server() -> Any:
                                                         tool_ctx, abandon_on_cancel=True)
             finally:
                 tool_ctx.close()
-            return result_content(spec, result)
+            return result_content(params.name, spec, result)
         except NeedsApproval as needed:
             form = types.ElicitRequest(params=types.ElicitRequestFormParams(
                 message=_approval_message(needed.request), requested_schema=APPROVAL_SCHEMA))
@@ -274,7 +274,7 @@ def build_server() -> Any:
             log.exception("tools/call %s failed", params.name)
             from tools.errors import ToolError
 
-            return result_content(spec, ToolError(
+            return result_content(params.name, spec, ToolError(
                 code="internal_error", message=f"{params.name} failed unexpectedly: {type(exc).__name__}",
                 fix="This is a bug in model-factory-skill; retry once, then report it with the server's stderr log."))
 
