@@ -202,14 +202,21 @@ def test_progress_notifications_and_plot_image(emu: EmulatorServer, env: dict[st
                                                                 "timeout_seconds": 30}, progress_callback=progress)
         finally:
             emu.state.set_speed(0)
+        waited_updates = list(updates)
+        updates.clear()
+        downloaded = await client.call_tool("mf_download_traces", {"run_id": run_id, "dest": str(workdir / "traces"),
+                                                                   "max_traces": 40}, progress_callback=progress)
         plot = await client.call_tool("mf_plot_metrics", {"run_id": run_id, "dest": str(workdir / "plot.png")})
-        return {"waited": waited, "plot": plot}
+        return {"waited": waited, "waited_updates": waited_updates, "downloaded": downloaded, "plot": plot}
 
     got = with_client(env, workdir, scenario)
     assert got["waited"].is_error is False, got["waited"].content[0].text
-    assert updates, "no progress notification arrived"
-    dones = [u[0] for u in updates]
-    assert dones == sorted(dones) and len(set(dones)) == len(dones)  # strictly increasing
+    for seen in (got["waited_updates"], updates):
+        assert seen, "no progress notification arrived"
+        dones = [u[0] for u in seen]
+        assert dones == sorted(dones) and len(set(dones)) == len(dones)  # strictly increasing
+    assert got["downloaded"].is_error is False, got["downloaded"].content[0].text
+    assert updates[-1][0] <= 40 and all(u[2] for u in updates)  # each update says what it counts
     plot = got["plot"]
     assert plot.is_error is False, plot.content[0].text
     images = [c for c in plot.content if c.type == "image"]
