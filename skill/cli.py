@@ -19,14 +19,15 @@ Exit codes (also in README.md):
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 import types
 import typing
+from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -59,69 +60,71 @@ def _unwrap_optional(annotation: Any) -> Any:
     return annotation
 
 
-def _param_for(name: str, info: Any, positional: bool) -> click.Parameter:
-    """A click parameter for one pydantic input field."""
+def _parameter(name: str, info: Any, positional: bool) -> inspect.Parameter:
+    """A typer parameter (as a signature entry) for one pydantic input field."""
     annotation = _unwrap_optional(info.annotation)
     origin = typing.get_origin(annotation)
     help_text = (info.description or "").strip()
     required = info.is_required()
-    default = None if required or info.default is None else info.default
+    default = ... if required else (None if info.default is None else info.default)
     kind: Any = str
-    multiple = False
     if origin is Literal:
-        kind = click.Choice([str(v) for v in typing.get_args(annotation)])
+        kind = Enum(f"{name}_choice", {str(v): str(v) for v in typing.get_args(annotation)}, type=str)
+        default = default if default in (..., None) else kind(str(default))
     elif origin in (list, tuple):
-        multiple = True
         inner = _unwrap_optional(typing.get_args(annotation)[0]) if typing.get_args(annotation) else str
-        kind = {int: int, float: float}.get(inner, str)
-        default = None
-    elif annotation is bool:
-        flag = name.replace("_", "-")
-        return click.Option([f"--{flag}/--no-{flag}"], default=default, help=help_text, show_default=True)
-    elif annotation in (int, float):
+        kind = list[{int: int, float: float}.get(inner, str)]
+        default = ... if required else None
+    elif annotation in (bool, int, float):
         kind = annotation
-    elif isinstance(annotation, type) and issubclass(annotation, Path):
-        kind = click.Path()
     if positional:
-        return click.Argument([name], type=kind, required=required, default=default)
-    flag = "--" + name.replace("_", "-")
-    return click.Option([flag, name], type=kind, multiple=multiple, required=required, default=default,
-                        help=help_text, show_default=default is not None)
+        marker = typer.Argument(help=help_text, show_default=default not in (..., None))
+    else:
+        flag = "--" + name.replace("_", "-")
+        decls = [f"{flag}/--no-{name.replace('_', '-')}"] if kind is bool else [flag]
+        marker = typer.Option(*decls, help=help_text, show_default=default not in (..., None))
+    hint = kind if required or kind is bool and default is not None else kind | None
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                             annotation=Annotated[hint, marker])
 
 
-def build_tool_command(spec: Any) -> click.Command:
-    """A click command for registry tool ``spec``."""
-    model = spec.input_model
-    params: list[click.Parameter] = [
-        _param_for(name, info, name in spec.positional)
-        for name, info in sorted(model.model_fields.items(), key=lambda kv: (kv[0] not in spec.positional,
-                                                                              spec.positional.index(kv[0]) if kv[0] in spec.positional else 0))
-    ]
-    params.append(click.Option(["--json", "as_json"], is_flag=True, help="Print the result as JSON."))
+def build_tool_command(spec: Any) -> Any:
+    """A command for registry tool ``spec``: positional fields first, the others as options."""
+    fields = spec.input_model.model_fields
+    order = [*spec.positional, *(n for n in fields if n not in spec.positional)]
+    params = [_parameter(name, fields[name], name in spec.positional) for name in order]
+    params.append(inspect.Parameter("as_json", inspect.Parameter.KEYWORD_ONLY, default=False,
+                                    annotation=Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]))
 
-    def callback(as_json: bool, **values: Any) -> None:
-        arguments = {k: (list(v) if isinstance(v, tuple) else v) for k, v in values.items()}
+    def command(**values: Any) -> None:
+        as_json = values.pop("as_json")
+        arguments = {k: (v.value if isinstance(v, Enum) else v) for k, v in values.items()}
         arguments = {k: v for k, v in arguments.items() if v is not None and v != []}
-        sys.exit(run_tool(spec.name, arguments, as_json=as_json, long_running=spec.long_running))
+        raise typer.Exit(run_tool(spec.name, arguments, as_json=as_json, long_running=spec.long_running))
 
-    first_line = spec.description.split(". ")[0].rstrip(".") + "."
-    return click.Command(spec.command, params=params, callback=callback, help=spec.description,
-                         short_help=first_line)
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__doc__ = spec.description
+    single = typer.Typer(add_completion=False)
+    single.command(spec.command, help=spec.description,
+                   short_help=spec.description.split(". ")[0].rstrip(".") + ".")(command)
+    return typer.main.get_command(single)
 
 
 def run_tool(name: str, arguments: dict[str, Any], *, as_json: bool, long_running: bool = False) -> int:
     """Call a tool through the registry, print its result, return the exit code."""
     from skill import registry
-    from skill.render import progress_printer, render
+    from skill.render import ProgressBar, render
     from tools.context import Context
 
     ctx = Context.from_environment()
-    if long_running and not as_json:
-        ctx.progress = progress_printer()
+    bar = ProgressBar() if long_running and not as_json else None
+    ctx.progress = bar
     try:
         result = registry.call_tool(name, arguments, ctx)
     finally:
         ctx.close()
+        if bar is not None:
+            bar.close()
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
     else:
@@ -132,12 +135,12 @@ def run_tool(name: str, arguments: dict[str, Any], *, as_json: bool, long_runnin
 class ToolGroup(TyperGroup):
     """Typer group that adds one lazily-built command per registry tool."""
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: Any) -> list[str]:
         from skill.registry import TOOLS
 
         return [*super().list_commands(ctx), *(spec.command for spec in TOOLS)]
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
         command = super().get_command(ctx, cmd_name)
         if command is not None:
             return command

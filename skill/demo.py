@@ -19,10 +19,11 @@ from typing import Any
 from rich.console import Console
 
 from skill import registry
+from tools.errors import ToolError
 
 DEMO_CONFIG = Path(__file__).resolve().parent.parent / "tools" / "examples" / "basic" / "reverse-text" / "rl.toml"
-DEFAULT_SPEED = 200.0
-WAIT_SLICE_SECONDS = 30
+DEFAULT_SPEED = 100.0
+WAIT_SLICE_SECONDS = 1
 
 
 class DemoFailed(Exception):
@@ -104,7 +105,8 @@ def _workflow(ctx: Any, say: Any, emu: Any, dest: Path | None) -> dict[str, Any]
     say(f"[bold]2. Validate[/] {DEMO_CONFIG.name}: mode={report.mode}, valid={report.valid}, "
         f"{len(report.errors)} errors, {len(report.warnings)} warnings")
     if not report.valid:
-        raise DemoFailed("validate", type("E", (), {"code": "invalid_config", "message": str(report.errors), "fix": "-"})())
+        raise DemoFailed("validate", ToolError(code="invalid_config", message="; ".join(e.message for e in report.errors),
+                                               fix=f"model-factory validate-config {DEMO_CONFIG}"))
 
     plan = _call("plan", "mf_plan_run", {"config_path": str(DEMO_CONFIG), "team": "personal"}, ctx)
     say(f"[bold]3. Plan[/] {plan.plan_id}\n{plan.summary}")
@@ -115,13 +117,15 @@ def _workflow(ctx: Any, say: Any, emu: Any, dest: Path | None) -> dict[str, Any]
     say(f"   run {run_id} {dispatched.status}")
 
     say("[bold]5. Monitor[/]")
-    status = None
+    last_line = None
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         waited = _call("monitor", "mf_wait_for_run", {"run_id": run_id, "timeout_seconds": WAIT_SLICE_SECONDS}, ctx)
-        status = waited.status
         progress = _call("monitor", "mf_check_progress", {"run_id": run_id}, ctx)
-        say(f"   {status:10} step {progress.latest_step}/{progress.max_steps}  verdict={progress.verdict}")
+        line = f"   {waited.status:10} step {progress.latest_step or 0}/{progress.max_steps}  verdict={progress.verdict}"
+        if line != last_line:
+            say(line)
+            last_line = line
         if waited.terminal:
             break
     run = _call("monitor", "mf_get_run", {"run_id": run_id}, ctx)

@@ -1,0 +1,5 @@
+"""``python -m skill`` is the ``model-factory`` command."""
+
+from skill.cli import main
+
+main()

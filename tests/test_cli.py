@@ -1,0 +1,164 @@
+"""The `model-factory` command as a user runs it: a subprocess, real HTTP against the emulator.
+
+Bad input must give a typed error with a fix, a non-zero exit code and no traceback; exit
+codes are the documented ones (skill/cli.py, README).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from skill.cli import EXIT_AMBIGUOUS, EXIT_CONFIRMATION, EXIT_TOOL_ERROR, EXIT_USAGE
+
+ROOT = Path(__file__).resolve().parent.parent
+RT_RL = ROOT / "tools" / "examples" / "basic" / "reverse-text" / "rl.toml"
+
+
+def mf(*args: str, env: dict[str, str], cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "skill", *args], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def no_traceback(proc: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+
+
+@pytest.fixture
+def env(emulator, mf_env):
+    return {**mf_env, "PATH": os.environ["PATH"]}
+
+
+def tool_error(proc: subprocess.CompletedProcess, code: str) -> dict:
+    no_traceback(proc)
+    error = json.loads(proc.stdout)
+    assert error["error"] is True and error["code"] == code, error
+    assert error["fix"], error
+    return error
+
+
+def test_missing_config_file(env, tmp_path):
+    proc = mf("validate-config", str(tmp_path / "nope.toml"), "--json", env=env)
+    assert proc.returncode == EXIT_TOOL_ERROR
+    tool_error(proc, "config_not_found")
+
+
+def test_invalid_toml(env, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[trainer\nmax_steps = 3\n")
+    proc = mf("validate-config", str(bad), "--json", env=env)
+    assert proc.returncode == EXIT_TOOL_ERROR
+    error = tool_error(proc, "invalid_toml")
+    assert error["fields"] and ":1:" in error["fields"][0]["path"]
+
+
+def test_unknown_run_id(env):
+    proc = mf("get-run", "cnosuchrun0000000000000000", "--json", env=env)
+    assert proc.returncode == EXIT_TOOL_ERROR
+    assert "mf_list_runs" in tool_error(proc, "not_found")["fix"]
+
+
+def test_wrong_api_key(env):
+    proc = mf("list-runs", "--json", env={**env, "PRIME_API_KEY": "mf-emulator-key-wrong"})
+    assert proc.returncode == EXIT_TOOL_ERROR
+    error = tool_error(proc, "unauthorized")
+    assert "mf-emulator-key-wrong" not in proc.stdout + proc.stderr
+
+
+def test_emulator_not_running(env):
+    down = {**env, "PRIME_API_BASE_URL": "http://127.0.0.1:9", "PRIME_TRACES_URL": "http://127.0.0.1:9"}
+    proc = mf("get-run", "crun", "--json", env=down)
+    assert proc.returncode == EXIT_TOOL_ERROR
+    error = tool_error(proc, "unavailable")
+    assert "model-factory emulator" in error["fix"]
+
+
+def test_human_output_of_an_error_goes_to_stderr_with_the_fix(env, tmp_path):
+    proc = mf("validate-config", str(tmp_path / "nope.toml"), env=env)
+    no_traceback(proc)
+    assert proc.returncode == EXIT_TOOL_ERROR and proc.stdout == ""
+    assert "[config_not_found]" in proc.stderr and "Fix:" in proc.stderr
+
+
+def test_usage_error_exits_2(env):
+    proc = mf("get-logs", "crun", "--tail-lines", "many", env=env)
+    no_traceback(proc)
+    assert proc.returncode == EXIT_USAGE
+    proc = mf("get-run", env=env)
+    assert proc.returncode == EXIT_USAGE
+
+
+def test_bad_argument_values_are_tool_errors_listing_the_field(env):
+    proc = mf("get-logs", "crun", "--tail-lines", "0", "--json", env=env)
+    assert proc.returncode == EXIT_TOOL_ERROR
+    error = tool_error(proc, "bad_arguments")
+    assert [f["path"] for f in error["fields"]] == ["tail_lines"]
+
+
+def test_help_of_a_tool_command(env):
+    proc = mf("plan-run", "--help", env=env)
+    no_traceback(proc)
+    assert proc.returncode == 0 and "--run-kind" in proc.stdout and "--secrets" in proc.stdout
+
+
+def test_dispatch_without_confirmation_exits_with_the_confirmation_code(env, tmp_path):
+    plan = mf("plan-run", str(RT_RL), "--team", "personal", "--json", env=env, cwd=tmp_path)
+    assert plan.returncode == 0, plan.stderr
+    plan_id = json.loads(plan.stdout)["plan_id"]
+    proc = mf("dispatch-run", plan_id, "--json", env=env, cwd=tmp_path)
+    assert proc.returncode == EXIT_CONFIRMATION
+    assert f"model-factory approve {plan_id}" in tool_error(proc, "confirmation_required")["fix"]
+
+
+def test_ambiguous_outcome_exit_code(env, emulator, tmp_path):
+    """A create that commits and then never answers, while the run list is down too: exit 5
+    (outcome unknown). Once the list answers again, the same dispatch reconciles (exit 0) and the
+    emulator holds exactly one run."""
+    project, human = tmp_path / "project", tmp_path / "human"
+    project.mkdir()
+    human.mkdir(mode=0o700)
+    policy = human / "policy.toml"  # a human-written pre-authorization, outside the project folder
+    policy.write_text("max_usd_per_run = 100.0\n")
+    policy.chmod(0o600)
+    env = {**env, "MODEL_FACTORY_POLICY": str(policy)}
+    plan = json.loads(mf("plan-run", str(RT_RL), "--team", "personal", "--json", env=env, cwd=project).stdout)
+    emulator.faults.commit_then_timeout()
+    list_down = emulator.faults.status(503, "GET", "/rft/runs", times=None)
+    proc = mf("dispatch-run", plan["plan_id"], "--json", env=env, cwd=project)
+    assert proc.returncode == EXIT_AMBIGUOUS
+    assert tool_error(proc, "ambiguous_launch")["ambiguous"] is True
+    emulator.faults.remove(list_down.id)
+    again = mf("dispatch-run", plan["plan_id"], "--json", env=env, cwd=project)
+    assert again.returncode == 0, again.stdout
+    assert json.loads(again.stdout)["status"] == "reconciled"
+    assert len(emulator.state.runs) == 1
+
+
+def test_tools_export_formats(env):
+    for fmt, key in (("openai", "function"), ("anthropic", "input_schema"), ("mcp", "inputSchema")):
+        proc = mf("tools", "export", "--format", fmt, env=env)
+        assert proc.returncode == 0, proc.stderr
+        specs = json.loads(proc.stdout)
+        assert len(specs) >= 20 and all(key in spec for spec in specs)
+    proc = mf("tools", "export", "--format", "yaml", env=env)
+    assert proc.returncode == EXIT_USAGE and "openai" in proc.stderr
+
+
+def test_demo_json(tmp_path):
+    """The README's first command, as JSON: a completed run and its traces on disk."""
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "home")}
+    proc = mf("demo", "--json", "--dest", str(tmp_path / "traces"), env=env, cwd=tmp_path, timeout=300)
+    no_traceback(proc)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["status"] == "COMPLETED" and summary["steps_completed"] == 20
+    assert summary["traces_downloaded"] > 0 and summary["dest"] == str(tmp_path / "traces")
+    manifest = json.loads((tmp_path / "traces" / "manifest.json").read_text())
+    files = list((tmp_path / "traces" / "traces").glob("*.json"))
+    assert len(files) == summary["traces_downloaded"] == len(manifest["traces"])
+    assert manifest["run_id"] == summary["run_id"]
