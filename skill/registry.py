@@ -201,8 +201,9 @@ TOOLS: tuple[ToolSpec, ...] = (
           "mf_plot_metrics.", positional=("run_id",)),
     _spec("plot_metrics", "metrics",
           "Render chosen metrics over steps as a PNG image (file path, and the image over MCP). Use "
-          "it when a person wants to see the curves; for numbers use mf_get_metrics. Writes one file.",
-          read_only=False, idempotent=True, positional=("run_id",), image_field="path"),
+          "it when a person wants to see the curves; for numbers use mf_get_metrics. Writes one PNG "
+          "(replacing an existing PNG at dest).",
+          read_only=False, destructive=True, idempotent=True, positional=("run_id",), image_field="path"),
     _spec("list_checkpoints", "monitor",
           "List a run's checkpoints (step, status, size in bytes, storage URL). Use it to pick a "
           "checkpoint or confirm uploads; not for traces (mf_list_traces).",

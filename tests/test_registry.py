@@ -188,5 +188,7 @@ def test_annotations_tell_the_truth() -> None:
         assert registry.get(name).annotations()["readOnlyHint"] is False, name
     assert registry.get("mf_dispatch_run").idempotent is False
     assert registry.get("mf_stop_run").destructive is True
+    assert registry.get("mf_plot_metrics").destructive is True  # it may replace a PNG at dest
+    assert registry.get("mf_prepare_config").destructive is False  # it never overwrites
     local = {s.name for s in registry.TOOLS if not s.open_world}
     assert {"mf_list_examples", "mf_validate_config", "mf_prepare_config", "mf_list_launches"} <= local
