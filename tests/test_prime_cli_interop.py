@@ -3,7 +3,8 @@
 ``prime`` lives in its own virtual environment, never in the project's dependencies: it is
 built once (``uv venv`` + ``uv pip install prime==0.18.0``) under
 ``~/.cache/model-factory-skill/prime-0.18.0`` (override with ``MF_PRIME_VENV``) and reused.
-Without uv, or when the install fails (no package registry), the tests skip and say why.
+Without uv, or when the install fails (no package registry), the tests skip and say why,
+unless ``MF_REQUIRE_INTEROP=1`` (set by ``.ci/run``), which turns that into a failure.
 The CLI runs with a temporary ``HOME``, ``PRIME_DISABLE_VERSION_CHECK=1`` and the emulator's
 URLs, so it reaches nothing beyond loopback.
 """
@@ -33,6 +34,13 @@ VENV = Path(os.environ.get("MF_PRIME_VENV") or
 T = Timing()
 
 
+def _unavailable(reason: str) -> None:
+    """Skip, or fail when ``MF_REQUIRE_INTEROP=1`` (CI sets it: these tests must run there)."""
+    if os.environ.get("MF_REQUIRE_INTEROP") == "1":
+        pytest.fail(f"interop required but unavailable: {reason}")
+    pytest.skip(reason)
+
+
 def _version_ok(exe: Path) -> bool:
     try:
         out = subprocess.run([str(exe), "--version"], check=False, capture_output=True, text=True, timeout=60,
@@ -50,7 +58,7 @@ def prime_exe() -> Path:
         return exe
     uv = shutil.which("uv")
     if uv is None:
-        pytest.skip("uv is not on PATH: cannot build the prime 0.18.0 environment")
+        _unavailable("uv is not on PATH: cannot build the prime 0.18.0 environment")
     VENV.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(VENV) + ".lock", timeout=600):
         if exe.exists() and _version_ok(exe):
@@ -63,11 +71,11 @@ def prime_exe() -> Path:
             try:
                 done = subprocess.run(step, check=False, capture_output=True, text=True, timeout=600)
             except subprocess.TimeoutExpired:
-                pytest.skip(f"installing prime {PRIME_VERSION} timed out: {' '.join(step)}")
+                _unavailable(f"installing prime {PRIME_VERSION} timed out: {' '.join(step)}")
             if done.returncode != 0:
-                pytest.skip(f"cannot install prime {PRIME_VERSION} ({' '.join(step[:3])}): {done.stderr[-500:]}")
+                _unavailable(f"cannot install prime {PRIME_VERSION} ({' '.join(step[:3])}): {done.stderr[-500:]}")
     if not _version_ok(exe):
-        pytest.skip(f"prime {PRIME_VERSION} installed but does not run from {exe}")
+        _unavailable(f"prime {PRIME_VERSION} installed but does not run from {exe}")
     return exe
 
 
