@@ -420,13 +420,19 @@ def _dist_names(*packages: str) -> list[str]:
 
 def source_digest() -> str:
     """sha256 over everything the handshake answers depend on: the tool and registry
-    sources, this module, and the Python/SDK/pydantic versions."""
+    sources, this module, our own version, and the Python/SDK/pydantic versions."""
     here = Path(__file__).resolve().parent
     tools_dir = here.parent / "tools"
     digest = hashlib.sha256(sys.version.encode())
     for name in _dist_names("mcp", "mcp_types", "pydantic", "pydantic_core"):
         digest.update(name.encode())
-    files = [here / "registry.py", here / "mcp_server.py", *sorted(tools_dir.rglob("*.py"))]
+    try:  # our own version (serverInfo): the installed dist-info name, or a checkout's pyproject
+        digest.update(" ".join(sorted(n for n in os.listdir(here.parent) if n.startswith("model_factory_skill-")))
+                      .encode())
+    except OSError:
+        pass
+    files = [here / "registry.py", here / "mcp_server.py", here.parent / "pyproject.toml",
+             *sorted(tools_dir.rglob("*.py"))]
     for path in files:
         digest.update(str(path.relative_to(here.parent)).encode())
         try:
