@@ -260,12 +260,14 @@ def _portable(node: Any, defs: Mapping[str, Any], seen: tuple[str, ...] = ()) ->
         target = _resolve(ref, defs)
         merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
         return _portable(merged, defs, (*seen, ref))
+    if node.get("type") == "object" and "properties" not in node and node.get("additionalProperties") is not False:
+        raise ValueError("a free-form dict cannot be a portable tool argument; use a nested pydantic model")
     out: dict[str, Any] = {}
     notes: list[str] = []
     for key, value in node.items():
         if key == "properties":
             out[key] = {k: _portable(v, defs, seen) for k, v in value.items()}
-        elif key in PORTABLE_KEYWORDS and key not in ("$defs", "$ref"):
+        elif key in PORTABLE_KEYWORDS:
             out[key] = _portable(value, defs, seen)
         elif key in _DESCRIBED_KEYWORDS:
             notes.append(_DESCRIBED_KEYWORDS[key].format(json.dumps(value)))

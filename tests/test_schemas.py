@@ -304,3 +304,13 @@ def test_portable_schema_passes_every_target_and_keeps_meaning() -> None:
     assert props["extra_window"]["anyOf"][0]["properties"]["first"]["type"] == "integer"
     assert props["windows"]["anyOf"][0]["items"]["additionalProperties"] is False
     assert props["follow"]["description"] == "Keep reading. Default: false."
+
+
+class _Loose(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    labels: dict[str, str] = Field(default_factory=dict, description="Free-form labels.")
+
+
+def test_a_free_form_dict_argument_is_refused_loudly() -> None:
+    with pytest.raises(ValueError, match="free-form dict"):
+        registry.portable_schema(_Loose)
