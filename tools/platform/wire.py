@@ -32,13 +32,13 @@ from pydantic.alias_generators import to_camel
 class WireModel(BaseModel):
     """Base of snake_case wire models: extra keys kept."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
 
 class CamelWireModel(BaseModel):
     """Base of camelCase wire models: ``field_name`` <-> ``fieldName``; extra keys kept."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True, alias_generator=to_camel)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, alias_generator=to_camel, defer_build=True)
 
 
 # --------------------------------------------------------------------------------------
