@@ -203,6 +203,18 @@ def mcp() -> None:
     serve_mcp()
 
 
+@app.command("install-skill")
+def install_skill(
+    dest: str = typer.Option("~/.claude/skills", help="Skills folder of your agent (Claude Code: ~/.claude/skills "
+                             "or .claude/skills in a project; Codex: ~/.codex/skills)."),
+    force: bool = typer.Option(False, "--force", help="Replace a different existing copy of the skill."),
+) -> None:
+    """Install the skill text (SKILL.md and references/) into DEST/model-factory."""
+    from skill.install import main as install_main
+
+    sys.exit(install_main(dest, force=force))
+
+
 tools_app = typer.Typer(help="Export the tool catalogue for other hosts.", no_args_is_help=True)
 app.add_typer(tools_app, name="tools")
 
