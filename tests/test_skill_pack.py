@@ -1,0 +1,277 @@
+"""The skill text (SKILL.md + references/) against the Agent Skills spec and against the code.
+
+What an agent reads must be true: every tool, argument, command, option, error code,
+verdict and validation rule the text names is checked against the registry, the CLI and
+the tool modules. `model-factory install-skill` is run as a user runs it.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+import typing
+from pathlib import Path
+
+import click
+import pytest
+import typer
+import yaml
+
+from skill import install as installer
+from skill import registry
+from skill.cli import EXIT_TOOL_ERROR, app
+from tools import monitor
+from tools.configs import RULES
+
+ROOT = Path(__file__).resolve().parent.parent
+SKILL_MD = ROOT / "SKILL.md"
+REFERENCES = sorted((ROOT / "references").glob("*.md"))
+DOCS = [SKILL_MD, *REFERENCES]
+SPEC_KEYS = {"name", "description", "license", "compatibility", "metadata", "allowed-tools"}
+NAME_RULE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+TOOL_NAME = re.compile(r"\bmf_[a-z][a-z_]*[a-z]\b")
+TOOL_CALL = re.compile(r"\b(mf_[a-z_]+)\(([^)]*)\)")
+CODE_SPAN = re.compile(r"`([^`]+)`")
+
+
+def split_skill() -> tuple[dict, str]:
+    text = SKILL_MD.read_text(encoding="utf-8")
+    match = re.match(r"\A---\n(.*?)\n---\n(.*)\Z", text, re.S)
+    assert match, "SKILL.md must start with a --- YAML frontmatter block ---"
+    return yaml.safe_load(match[1]), match[2]
+
+
+def section(path: Path, heading: str) -> str:
+    """The text of ``## heading`` up to the next ``## ``."""
+    text = path.read_text(encoding="utf-8")
+    match = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    assert match, f"{path.name} has no section {heading!r}"
+    return match[1]
+
+
+def first_column(table_text: str) -> list[str]:
+    """Backticked names in the first column of a markdown table."""
+    names = []
+    for line in table_text.splitlines():
+        if line.startswith("| `"):
+            names += CODE_SPAN.findall(line.split("|")[1])
+    return names
+
+
+def cli_command(name: str) -> click.Command | None:
+    group = typer.main.get_command(app)
+    with click.Context(group) as ctx:
+        return group.get_command(ctx, name)
+
+
+def options_of(command: click.Command) -> set[str]:
+    return {opt for param in command.params for opt in (*param.opts, *param.secondary_opts)}
+
+
+# -- the spec ---------------------------------------------------------------------------
+
+
+def test_frontmatter_follows_the_agent_skills_spec():
+    front, _ = split_skill()
+    assert set(front) <= SPEC_KEYS, f"keys outside the spec: {set(front) - SPEC_KEYS}"
+    name = front["name"]
+    assert isinstance(name, str) and 1 <= len(name) <= 64 and NAME_RULE.match(name), name
+    description = front["description"]
+    assert isinstance(description, str) and 1 <= len(description) <= 1024, len(description)
+    assert "Use when" in description, "the description must say when to use the skill"
+    if "compatibility" in front:
+        assert isinstance(front["compatibility"], str) and 1 <= len(front["compatibility"]) <= 500
+    if "license" in front:
+        assert isinstance(front["license"], str) and front["license"]
+    if "metadata" in front:
+        assert isinstance(front["metadata"], dict)
+        assert all(isinstance(k, str) and isinstance(v, str) for k, v in front["metadata"].items())
+
+
+def test_body_is_under_500_lines():
+    _, body = split_skill()
+    assert len(body.splitlines()) < 500
+
+
+def test_the_installer_reads_the_same_name_as_a_yaml_parser():
+    front, _ = split_skill()
+    assert installer.skill_name(SKILL_MD.read_text(encoding="utf-8")) == front["name"]
+
+
+def test_every_relative_link_resolves_and_every_reference_is_linked_from_skill_md():
+    for doc in DOCS:
+        for target in LINK.findall(doc.read_text(encoding="utf-8")):
+            if re.match(r"^[a-z]+:", target) or target.startswith("#"):
+                continue
+            assert (doc.parent / target.split("#")[0]).resolve().is_file(), f"{doc.name}: broken link {target}"
+    linked = {(ROOT / t).resolve() for t in LINK.findall(SKILL_MD.read_text(encoding="utf-8"))}
+    assert REFERENCES and all(ref.resolve() in linked for ref in REFERENCES)
+
+
+# -- true to the tools ------------------------------------------------------------------
+
+
+def test_every_tool_named_exists_and_every_tool_is_in_skill_md():
+    known = {spec.name for spec in registry.TOOLS}
+    for doc in DOCS:
+        unknown = set(TOOL_NAME.findall(doc.read_text(encoding="utf-8"))) - known
+        assert not unknown, f"{doc.name} names tools that do not exist: {unknown}"
+    missing = known - set(TOOL_NAME.findall(SKILL_MD.read_text(encoding="utf-8")))
+    assert not missing, f"SKILL.md does not mention: {missing}"
+
+
+def test_arguments_shown_in_calls_and_in_the_tool_map_exist():
+    checked = 0
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        for tool, args in TOOL_CALL.findall(text):
+            fields = registry.input_schema(tool)["properties"]
+            flat = re.sub(r"\[[^\]]*\]|\"[^\"]*\"", "X", args)  # lists and strings hold no names
+            for part in (p.strip() for p in flat.split(",")):
+                if part in ("", "..."):
+                    continue
+                name = re.match(r"([a-z_]+)\s*(?:\?|=|$)", part)
+                assert name and name[1] in fields, f"{doc.name}: {tool}({part}) is not an argument"
+                checked += 1
+    for line in section(SKILL_MD, "Tool map").splitlines():
+        cells = line.split("|")
+        if len(cells) > 3 and cells[1].strip().startswith("`mf_"):
+            tool = cells[1].strip().strip("`")
+            fields = registry.input_schema(tool)["properties"]
+            for arg in CODE_SPAN.findall(cells[2]):
+                assert arg in fields, f"Tool map: {tool} has no argument {arg}"
+                checked += 1
+    assert checked > 50
+
+
+def test_every_command_and_option_named_exists_in_the_cli():
+    seen = 0
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        for name in re.findall(r"\bmodel-factory[ \t]+([a-z][a-z-]*)", text):
+            assert cli_command(name) is not None, f"{doc.name}: `model-factory {name}` is not a command"
+            seen += 1
+        for span in (s for s in CODE_SPAN.findall(text) if "model-factory " in s):
+            words = shlex.split(span)
+            if "model-factory" not in words or words.index("model-factory") + 1 >= len(words):
+                continue
+            command = cli_command(words[words.index("model-factory") + 1])
+            if command is None:  # a placeholder such as <command>
+                continue
+            for flag in (w.split("=")[0] for w in words if w.startswith("--")):
+                assert flag in options_of(command), f"{doc.name}: {command.name} has no option {flag}"
+    assert seen >= 5
+
+
+def test_error_codes_named_are_produced_by_the_code():
+    source = "\n".join(p.read_text(encoding="utf-8") for p in [*(ROOT / "tools").rglob("*.py"),
+                                                               ROOT / "skill" / "registry.py"])
+    produced = set(re.findall(r"[\"']([a-z]+(?:_[a-z]+)+|[a-z]+)[\"']", source))
+    listed = CODE_SPAN.findall(section(SKILL_MD, "Errors").split("Common codes:")[1])
+    table = [code for cell in first_column(section(ROOT / "references" / "troubleshooting.md", "Error codes"))
+             for code in [cell]]
+    assert len(listed) > 25 and len(table) > 25
+    for code in [*listed, *table]:
+        assert code in produced, f"error code {code!r} is not produced by any tool"
+    assert set(listed) <= set(table), f"codes without advice in troubleshooting.md: {set(listed) - set(table)}"
+
+
+def test_the_verdict_table_covers_exactly_the_verdicts_of_check_progress():
+    table = first_column(section(ROOT / "references" / "troubleshooting.md", "Per verdict: what to look at next"))
+    assert sorted(table) == sorted(typing.get_args(monitor.Verdict))
+
+
+def test_the_rule_table_matches_the_validation_rules():
+    rows = {}
+    for line in section(ROOT / "references" / "configs.md", "What `mf_validate_config` checks (rule ids)").splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) > 4 and cells[1].startswith("`"):
+            rows[cells[1].strip("`")] = (cells[2], cells[3])
+    assert rows == {r.id: (r.severity, "/".join(r.modes)) for r in RULES}
+
+
+def test_bundled_example_ids_in_configs_md_are_the_bundled_examples():
+    from tools.configs import _example_paths
+
+    ids = [c for c in first_column(section(ROOT / "references" / "configs.md", "The bundled examples"))]
+    assert sorted(ids) == sorted(_example_paths())
+
+
+# -- install-skill ----------------------------------------------------------------------
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "skill", *args], capture_output=True, text=True, timeout=60)
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_install_skill_copies_the_pack_and_refuses_to_clobber(tmp_path):
+    front, _ = split_skill()
+    dest = tmp_path / "skills"
+    source = {"SKILL.md": SKILL_MD.read_bytes(),
+              **{f"references/{p.name}": p.read_bytes() for p in REFERENCES}}
+
+    first = run_cli("install-skill", "--dest", str(dest))
+    assert first.returncode == 0, first.stderr
+    target = dest / front["name"]
+    assert tree(target) == source
+    assert str(target) in first.stdout and "model-factory mcp" in first.stdout
+    assert [p.name for p in dest.iterdir()] == [front["name"]], "no staging folder may be left behind"
+
+    again = run_cli("install-skill", "--dest", str(dest))
+    assert again.returncode == 0 and "up to date" in again.stdout
+
+    edited = target / "references" / REFERENCES[0].name
+    edited.write_text("a local edit\n")
+    refused = run_cli("install-skill", "--dest", str(dest))
+    assert refused.returncode == EXIT_TOOL_ERROR and "--force" in refused.stderr
+    assert edited.read_text() == "a local edit\n", "a refused install must not touch the existing copy"
+    assert "Traceback" not in refused.stderr
+
+    forced = run_cli("install-skill", "--dest", str(dest), "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert tree(target) == source
+    assert [p.name for p in dest.iterdir()] == [front["name"]]
+
+
+def test_install_refuses_a_file_or_symlink_in_the_way_and_force_never_follows_a_symlink(tmp_path):
+    name = split_skill()[0]["name"]
+    blocker = tmp_path / "a" / name
+    blocker.parent.mkdir()
+    blocker.write_text("not a skill")
+    with pytest.raises(installer.InstallError, match="--force"):
+        installer.install(tmp_path / "a")
+    assert blocker.read_text() == "not a skill"
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("keep me")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / name).symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(installer.InstallError):
+        installer.install(tmp_path / "b")
+    result = installer.install(tmp_path / "b", force=True)
+    assert result.status == "replaced" and not result.path.is_symlink()
+    assert (elsewhere / "keep.txt").read_text() == "keep me", "force must replace the link, not what it points to"
+    assert tree(result.path) == installer.pack_files()
+
+
+def test_the_wheel_layout_is_preferred_and_the_folder_follows_the_frontmatter_name(tmp_path, monkeypatch):
+    package = tmp_path / "site-packages" / "skill"
+    pack = package / "pack"
+    (pack / "references").mkdir(parents=True)
+    text = SKILL_MD.read_text(encoding="utf-8").replace("name: model-factory\n", "name: renamed-skill\n", 1)
+    (pack / "SKILL.md").write_text(text, encoding="utf-8")
+    (pack / "references" / "only.md").write_text("# only\n")
+    monkeypatch.setattr(installer, "_PACKAGE_DIR", package)
+
+    assert installer.pack_dir() == pack
+    result = installer.install(tmp_path / "dest")
+    assert result.path == (tmp_path / "dest" / "renamed-skill").resolve()
+    assert sorted(tree(result.path)) == ["SKILL.md", "references/only.md"]
