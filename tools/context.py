@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -80,20 +80,22 @@ class Context:
         return self._settings
 
     def platform(self) -> PlatformClient:
-        """The platform API client (``{base}/api/v1``), built on first use."""
+        """The platform API client (``{base}/api/v1``), built on first use. What its methods
+        return is scrubbed on arrival (see :class:`_Scrubbed`)."""
         if self._platform is None:
             from tools.platform.client import PlatformClient
 
             self._platform = PlatformClient(self.settings)
-        return self._platform
+        return _Scrubbed(self._platform, self.scrubber)  # type: ignore[return-value]
 
     def traces(self) -> TracesClient:
-        """The traces-host client (``{traces_url}/api/v1``), built on first use."""
+        """The traces-host client (``{traces_url}/api/v1``), built on first use; results
+        scrubbed on arrival like :meth:`platform`'s."""
         if self._traces is None:
             from tools.platform.client import TracesClient
 
             self._traces = TracesClient(self.settings)
-        return self._traces
+        return _Scrubbed(self._traces, self.scrubber)  # type: ignore[return-value]
 
     @property
     def scrubber(self) -> Scrubber:
@@ -129,15 +131,41 @@ class Context:
         self._platform = self._traces = None
 
 
+class _Scrubbed:
+    """A view of a platform or traces client whose method results (models, lists, dicts,
+    strings; items of returned iterators) are scrubbed as they arrive, before a tool cuts,
+    masks or summarises server text: a secret clipped or with its digits masked could no
+    longer be found by the final scrub of the ``@tool`` wrapper. Bytes (raw traces) pass
+    unchanged; other attributes are the client's own."""
+
+    def __init__(self, client: Any, scrubber: Scrubber) -> None:
+        self._client, self._scrubber = client, scrubber
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not callable(attr) or name.startswith("_"):
+            return attr
+
+        @functools.wraps(attr)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            result = attr(*args, **kwargs)
+            if isinstance(result, Iterator):
+                return (self._scrubber.scrub_obj(item) for item in result)
+            return self._scrubber.scrub_obj(result)
+
+        return call
+
+
 M = TypeVar("M", bound=BaseModel)
 
 
 def tool(fn: Callable[[Any, Context], M]) -> Callable[..., M | ToolError]:
     """Wrap a tool body ``fn(input, ctx) -> Model``.
 
-    The wrapper supplies a default :class:`Context`, turns ``ToolFailure`` and
-    ``PlatformError`` into :class:`ToolError`, and scrubs secret values out of whatever
-    it returns. Unexpected exceptions are *not* swallowed here (the surfaces report them
+    The wrapper supplies a default :class:`Context`, refuses arguments holding a
+    secret-looking value (``secret_in_input``, locations only; nothing is sent), turns
+    ``ToolFailure`` and ``PlatformError`` into :class:`ToolError`, and scrubs secret values
+    out of whatever it returns. Unexpected exceptions are *not* swallowed here (the surfaces report them
     as ``internal_error``), so bugs stay visible in tests.
     """
 
@@ -146,6 +174,9 @@ def tool(fn: Callable[[Any, Context], M]) -> Callable[..., M | ToolError]:
         own = ctx is None
         ctx = ctx or Context.from_environment()
         try:
+            from tools.guardrails.secrets import refuse_secret_values
+
+            refuse_secret_values(inp, root="arguments", known_values=ctx.scrubber.known_values())
             result: BaseModel = fn(inp, ctx)
         except ToolFailure as failure:
             result = failure.error
