@@ -124,7 +124,8 @@ def plan_run(inp: PlanRunInput, ctx: Context) -> RunPlan:
     args["env_files"] = [str(ctx.resolve_path(p)) for p in inp.env_files]
     gate.record_plan(
         Ledger.for_context(ctx), plan_id, draft.plan_hash, **draft.material, arguments=args,
-        config_path=str(draft.config_path), fingerprint=draft.fingerprint, owner_label=draft.owner.label,
+        config_path=str(draft.config_path), env_files=[str(p) for p in draft.env_files],
+        fingerprint=draft.fingerprint, owner_label=draft.owner.label,
         model=draft.model, usd_per_gpu_hour=draft.cost.usd_per_gpu_hour, summary=summary,
         runtime=draft.runtime.model_dump() if draft.runtime else None)
     return RunPlan(

@@ -18,7 +18,8 @@ Ledger events written here (besides ``ts`` and ``event``):
 
 * ``plan``: ``plan_id``, ``plan_hash`` + the caller's facts (``config_sha256``, ``team_id``,
   ``source_ref``, ``image_tag``, ``gpu_type``, ``gpu_count``, ``volume``,
-  ``usd_per_gpu_hour``, ``cost``, ``secret_names``, ``max_steps``, ...).
+  ``usd_per_gpu_hour``, ``cost``, ``secret_names``, ``max_steps``, ``env_files`` (paths whose values
+  the scrubber of any later session hides), ...).
 * ``approval``: ``plan_id``, ``plan_hash``, ``token_sha256`` (never the token), ``channel``,
   ``owner``, ``expires_at``.
 * ``attempt``: ``plan_id``, ``attempt_id``, ``plan_hash``, ``token_sha256``, ``channel``.

@@ -444,7 +444,10 @@ class Scrubber:
         key of the prime config file / active context, skipped if settings cannot be
         resolved), and every variable of ``ctx.env`` whose name contains KEY, TOKEN, SECRET,
         PASSWORD, PASSWD or CREDENTIAL or ends in ``_PAT`` (except ``*_PATH``/``*_FILE``/
-        ``*_DIR``, which hold paths). Add env files with :meth:`add_env_file`."""
+        ``*_DIR``, which hold paths), and every value of the env files that plans in the
+        context's launch ledger forward from (their ``env_files`` fact), so a later session
+        also hides a key that reached a run from a file. Add other env files with
+        :meth:`add_env_file`."""
         scrubber = cls()
         scrubber.add(LAUNCH_KEY, ctx.env.get(LAUNCH_KEY) or "")
         try:
@@ -460,6 +463,8 @@ class Scrubber:
             upper = name.upper()
             if _SECRETISH_ENV.search(upper) and not _NOT_SECRET_ENV.search(upper):
                 scrubber.add(name, value)
+        for path in _ledger_env_files(ctx):
+            scrubber.add_env_file(path, ctx.env)
         return scrubber
 
     def add(self, name: str, value: str | None) -> None:
@@ -566,6 +571,19 @@ class Scrubber:
             for name in [n for n in copy.model_extra if self.scrub_text(n) != n]:
                 del copy.model_extra[name]
         return copy
+
+
+def _ledger_env_files(ctx: Context) -> list[str]:
+    """The env files named by ``plan`` records of the context's launch ledger (none when
+    there is no ledger or it cannot be read)."""
+    from tools.guardrails.ledger import Ledger
+
+    try:
+        records = Ledger(ctx.state_path()).read()
+    except OSError:
+        return []
+    files = (rec.get("env_files") for rec in records if rec.get("event") == "plan")
+    return list(dict.fromkeys(p for paths in files if isinstance(paths, list) for p in paths if isinstance(p, str)))
 
 
 def _plain(key: Any) -> str:
