@@ -551,22 +551,26 @@ def call_tool(name: str, arguments: Mapping[str, Any] | str | None = None, ctx: 
     try:
         spec = get(name)
     except KeyError:
-        return ToolError(code="unknown_tool", message=f"No tool named {name!r}.",
-                         fix="List the tools (MCP tools/list or `model-factory tools export`).")
+        return _scrubbed(ToolError(code="unknown_tool", message=f"No tool named {name!r}.",
+                                   fix="List the tools (MCP tools/list or `model-factory tools export`)."), ctx)
     try:
         parsed = check_arguments(spec.name, arguments)
-        if isinstance(parsed, ToolError):
-            return parsed
+        if isinstance(parsed, ToolError):  # it may quote the bad value: scrub it like a tool's own errors
+            return _scrubbed(parsed, ctx)
         return spec.function(parsed, ctx)
     except Exception as exc:  # noqa: BLE001 - surfaces must never show a traceback
         import logging
 
-        from tools.context import Context
-
         logging.getLogger("model_factory").debug("%s failed", spec.name, exc_info=True)
-        scrubber = (ctx or Context.from_environment()).scrubber
-        return ToolError(
+        return _scrubbed(ToolError(
             code="internal_error",
-            message=scrubber.scrub_text(f"{spec.name} failed unexpectedly: {type(exc).__name__}: {exc}"),
+            message=f"{spec.name} failed unexpectedly: {type(exc).__name__}: {exc}",
             fix="This is a bug in model-factory-skill; retry once, then report it with the message.",
-        )
+        ), ctx)
+
+
+def _scrubbed(error: ToolError, ctx: Any) -> ToolError:
+    """``error`` with every secret value the context knows replaced (``ctx`` None: the process environment's)."""
+    from tools.context import Context
+
+    return (ctx or Context.from_environment()).scrubber.scrub_model(error)
