@@ -149,6 +149,17 @@ class ToolGroup(TyperGroup):
         spec = next((s for s in TOOLS if s.command == cmd_name), None)
         return build_tool_command(spec) if spec else None
 
+    def invoke(self, ctx: Any) -> Any:
+        """Run the subcommand; a usage error (it may quote the bad value) is scrubbed before click shows it."""
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:  # click's UsageError/BadParameter (typer vendors click): scrub, re-raise
+            if isinstance(getattr(exc, "message", None), str):
+                from tools.context import Context
+
+                exc.message = Context.from_environment().scrubber.scrub_text(exc.message)
+            raise
+
 
 app = typer.Typer(
     cls=ToolGroup,
