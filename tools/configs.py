@@ -32,7 +32,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tools.context import Context, tool
 from tools.errors import FieldProblem, fail
-from tools.guardrails.secrets import FORWARDABLE, EnvFileError, parse_env_file, scan_for_secrets, toml_env_files
+from tools.guardrails.secrets import (
+    FORWARDABLE,
+    EnvFileError,
+    parse_env_file,
+    refuse_secret_values,
+    scan_for_secrets,
+    toml_env_files,
+)
 
 #: The bundled prime-rl examples (verbatim, see examples/PROVENANCE.md).
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
@@ -1251,7 +1258,8 @@ def prepare_config(inp: PrepareConfigInput, ctx: Context) -> PreparedConfig:
     validation report of the written file.
 
     Errors: ``config_not_found`` (unknown example), ``invalid_toml``, ``dest_exists``,
-    ``bad_arguments`` (dest not .toml, GPU counts on a multi_node example), ``write_failed``.
+    ``bad_arguments`` (dest not .toml, GPU counts on a multi_node example), ``write_failed``,
+    ``secret_in_input`` (the source holds a secret-looking value; nothing is written).
     """
     source, label = _resolve_example(inp.example, ctx)
     dest = ctx.resolve_path(inp.dest)
@@ -1261,6 +1269,10 @@ def prepare_config(inp: PrepareConfigInput, ctx: Context) -> PreparedConfig:
     if dest.exists():
         raise _dest_exists(dest)
     data = load_toml(source)
+    for env_path in toml_env_files(data, source):
+        ctx.scrubber.add_env_file(env_path, ctx.env)
+    # Never copy a secret into a new file: refuse the source as mf_plan_run would (locations only).
+    refuse_secret_values(data, root=source.name, known_values=ctx.scrubber.known_values(), check_key_names=True)
     mode, _ = sniff_mode(data)
     doc = tomlkit.parse(source.read_text(encoding="utf-8"))
     changes = _edit(doc, inp, mode)
