@@ -1,0 +1,275 @@
+"""Guardrail proofs over real HTTP that the other launch tests leave open (issue 4, "Must show").
+
+* The ledger holds every fact of a launch (plan, approval, attempt, outcome, run id, config
+  sha256, team, source ref, image, GPU, volume, price), read from the JSONL file itself.
+* The team travels on every team-scoped request of plan + dispatch (reconciliation and the
+  policy's concurrency count included), spelled as each endpoint expects; ``team='personal'``
+  sends none even when ``PRIME_TEAM_ID`` is set.
+* A dispatch process killed while its create is in flight (the emulator committed the run and
+  holds the answer), raced by a second process and followed by restarts, leaves one run.
+* The budget policy's ``max_concurrent_runs`` counts the owner's active runs on the platform.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+import pytest
+
+from skill.emulator import DEMO_SPEED, TEAM_RESEARCH_ID, EmulatorServer
+from tools.context import Context
+from tools.errors import ToolError, ToolFailure
+from tools.guardrails import confirmation as gate
+from tools.guardrails.ledger import Ledger
+from tools.launch import DispatchRunInput, PlanRunInput, StopRunInput, dispatch_run, plan_run, stop_run
+from tools.launch_approval import approve_plan
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "tools" / "examples" / "basic" / "reverse-text" / "rl.toml"
+
+
+class Recorder:
+    """ASGI layer inside the emulator keeping (method, path, query, JSON body) of each request."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.requests: list[tuple[str, str, dict[str, list[str]], Any]] = []
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        messages, more = [], True
+        while more:
+            message = await receive()
+            messages.append(message)
+            more = message.get("more_body", False)
+        body = b"".join(m.get("body", b"") for m in messages)
+        query = parse_qs(scope["query_string"].decode(), keep_blank_values=True)
+        self.requests.append((scope["method"], scope["path"], query, json.loads(body) if body else None))
+        pending = iter(messages)
+
+        async def replay() -> dict:
+            return next(pending, None) or await receive()
+
+        await self.app(scope, replay, send)
+
+
+@pytest.fixture
+def emu():
+    with EmulatorServer(speed=DEMO_SPEED) as server:
+        server.recorder = Recorder(server.app.app)
+        server.app.app = server.recorder
+        yield server
+
+
+def base_env(emu: EmulatorServer, **extra: str) -> dict[str, str]:
+    return {"PRIME_API_KEY": emu.api_key, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url,
+            **extra}
+
+
+def make_ctx(emu: EmulatorServer, tmp_path: Path, **kw: Any) -> Context:
+    env = kw.pop("env", None) or base_env(emu)
+    for sub in ("home", "project"):
+        (tmp_path / sub).mkdir(exist_ok=True)
+    return Context(env=env, home=tmp_path / "home", state_dir=tmp_path / "state", cwd=tmp_path / "project", **kw)
+
+
+def config(tmp_path: Path) -> Path:
+    dest = tmp_path / "project" / "rl.toml"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(EXAMPLE, dest)
+    return dest
+
+
+def ok(result: Any) -> Any:
+    assert not isinstance(result, ToolError), f"{result.code}: {result.message} / {result.fix}"
+    return result
+
+
+def write_policy(home: Path, text: str) -> None:
+    path = home / ".config" / "model-factory" / "policy.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o600)
+
+
+# -- the ledger ------------------------------------------------------------------------------------
+
+
+def test_ledger_records_every_fact_of_a_launch(emu, tmp_path):
+    ctx = make_ctx(emu, tmp_path, env=base_env(emu, HF_TOKEN="fake-hf-token-for-ledger"))
+    p = ok(plan_run(PlanRunInput(config_path=str(config(tmp_path)), team=TEAM_RESEARCH_ID, gpu_type="H100_80GB",
+                                 volume="research-data", image_tag="v0.5.0", source_ref="main", secrets=["HF_TOKEN"]),
+                    ctx))
+    token = approve_plan(p.plan_id, "terminal", ctx)
+    d = ok(dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=token), ctx))
+
+    text = (tmp_path / "state" / "launches.jsonl").read_text()
+    records = [json.loads(line) for line in text.splitlines()]
+    assert [r["event"] for r in records] == ["plan", "approval", "attempt", "outcome"]
+    assert {r["plan_id"] for r in records} == {p.plan_id} and all(r["ts"] for r in records)
+    plan, approval, attempt, outcome = records
+    assert plan["plan_hash"] == p.plan_hash and plan["config_sha256"] == p.config_sha256 == \
+        gate.config_sha256(emu.state.run(d.run_id).config)  # the config the platform got is the one hashed
+    assert (plan["team_id"], plan["source_ref"], plan["image_tag"], plan["gpu_type"], plan["gpu_count"],
+            plan["volume"]) == (TEAM_RESEARCH_ID, "main", "v0.5.0", "H100_80GB", 2, "research-data")
+    assert plan["usd_per_gpu_hour"] == 1.8 and plan["cost"]["usd_high"] == p.cost.usd_high
+    assert (plan["secret_names"], plan["max_steps"], plan["name"]) == (["HF_TOKEN"], 20, p.run_name)
+    assert approval["plan_hash"] == p.plan_hash and approval["channel"] == "terminal"
+    assert approval["owner"] == TEAM_RESEARCH_ID and approval["expires_at"] > approval["ts"]
+    assert approval["token_sha256"] == attempt["token_sha256"] == hashlib.sha256(token.encode()).hexdigest()
+    assert (attempt["plan_hash"], attempt["channel"]) == (p.plan_hash, "terminal")
+    assert (outcome["attempt_id"], outcome["outcome"], outcome["run_id"]) == (attempt["attempt_id"], "created", d.run_id)
+    assert (outcome["gpu_type"], outcome["usd_per_gpu_hour"]) == ("H100_80GB", 1.8)
+    assert token not in text and "fake-hf-token-for-ledger" not in text
+
+
+# -- the team on the wire --------------------------------------------------------------------------
+
+#: Team-scoped endpoints and where each carries the team (reference/prime-api.md §2.1).
+TEAM_PARAM = {
+    ("GET", "/api/v1/training/available-fft-models"): ("query", "team_id"),
+    ("GET", "/api/v1/training/available-gpu-types"): ("query", "team_id"),
+    ("GET", "/api/v1/training/volumes"): ("query", "teamId"),
+    ("GET", "/api/v1/rft/runs"): ("query", "team_id"),
+    ("GET", "/api/v1/user/whoami"): ("query", "teamId"),
+    ("POST", "/api/v1/training/runs/prepare"): ("body", "teamId"),
+    ("POST", "/api/v1/training/runs"): ("body", "teamId"),
+}
+#: Requests made during plan + dispatch that are not team-scoped.
+UNSCOPED = {("GET", "/api/v1/user/teams")}
+
+
+def team_sent(emu: EmulatorServer) -> dict[tuple[str, str], list[Any]]:
+    """{(method, path): [team value of each request]} for everything recorded; fails on an unknown request."""
+    seen: dict[tuple[str, str], list[Any]] = {}
+    for method, path, query, body in emu.recorder.requests:
+        key = (method, path)
+        if key in UNSCOPED:
+            continue
+        assert key in TEAM_PARAM, f"unclassified request during plan/dispatch: {method} {path}"
+        where, name = TEAM_PARAM[key]
+        value = (query.get(name) or [None])[0] if where == "query" else (body or {}).get(name)
+        seen.setdefault(key, []).append(value)
+    return seen
+
+
+def test_the_team_travels_on_every_team_scoped_request(emu, tmp_path):
+    """PRIME_TEAM_ID names the team; plan, policy check, create and reconciliation all carry it."""
+    ctx = make_ctx(emu, tmp_path, env=base_env(emu, PRIME_TEAM_ID=TEAM_RESEARCH_ID))
+    write_policy(tmp_path / "home", "max_usd_per_run = 100.0\nmax_concurrent_runs = 5\n")
+    p = ok(plan_run(PlanRunInput(config_path=str(config(tmp_path)), volume="research-data"), ctx))
+    assert p.owner.team_id == TEAM_RESEARCH_ID and p.owner.source == "PRIME_TEAM_ID"
+    emu.faults.commit_then_timeout(mode="drop")  # the answer is lost: dispatch reconciles by listing runs
+    d = ok(dispatch_run(DispatchRunInput(plan_id=p.plan_id), ctx))
+    assert d.status == "reconciled" and emu.state.run(d.run_id).placement.team_id == TEAM_RESEARCH_ID
+    seen = team_sent(emu)
+    assert set(seen) >= set(TEAM_PARAM) - {("GET", "/api/v1/user/whoami")}  # every kind was exercised
+    assert {key: v for key, values in seen.items() for v in values if v != TEAM_RESEARCH_ID} == {}
+    assert len(seen[("GET", "/api/v1/rft/runs")]) >= 2  # the policy's count of active runs, the reconciliation
+
+    # An explicit personal owner overrides PRIME_TEAM_ID: no team on any request.
+    emu.recorder.requests.clear()
+    emu.faults.clear()
+    q = ok(plan_run(PlanRunInput(config_path=str(config(tmp_path)), team="personal"), ctx))
+    ok(dispatch_run(DispatchRunInput(plan_id=q.plan_id), ctx))
+    seen = team_sent(emu)
+    assert ("POST", "/api/v1/training/runs") in seen
+    assert {key: v for key, values in seen.items() for v in values if v is not None} == {}
+
+
+# -- a dispatch process killed mid-flight ----------------------------------------------------------
+
+
+def cli(emu: EmulatorServer, tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    env = {**base_env(emu), "HOME": str(tmp_path / "home"), "MODEL_FACTORY_STATE_DIR": str(tmp_path / "state"),
+           "PATH": os.environ.get("PATH", ""), "PRIME_DISABLE_VERSION_CHECK": "1"}
+    return subprocess.Popen([sys.executable, "-m", "skill", *args, "--json"], env=env, cwd=tmp_path / "project",
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finished(proc: subprocess.Popen[str]) -> tuple[int, dict[str, Any]]:
+    out, err = proc.communicate(timeout=60)
+    assert out, err
+    return proc.returncode, json.loads(out)
+
+
+def test_a_dispatch_killed_in_flight_then_any_retry_leaves_one_run(emu, tmp_path):
+    ctx = make_ctx(emu, tmp_path)
+    p = ok(plan_run(PlanRunInput(config_path=str(config(tmp_path)), team="personal"), ctx))
+    token = approve_plan(p.plan_id, "terminal", ctx)
+    emu.faults.commit_then_timeout(mode="delay", delay=60.0)  # the run is created; its answer is held
+
+    first = cli(emu, tmp_path, "dispatch-run", p.plan_id, "--confirmation", token)
+    deadline = time.monotonic() + 30
+    while not emu.state.runs and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (run_id,) = emu.state.runs
+    assert first.poll() is None  # still waiting for the answer
+    assert gate.launch_state(Ledger.for_context(ctx), p.plan_id).status == "in_flight"
+
+    # Another agent process retries meanwhile: it reconciles, it does not send.
+    code, out = finished(cli(emu, tmp_path, "dispatch-run", p.plan_id, "--confirmation", token))
+    assert (code, out["status"], out["run_id"]) == (0, "reconciled", run_id)
+    first.send_signal(signal.SIGKILL)  # the first process dies before recording an outcome
+    first.wait(timeout=10)
+
+    # Restarted agents: no token, the same token, a fresh approval; a person approving again.
+    code, out = finished(cli(emu, tmp_path, "dispatch-run", p.plan_id))
+    assert (code, out["status"], out["run_id"]) == (0, "already_dispatched", run_id)
+    code, out = finished(cli(emu, tmp_path, "dispatch-run", p.plan_id, "--confirmation", token))
+    assert (code, out["run_id"]) == (0, run_id)
+    fresh = gate.mint(Ledger.for_context(ctx), p.plan_id, p.plan_hash, "terminal")
+    assert ok(dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=fresh), ctx)).run_id == run_id
+    with pytest.raises(ToolFailure) as refused:
+        approve_plan(p.plan_id, "terminal", ctx)
+    assert refused.value.error.code == "already_dispatched"
+    assert len(emu.state.runs) == 1 and emu.state.create_attempts == 1
+    attempts = gate.launch_state(Ledger.for_context(ctx), p.plan_id).attempts
+    assert [a.outcome for a in attempts] == ["reconciled"]
+
+
+def test_a_dropped_create_answer_is_reconciled_and_never_resent(emu, tmp_path):
+    ctx = make_ctx(emu, tmp_path)
+    p = ok(plan_run(PlanRunInput(config_path=str(config(tmp_path)), team="personal"), ctx))
+    token = approve_plan(p.plan_id, "terminal", ctx)
+    emu.faults.commit_then_timeout(mode="drop")  # created, then the connection closes without an answer
+    first = ok(dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=token), ctx))
+    (run_id,) = emu.state.runs
+    assert (first.status, first.run_id) == ("reconciled", run_id)
+    code, out = finished(cli(emu, tmp_path, "dispatch-run", p.plan_id, "--confirmation", token))
+    assert (code, out["status"], out["run_id"]) == (0, "already_dispatched", run_id)
+    assert len(emu.state.runs) == 1 and emu.state.create_attempts == 1
+
+
+# -- the policy's concurrency limit ------------------------------------------------------------------
+
+
+def test_policy_max_concurrent_runs_counts_active_runs_on_the_platform(emu, tmp_path):
+    ctx = make_ctx(emu, tmp_path)
+    write_policy(tmp_path / "home", "max_usd_per_run = 100.0\nmax_concurrent_runs = 1\n")
+    emu.state.set_speed(0)
+    first = ok(plan_run(PlanRunInput(config_path=str(config(tmp_path)), team="personal"), ctx))
+    run = ok(dispatch_run(DispatchRunInput(plan_id=first.plan_id), ctx))
+    assert run.approval_channel == "policy" and emu.state.run(run.run_id).status == "QUEUED"
+    second = ok(plan_run(PlanRunInput(config_path=str(config(tmp_path)), team="personal"), ctx))
+    denied = dispatch_run(DispatchRunInput(plan_id=second.plan_id), ctx)
+    assert denied.code == "confirmation_required" and "exceeds max_concurrent_runs 1" in denied.message
+    assert len(emu.state.runs) == 1
+    required = stop_run(StopRunInput(run_id=run.run_id), ctx)
+    stop_plan = required.fix.split("model-factory approve ")[1].split("`")[0]
+    stop_token = approve_plan(stop_plan, "terminal", ctx)
+    assert ok(stop_run(StopRunInput(run_id=run.run_id, confirmation=stop_token), ctx)).status == "STOPPED"
+    allowed = ok(dispatch_run(DispatchRunInput(plan_id=second.plan_id), ctx))
+    assert allowed.approval_channel == "policy" and len(emu.state.runs) == 2
