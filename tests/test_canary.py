@@ -318,3 +318,42 @@ def test_no_canary_leaves_through_any_tool_or_command(emu, tmp_path):
         text = f"{path}?{query} {json.dumps(sent)}"
         assert not leaks(text), f"{method} {path} sent {leaks(text)}"
     assert creates == 3 and len(emu.state.runs) == 3
+
+
+def test_every_tool_refuses_a_pasted_key_in_any_text_argument_before_sending(emu, tmp_path):
+    """A known key format (here a fake Hugging Face token) in any text argument of any tool is
+    refused by location, never echoed, and nothing reaches the platform."""
+    pasted = "hf_FAKEcanaryPastedTokenAbCdEfGhIjKlMnOp"
+    ctx = Context(env={"PRIME_API_KEY": PRIME, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url},
+                  home=tmp_path, state_dir=tmp_path / "state", cwd=tmp_path)
+    checked = []
+    for spec in registry.TOOLS:
+        schema = registry.input_schema(spec.name)["properties"]
+        text = [name for name, prop in schema.items()
+                if "string" in json.dumps(prop) and "enum" not in json.dumps(prop) and "array" not in json.dumps(prop)]
+        if not text:
+            continue
+        required = {name: "dest.toml" for name, field in spec.input_model.model_fields.items() if field.is_required()}
+        result = registry.call_tool(spec.name, {**required, text[0]: pasted}, ctx)
+        assert isinstance(result, ToolError) and result.code == "secret_in_input", (spec.name, result)
+        assert [f.path for f in result.fields] == [f"arguments.{text[0]}"]
+        assert pasted not in result.model_dump_json() and "AbCdEfGh" not in result.model_dump_json()
+        checked.append(spec.name)
+    assert len(checked) == len(registry.TOOLS) - 3 and emu.recorder.requests == []
+    assert not (tmp_path / "dest.toml").exists()
+    ctx.close()
+
+
+def test_cassettes_never_hold_the_launch_key_or_a_real_key_format():
+    """The contract cassettes (tests/cassettes/capture_cli.py) record the real CLI with fake values and
+    leave the Authorization header out: its PRIME_API_KEY appears in no cassette."""
+    from tools.guardrails.secrets import scan_for_secrets
+
+    capture = (ROOT / "tests" / "cassettes" / "capture_cli.py").read_text()
+    assert 'API_KEY = "fake-prime-api-key"' in capture
+    cassettes = sorted((ROOT / "tests" / "cassettes").glob("*.yaml"))
+    assert len(cassettes) > 20
+    for path in cassettes:
+        text = path.read_text()
+        assert "fake-prime-api-key" not in text, path.name
+        assert scan_for_secrets(text, root=path.name) == [], path.name
