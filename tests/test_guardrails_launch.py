@@ -273,3 +273,27 @@ def test_policy_max_concurrent_runs_counts_active_runs_on_the_platform(emu, tmp_
     assert ok(stop_run(StopRunInput(run_id=run.run_id, confirmation=stop_token), ctx)).status == "STOPPED"
     allowed = ok(dispatch_run(DispatchRunInput(plan_id=second.plan_id), ctx))
     assert allowed.approval_channel == "policy" and len(emu.state.runs) == 2
+
+
+# -- approvals void on changes outside the config file ----------------------------------------------
+
+
+@pytest.mark.parametrize("change", ["price", "env_file"])
+def test_an_approval_is_void_when_a_fact_outside_the_file_changes(emu, tmp_path, change):
+    """The approval covers the platform's price and the secret names the TOML's env file forwards,
+    not only the config file's bytes: either change after approval gives plan_changed, nothing sent."""
+    ctx = make_ctx(emu, tmp_path, env=base_env(emu, HF_TOKEN="fake-hf-token-outside"))
+    cfg = config(tmp_path)
+    env_file = tmp_path / "project" / "run.env"
+    env_file.write_text("WANDB_API_KEY=fake-wandb-key-outside\n")
+    cfg.write_text('env_files = ["run.env"]\n' + cfg.read_text())
+    p = ok(plan_run(PlanRunInput(config_path=str(cfg), team="personal", gpu_type="H100_80GB"), ctx))
+    assert p.secret_names == ["WANDB_API_KEY"] and p.usd_per_gpu_hour == 1.8
+    token = approve_plan(p.plan_id, "terminal", ctx)
+    if change == "price":
+        emu.state.seed.gpu("H100_80GB").price_per_gpu_hour = 2.9
+    else:  # one more secret would reach the run
+        env_file.write_text("WANDB_API_KEY=fake-wandb-key-outside\nHF_TOKEN=fake-hf-token-file\n")
+    result = dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=token), ctx)
+    assert isinstance(result, ToolError) and result.code == "plan_changed", result
+    assert emu.state.create_attempts == 0 and emu.state.runs == {}
