@@ -192,8 +192,8 @@ def test_no_canary_leaves_through_any_tool_or_command(emu, tmp_path):
                            root_cause=long_text(ENVFILE_HF, ENV_WANDB, ENV_OTHER),
                            evidence=[f"step {i}: secret {v} rejected" for i, v in
                                      enumerate([LOG, PRIME, ENV_HF, ENVFILE_HF, ENV_WANDB, ENV_OTHER, ENVFILE_WANDB])])
-    plan = call("mf_plan_run", {"config_path": "task.toml", "team": "personal", "secrets": ["WANDB_API_KEY", "HF_TOKEN"],
-                                "env_files": ["extra.env"]})
+    plan = call("mf_plan_run", {"config_path": "task.toml", "team": "personal",
+                                "secrets": ["WANDB_API_KEY", "HF_TOKEN"], "env_files": ["extra.env"]})
     assert plan.secret_names == ["HF_TOKEN", "WANDB_API_KEY"]
     run_a = call("mf_dispatch_run", {"plan_id": plan.plan_id}).run_id
     assert emu.state.run(run_a).wandb_api_key == ENVFILE_WANDB  # the env files win over the environment

@@ -69,7 +69,8 @@ def test_every_rule_gives_the_values_prime_gives(prime_exe, tmp_path):  # noqa: 
     path.write_text(EVERY_RULE)
     ours = parse_env_file(path, ENV)
     assert cli_parse(prime_exe, path) == {"values": ours.values}
-    assert ours.values["SQ"] == "single ${FAKE_HOME_DIR} literal" and ours.values["DQ"] == "double /home/fake-user quoted"
+    assert ours.values["SQ"] == "single ${FAKE_HOME_DIR} literal"
+    assert ours.values["DQ"] == "double /home/fake-user quoted"
     assert len(ours.warnings) == 3  # no '=', invalid key, export: skipped with a warning, as the CLI does
 
 
