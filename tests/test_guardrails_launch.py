@@ -298,3 +298,20 @@ def test_an_approval_is_void_when_a_fact_outside_the_file_changes(emu, tmp_path,
     result = dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=token), ctx)
     assert isinstance(result, ToolError) and result.code == "plan_changed", result
     assert emu.state.create_attempts == 0 and emu.state.runs == {}
+
+
+def test_the_ledger_defaults_to_the_project_folder_and_is_configurable(emu, tmp_path):
+    (tmp_path / "home").mkdir()
+    project = tmp_path / "project"
+    cfg = config(tmp_path)
+    default = Context(env=base_env(emu), home=tmp_path / "home", cwd=project)
+    p = ok(plan_run(PlanRunInput(config_path=str(cfg), team="personal"), default))
+    assert (project / ".model-factory" / "launches.jsonl").is_file()
+    assert f"`model-factory approve {p.plan_id}`" in p.next_step  # the person's terminal finds it there
+    moved = Context(env=base_env(emu, MODEL_FACTORY_STATE_DIR=str(tmp_path / "elsewhere")), home=tmp_path / "home",
+                    cwd=project)
+    q = ok(plan_run(PlanRunInput(config_path=str(cfg), team="personal"), moved))
+    assert [r["plan_id"] for r in Ledger(tmp_path / "elsewhere").read()] == [q.plan_id]
+    assert f"MODEL_FACTORY_STATE_DIR={tmp_path / 'elsewhere'} model-factory approve {q.plan_id}" in q.next_step
+    default.close()
+    moved.close()
