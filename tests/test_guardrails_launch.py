@@ -315,3 +315,23 @@ def test_the_ledger_defaults_to_the_project_folder_and_is_configurable(emu, tmp_
     assert f"MODEL_FACTORY_STATE_DIR={tmp_path / 'elsewhere'} model-factory approve {q.plan_id}" in q.next_step
     default.close()
     moved.close()
+
+
+def test_an_env_file_holding_the_launch_key_is_refused_without_echoing_it(emu, tmp_path):
+    ctx = make_ctx(emu, tmp_path)
+    cfg = config(tmp_path)
+    (tmp_path / "project" / "keys.env").write_text("WANDB_API_KEY=fake-wandb-key-1\nPRIME_API_KEY=fake-prime-key-in-file\n")
+    for where in ("toml", "argument"):
+        if where == "toml":
+            cfg.write_text('env_file = "keys.env"\n' + EXAMPLE.read_text())
+            result = plan_run(PlanRunInput(config_path=str(cfg), team="personal"), ctx)
+        else:
+            cfg.write_text(EXAMPLE.read_text())
+            result = plan_run(PlanRunInput(config_path=str(cfg), team="personal", env_files=["keys.env"]), ctx)
+        # The TOML's env file fails config validation (as prime train does), the argument's the secret check.
+        assert isinstance(result, ToolError), result
+        assert result.code == ("invalid_config" if where == "toml" else "unsupported_secret"), result
+        assert "PRIME_API_KEY" in result.message and "WANDB_API_KEY" in result.message and "HF_TOKEN" in result.message
+        assert "fake-prime-key-in-file" not in result.model_dump_json()
+    assert emu.recorder.requests == []  # refused before anything was sent
+    assert not (tmp_path / "state" / "launches.jsonl").exists()
