@@ -320,7 +320,8 @@ def test_the_ledger_defaults_to_the_project_folder_and_is_configurable(emu, tmp_
 def test_an_env_file_holding_the_launch_key_is_refused_without_echoing_it(emu, tmp_path):
     ctx = make_ctx(emu, tmp_path)
     cfg = config(tmp_path)
-    (tmp_path / "project" / "keys.env").write_text("WANDB_API_KEY=fake-wandb-key-1\nPRIME_API_KEY=fake-prime-key-in-file\n")
+    keys = tmp_path / "project" / "keys.env"
+    keys.write_text("WANDB_API_KEY=fake-wandb-key-1\nPRIME_API_KEY=fake-prime-key-in-file\n")
     for where in ("toml", "argument"):
         if where == "toml":
             cfg.write_text('env_file = "keys.env"\n' + EXAMPLE.read_text())
