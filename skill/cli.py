@@ -1,5 +1,5 @@
 """The ``model-factory`` command: every registry tool as a subcommand, plus demo, emulator,
-approve, mcp and tools export.
+approve, mcp, install-skill and tools export.
 
 Tool subcommands are built on demand from the registry (only the invoked tool's module is
 imported), take the tool's input fields as options (``--tail-lines 200``) or positional
@@ -78,7 +78,7 @@ def _parameter(name: str, info: Any, positional: bool) -> inspect.Parameter:
     elif annotation in (bool, int, float):
         kind = annotation
     if positional:
-        marker = typer.Argument(help=help_text, show_default=default not in (..., None))
+        marker = typer.Argument(help=help_text, metavar=name.upper(), show_default=default not in (..., None))
     else:
         flag = "--" + name.replace("_", "-")
         decls = [f"{flag}/--no-{name.replace('_', '-')}"] if kind is bool else [flag]
@@ -104,7 +104,7 @@ def build_tool_command(spec: Any) -> Any:
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__doc__ = spec.description
-    single = typer.Typer(add_completion=False)
+    single = typer.Typer(add_completion=False, rich_markup_mode=None)
     single.command(spec.command, help=spec.description,
                    short_help=spec.description.split(". ")[0].rstrip(".") + ".")(command)
     return typer.main.get_command(single)
@@ -165,6 +165,7 @@ app = typer.Typer(
     cls=ToolGroup,
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=None,  # tool descriptions name TOML tables like [deployment]: not markup
     help="Train models on Prime Intellect's hosted Model Factory, with guardrails. "
     "Every mf_ tool is a subcommand (`model-factory get-run RUN_ID --json`).",
 )
