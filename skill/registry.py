@@ -131,9 +131,10 @@ TOOLS: tuple[ToolSpec, ...] = (
           "with model, steps and GPUs. Use it to pick a starting point before mf_prepare_config. "
           "Local, no network.", open_world=False, positional=()),
     _spec("prepare_config", "configs",
-          "Copy a bundled prime-rl example to a new task TOML for hosted runs: drops [slurm], "
-          "output_dir and run.dir, sets [deployment], keeps dtypes and comments. Never "
-          "overwrites an existing file. Use it instead of writing a config from scratch.",
+          "Copy a bundled prime-rl example (or a TOML) to a new task TOML for hosted runs: drops "
+          "[slurm], [k8s], output_dir, run.dir, clean and dry_run (SFT: also the online-eval blocks), "
+          "sets GPU counts, gpu_type, max_steps and name when given, keeps comments and dtypes. "
+          "Never overwrites an existing file. Use it instead of writing a config from scratch.",
           read_only=False, idempotent=True, open_world=False, positional=("example", "dest")),
     _spec("validate_config", "configs",
           "Validate a prime-rl TOML for Model Factory: parse, RL vs SFT as the prime CLI decides, "

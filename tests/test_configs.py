@@ -36,10 +36,11 @@ from tools.errors import ToolError, ToolFailure
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "tools" / "examples"
 
-#: §9.2 column C: the error rules each example must raise (empty = passes).
+#: §9.2 column C: the error rules each example must raise (empty = passes); plus the hosted SFT
+#: rule of prime 0.18.0's `train --sft` help (trainer only: reverse-text/sft has online eval).
 EXPECTED_ERRORS: dict[str, set[str]] = {
     "basic/reverse-text/rl": set(),
-    "basic/reverse-text/sft": set(),
+    "basic/reverse-text/sft": {"sft_trainer_only"},
     "basic/alphabet-sort/rl": set(),
     "basic/wordle/rl": set(),
     "basic/wordle/sft": set(),
@@ -77,6 +78,12 @@ def validate(path: Path, ctx: Context, mode: str | None = None):
 
 def rules(issues) -> set[str]:
     return {i.rule for i in issues}
+
+
+def write_toml(ctx: Context, name: str, text: str) -> Path:
+    path = ctx.cwd / name
+    path.write_text(text)
+    return path
 
 
 def mutated(tmp_path: Path, example: str, edit: Callable[[Any], None], name: str = "case.toml") -> Path:
@@ -119,7 +126,12 @@ def test_example_facts_env_ids_wandb_and_deployment(ctx: Context):
     assert {"launcher_local", "full_offload_clipping"} <= rules(glm.warnings)  # [slurm]; §9.2 "swe warns"
     sft = validate(EXAMPLES / "basic/reverse-text/sft.toml", ctx)
     assert sft.env_ids == [] and sft.eval_env_ids == ["reverse-text"] and sft.wandb_project is None
-    assert any("Platform validates" in n or "platform validates" in n for n in sft.notes)
+    assert {e.path for e in sft.errors} == {"eval", "inference"}  # hosted SFT is trainer-only
+    assert "sft_dataset" in rules(sft.warnings)  # an HF dataset name, not a path on a volume
+    on_volume = validate(write_toml(ctx, "v.toml", '[data]\nname = "/volume/datasets/reverse"\n'), ctx)
+    assert on_volume.valid and "sft_dataset" not in rules(on_volume.warnings)
+    fake = validate(write_toml(ctx, "f.toml", '[data]\ntype = "fake"\n'), ctx)
+    assert "sft_dataset" not in rules(fake.warnings)
 
 
 def test_list_examples_reports_hosted_fitness(ctx: Context):
@@ -256,8 +268,8 @@ NEGATIVE: list[tuple[str, str, Callable[[Any], None], str, str]] = [
      "LoRA training is not yet supported with in-memory weight broadcast"),
     ("sft_micro_batch", WORDLE_SFT, _set("data.micro_batch_size", 5), "sft_batch",
      "Batch size (64) must be divisible by micro batch size (5)"),
-    ("sft_inference_without_eval", WORDLE_SFT, _set("inference.vllm.max_model_len", 1024),
-     "sft_inference_without_eval", "only used for online evals"),
+    ("sft_inference_block", WORDLE_SFT, _set("inference.vllm.max_model_len", 1024),
+     "sft_trainer_only", "hosted SFT runs the trainer only"),
     ("multi_node_fsdp_group", QWEN_MATH, _set("deployment.nodes_per_fsdp_group", 3), "multi_node_layout",
      "must be divisible by deployment.nodes_per_fsdp_group (3)"),
 ]
@@ -472,6 +484,11 @@ def test_prepare_via_registry_schema(tmp_path: Path, ctx: Context):
                                                         "max_steps": 5}), ctx)
     assert not isinstance(result, ToolError), result
     assert result.mode == "sft" and result.validation.max_steps == 5
+    # hosted SFT is trainer-only: the online-eval blocks and the inference GPU are dropped, the rest kept
+    removed = {c.path for c in result.changes if c.action == "removed"}
+    assert {"eval", "inference", "deployment.num_infer_gpus"} <= removed
+    assert result.validation.valid and result.validation.gpu_count == 1
+    assert "[data]" in (tmp_path / "s.toml").read_text()
     bad = call_tool("mf_prepare_config", {"example": "basic/reverse-text/sft", "dest": "t.toml", "num_train_gpus": 0},
                     ctx)
     assert isinstance(bad, ToolError) and bad.code == "bad_arguments" and not (tmp_path / "t.toml").exists()

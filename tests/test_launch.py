@@ -218,18 +218,28 @@ def test_sft_bodies_equal_the_cli_observed_ones(emu, ctx, tmp_path, source_ref, 
 
 
 def test_sft_example_smoke_run_is_created_with_the_step_cap(emu, ctx, tmp_path):
-    cfg = example(tmp_path, "reverse-text/sft.toml", "sft.toml")
+    cfg = example(tmp_path, "wordle/sft.toml", "sft.toml")
+    cfg.write_text(cfg.read_text().replace("max_steps = 20", "max_steps = 100"))
     p = plan(ctx, cfg, team="personal")
     assert (p.config_max_steps, p.max_steps) == (100, 20) and "smoke" in p.max_steps_reason
-    assert p.runtime.local_validation == "skipped"  # SFT with [eval]: the CLI skips prepare too
+    assert any("not a path on a volume" in w for w in p.warnings)  # hosted SFT reads datasets from a volume
     d = ok(dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=approve_plan(p.plan_id, "terminal", ctx)), ctx))
     body = emu.recorder.bodies("POST", "/training/runs")[0]
     assert set(body) == {"config", "mode", "name", "gpuType"} and body["mode"] == "sft"
-    assert body["config"]["max_steps"] == 20 and body["config"]["eval"] == tomllib.loads(cfg.read_text())["eval"]
-    assert emu.recorder.bodies("POST", "/training/runs/prepare") == []
+    assert body["config"]["max_steps"] == 20 and body["config"]["data"] == tomllib.loads(cfg.read_text())["data"]
+    assert emu.recorder.bodies("POST", "/training/runs/prepare") == [{"mode": "sft", "teamId": None}]
     run = emu.state.run(d.run_id)
     assert (d.status, run.spec.max_steps, run.name) == ("created", 20, p.run_name)
     assert d.dashboard_url == f"https://app.primeintellect.ai/dashboard/training/{d.run_id}"
+
+
+def test_sft_with_online_eval_is_not_planned(emu, ctx, tmp_path):
+    """Hosted SFT is trainer-only (prime 0.18.0 `train --sft` help): the reverse-text SFT example's
+    [eval] and [inference] blocks stop the plan before anything is sent."""
+    cfg = example(tmp_path, "reverse-text/sft.toml", "sft.toml")
+    error = err(plan_run(PlanRunInput(config_path=str(cfg), team="personal"), ctx), "invalid_config")
+    assert {f.path for f in error.fields} == {"eval", "inference"} and "mf_validate_config" in error.fix
+    assert emu.recorder.bodies("POST", "/training/runs/prepare") == []
 
 
 def test_prepare_outcomes_are_noted_not_fatal(emu, ctx, tmp_path):

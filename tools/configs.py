@@ -598,9 +598,26 @@ def _sft_batch(c: _Config) -> Iterator[Finding]:
         yield "data.batch_size", f"Batch size ({batch}) must be divisible by micro batch size ({micro})."
 
 
-def _sft_inference_without_eval(c: _Config) -> Iterator[Finding]:
-    if c.has_inference and "eval" not in c.data:
-        yield "inference", "[inference] is only used for online evals — add an [eval] block or remove it."
+def _sft_trainer_only(c: _Config) -> Iterator[Finding]:
+    for key in ("eval", "inference", "weight_broadcast"):
+        if key in c.data:
+            yield key, (f"[{key}]: hosted SFT runs the trainer only; the platform rejects [eval], [inference] and "
+                        "[weight_broadcast] (prime 0.18.0 `train --sft` help). Remove the block for a hosted run.")
+
+
+#: Where hosted SFT finds datasets: the run's volume, mounted read-only at /volume.
+_VOLUME_DATASET = re.compile(r"\A(/volume/|datasets/)")
+
+
+def _sft_dataset(c: _Config) -> Iterator[Finding]:
+    if c.get("data.type") == "fake":
+        return
+    name = c.get("data.name") or "PrimeIntellect/Reverse-Text-SFT"
+    if isinstance(name, str) and not _VOLUME_DATASET.match(name):
+        yield "data.name", (f"data.name {name!r} is not a path on a volume. Hosted SFT reads datasets from the run's "
+                            "volume (mounted read-only at /volume: data.name = \"/volume/datasets/<name>\" or "
+                            "\"datasets/<name>\"); without a volume only fake data works (prime 0.18.0 `train --sft` "
+                            "help). Put the dataset on a volume and plan with volume=<name>.")
 
 
 def _renderer(c: _Config) -> Iterator[Finding]:
@@ -828,6 +845,7 @@ def _secret_value(c: _Config) -> Iterator[Finding]:
 
 _CLI = "prime-api.md §3.2"
 _HOSTED = "prime-rl.md §10 (hosted worker)"
+_CLI_HELP = "prime 0.18.0 `prime train --sft` help"
 _SCHEMA = "prime-rl.md §3.4/§4 (schema validators)"
 _BOTH: tuple[Mode, ...] = ("rl", "sft")
 _RL: tuple[Mode, ...] = ("rl",)
@@ -856,8 +874,8 @@ RULES: tuple[Rule, ...] = (
     Rule("multi_node_layout", "error", _BOTH, _SCHEMA, "multi_node node counts", _multi_node_layout),
     Rule("batch_size", "error", _RL, _SCHEMA, "one of batch_size/token_batch_size; batch % group_size", _batch_size),
     Rule("sft_batch", "error", _SFT, _SCHEMA, "data.batch_size % micro_batch_size", _sft_batch),
-    Rule("sft_inference_without_eval", "error", _SFT, _SCHEMA, "[inference] only with [eval]",
-         _sft_inference_without_eval),
+    Rule("sft_trainer_only", "error", _SFT, _CLI_HELP, "hosted SFT rejects [eval]/[inference]/[weight_broadcast]",
+         _sft_trainer_only),
     Rule("renderer", "warning", _RL, _SCHEMA, "explicit renderer for fine-tuned model names (heuristic)",
          _renderer),
     Rule("retired_key", "error", _BOTH, _SCHEMA, "keys of older formats (rollouts_per_example, toml_files, ...)",
@@ -873,6 +891,7 @@ RULES: tuple[Rule, ...] = (
     Rule("env_sources", "error", _RL, _SCHEMA, "eval sources present, env set, names unique", _sources_rule),
     Rule("optimizer", "error", _BOTH, _SCHEMA, "optimizer type; optim_cpu_offload vs full_offload", _optimizer),
     Rule("weight_broadcast", "error", _RL, _SCHEMA, "LoRA vs NCCL; quantized transfer needs", _weight_broadcast),
+    Rule("sft_dataset", "warning", _SFT, _CLI_HELP, "hosted SFT datasets live on a volume", _sft_dataset),
     Rule("launcher_local", "warning", _BOTH, _HOSTED, "[slurm], output_dir, run.dir, dry_run (dropped)",
          _launcher_local),
     Rule("nccl_world_size", "warning", _RL, "prime-rl.md §3.3", "explicit dp with NCCL on several inference GPUs",
@@ -1010,9 +1029,6 @@ def analyze(
         for where, message in rule.check(c):
             (errors if rule.severity == "error" else warnings).append(Issue(path=where, message=message, rule=rule.id))
     notes: list[str] = []
-    if chosen == "sft" and {"eval", "inference", "weight_broadcast"} & data.keys():
-        notes.append("SFT with online eval: `prime train` skips local schema validation; the platform validates "
-                     "it on submission.")
     if c.deployment_type == "multi_node" and "slurm" not in data:
         notes.append("multi_node without [slurm]: the hosted validator injects slurm = {} (the platform places nodes).")
     model, model_source = _model_name(c)
@@ -1171,6 +1187,12 @@ def _edit(doc: tomlkit.TOMLDocument, inp: PrepareConfigInput, mode: Mode) -> lis
     changes: list[Change] = []
     for key in ("slurm", "output_dir", "clean", "dry_run", "k8s"):
         _remove(doc, key, key, changes)
+    if mode == "sft":  # hosted SFT is trainer-only (rule sft_trainer_only)
+        for key in ("eval", "inference", "weight_broadcast"):
+            _remove(doc, key, key, changes)
+        if hasattr(doc.get("deployment"), "keys"):
+            for key in ("num_infer_gpus", "num_eval_gpus"):
+                _remove(doc["deployment"], key, f"deployment.{key}", changes)
     run = doc.get("run")
     if run is not None and hasattr(run, "keys"):
         _remove(run, "dir", "run.dir", changes)
@@ -1250,7 +1272,9 @@ def prepare_config(inp: PrepareConfigInput, ctx: Context) -> PreparedConfig:
     """Copy a bundled example (or an existing TOML) to ``dest`` ready for a hosted run.
 
     Edits, with tomlkit so comments, key order and value types stay as they were: removes
-    ``[slurm]``, ``output_dir``, ``run.dir``, ``clean``, ``dry_run`` and ``[k8s]``; sets
+    ``[slurm]``, ``output_dir``, ``run.dir``, ``clean``, ``dry_run`` and ``[k8s]`` (SFT also
+    ``[eval]``, ``[inference]``, ``[weight_broadcast]`` and the inference GPU count: hosted SFT
+    is trainer-only); sets
     ``deployment.num_train_gpus`` / ``num_infer_gpus`` (single_node only), top-level
     ``gpu_type``, ``max_steps`` (and any trainer/orchestrator ``max_steps``, which would
     otherwise conflict) and ``name`` when given. The source is only read. ``dest`` is written
