@@ -490,6 +490,7 @@ def test_stop_is_gated_then_stops(emu, ctx, tmp_path):
     required = err(stop_run(StopRunInput(run_id=d.run_id), ctx), "confirmation_required")
     stop_plan = required.fix.split("model-factory approve ")[1].split("`")[0]
     assert stop_plan.startswith("stop_") and emu.state.run(d.run_id).status == "RUNNING"
+    assert d.run_id in required.message and "summary above" in required.fix  # the agent can show what is asked
     launch_token = gate.mint(Ledger.for_context(ctx), p.plan_id, p.plan_hash, "terminal")  # a real token, wrong plan
     err(stop_run(StopRunInput(run_id=d.run_id, confirmation=launch_token), ctx), "confirmation_invalid")
     token = approve_plan(stop_plan, "terminal", ctx)
@@ -530,3 +531,14 @@ def test_list_launches_shows_the_ledger_scrubbed(emu, tmp_path):
     assert "pit_run_fake_" not in d.model_dump_json() + (tmp_path / "state" / "launches.jsonl").read_text()
     assert ok(list_launches(ListLaunchesInput(limit=1), ctx)).launches[0].plan_id == q.plan_id
     assert os.stat(tmp_path / "state" / "launches.jsonl").st_mode & 0o077 == 0
+
+
+def test_skipped_env_file_lines_are_explained(emu, ctx, tmp_path):
+    """A shell-style `export HF_TOKEN=...` line is skipped by the CLI's env-file parser (invalid key):
+    the plan says so instead of only reporting the name as unset."""
+    cfg = example(tmp_path, "reverse-text/rl.toml")
+    env_file = write(tmp_path, "hf.env", "export HF_TOKEN=fake-hf-token-value\n")
+    error = err(plan_run(PlanRunInput(config_path=str(cfg), team="personal", secrets=["HF_TOKEN"],
+                                      env_files=[str(env_file)]), ctx), "secret_not_set")
+    assert "skipped" in error.message and "line 1 in" in error.message and "hf.env" in error.message
+    assert "fake-hf-token-value" not in error.model_dump_json()

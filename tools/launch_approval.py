@@ -188,11 +188,13 @@ def obtain_confirmation(
         return mint(ledger, request.plan_id, request.plan_hash, channel, APPROVAL_TTL_SECONDS,
                     owner=request.owner), notes
     verb = "Launching" if request.action == "launch" else "Stopping a run with"
+    # A launch plan's summary came with mf_plan_run; a stop plan is made here, so its summary travels now.
+    shown = f"\n{request.summary}" if request.action == "stop" else ""
     raise fail(
         "confirmation_required",
         f"{verb} plan {request.plan_id} needs a person's confirmation; none was given and no approval channel "
-        "is attached." + (" " + " ".join(notes) if notes else ""),
-        f"Show the user the plan summary and ask them to run `{request.approve_command}` in their own terminal "
+        "is attached." + (" " + " ".join(notes) if notes else "") + shown,
+        f"Show the user the plan summary{' above' if shown else ''} and ask them to run `{request.approve_command}` in their own terminal "
         "(same project folder). It prints a confirmation code mfc_... (valid 15 minutes, works once); then call "
         f"{'mf_dispatch_run' if request.action == 'launch' else 'mf_stop_run'} again with that code as "
         "`confirmation`. Never invent or reuse a code.",

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tools import configs
 from tools.context import Context
-from tools.errors import FieldProblem, fail
+from tools.errors import FieldProblem, ToolFailure, fail
 from tools.guardrails import secrets as gsecrets
 from tools.guardrails.confirmation import config_sha256, plan_hash
 from tools.launch_cost import CostEstimate, estimate_cost
@@ -176,10 +176,13 @@ def apply_step_cap(config: dict[str, Any], cap: int | None) -> None:
             sub["max_steps"] = cap
 
 
-def _secret_names(args: PlanRunInput, ctx: Context, files: list[Path]) -> list[str]:
+def _secret_names(args: PlanRunInput, ctx: Context, files: list[Path], warnings: list[str]) -> list[str]:
     """Names to forward: the ``secrets`` argument plus the forwardable names the env files set
-    (as ``prime train`` forwards what its env files hold). Validated; values discarded."""
+    (as ``prime train`` forwards what its env files hold). Validated; values discarded. Lines
+    the env-file parser skipped are added to ``warnings`` (and to a ``secret_not_set`` error,
+    since a skipped ``export NAME=...`` line is the usual reason)."""
     in_files: list[str] = []
+    skipped: list[str] = []
     for path in files:
         try:
             parsed = gsecrets.parse_env_file(path, ctx.env)
@@ -192,8 +195,15 @@ def _secret_names(args: PlanRunInput, ctx: Context, files: list[Path]) -> list[s
                        "forwarded to a run (prime train refuses such a file too).",
                        "Keep only WANDB_API_KEY / HF_TOKEN in the env files a run uses, then plan again.")
         in_files += [n for n in parsed.values if n not in in_files]
+        skipped += parsed.warnings
+    warnings += skipped
     names = list(dict.fromkeys([*args.secrets, *in_files]))
-    gsecrets.resolve_forwarded(names, ctx.env, files)  # refusals + "is it set"; values not kept
+    try:
+        gsecrets.resolve_forwarded(names, ctx.env, files)  # refusals + "is it set"; values not kept
+    except ToolFailure as failure:
+        if failure.error.code == "secret_not_set" and skipped:
+            failure.error.message += " Env-file lines were skipped: " + "; ".join(skipped)
+        raise
     return [n.strip() for n in names]
 
 
@@ -322,7 +332,7 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
                           if w.rule not in {"no_max_steps", "deprecated_orchestrator_key", "cli_type_key"}]
     mode: Literal["rl", "sft"] = report.mode
     hosted = hosted_config(raw, warnings)
-    names = _secret_names(args, ctx, files)
+    names = _secret_names(args, ctx, files, warnings)
 
     from_config = report.max_steps
     if args.max_steps is not None:
