@@ -21,7 +21,8 @@ import yaml
 
 from skill import install as installer
 from skill import registry
-from skill.cli import EXIT_TOOL_ERROR, app
+from skill.cli import EXIT_TOOL_ERROR, tool_parser, tool_spec
+from skill.commands import app
 from tools import monitor
 from tools.configs import RULES
 
@@ -61,13 +62,17 @@ def first_column(table_text: str) -> list[str]:
     return names
 
 
-def cli_command(name: str) -> click.Command | None:
+def cli_options(name: str) -> set[str] | None:
+    """The option strings of `model-factory NAME`, or None when there is no such command: tool
+    commands are argparse parsers (skill.cli), the others typer commands (skill.commands)."""
+    spec = tool_spec(name)
+    if spec is not None:
+        return {opt for action in tool_parser(spec)._actions for opt in action.option_strings}
     group = typer.main.get_command(app)
     with click.Context(group) as ctx:
-        return group.get_command(ctx, name)
-
-
-def options_of(command: click.Command) -> set[str]:
+        command = group.get_command(ctx, name)
+    if command is None:
+        return None
     return {opt for param in command.params for opt in (*param.opts, *param.secondary_opts)}
 
 
@@ -152,17 +157,18 @@ def test_every_command_and_option_named_exists_in_the_cli():
     for doc in DOCS:
         text = doc.read_text(encoding="utf-8")
         for name in re.findall(r"\bmodel-factory[ \t]+([a-z][a-z-]*)", text):
-            assert cli_command(name) is not None, f"{doc.name}: `model-factory {name}` is not a command"
+            assert cli_options(name) is not None, f"{doc.name}: `model-factory {name}` is not a command"
             seen += 1
         for span in (s for s in CODE_SPAN.findall(text) if "model-factory " in s):
             words = shlex.split(span)
             if "model-factory" not in words or words.index("model-factory") + 1 >= len(words):
                 continue
-            command = cli_command(words[words.index("model-factory") + 1])
-            if command is None:  # a placeholder such as <command>
+            name = words[words.index("model-factory") + 1]
+            options = cli_options(name)
+            if options is None:  # a placeholder such as <command>
                 continue
             for flag in (w.split("=")[0] for w in words if w.startswith("--")):
-                assert flag in options_of(command), f"{doc.name}: {command.name} has no option {flag}"
+                assert flag in options, f"{doc.name}: {name} has no option {flag}"
     assert seen >= 5
 
 
