@@ -66,7 +66,7 @@ def test_unknown_run_id(env):
 def test_wrong_api_key(env):
     proc = mf("list-runs", "--json", env={**env, "PRIME_API_KEY": "mf-emulator-key-wrong"})
     assert proc.returncode == EXIT_TOOL_ERROR
-    error = tool_error(proc, "unauthorized")
+    tool_error(proc, "unauthorized")
     assert "mf-emulator-key-wrong" not in proc.stdout + proc.stderr
 
 
