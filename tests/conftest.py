@@ -1,10 +1,15 @@
-"""Fixtures shared by the whole suite: the emulator on loopback, an env pointing at it, the examples."""
+"""Fixtures shared by the whole suite: the emulator on loopback, an env pointing at it, the
+examples, and :class:`Recorder` (what the emulator received)."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
 
 import pytest
 
@@ -45,3 +50,61 @@ def mf_env(emulator: EmulatorServer, tmp_path: Path) -> dict[str, str]:
 def examples_dir() -> Path:
     """``tools/examples``: the verbatim prime-rl example configs bundled with the package."""
     return ROOT / "tools" / "examples"
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One request the emulator received: method, path, raw query string, body bytes."""
+
+    method: str
+    path: str
+    query: str
+    body: bytes
+
+    def json(self) -> Any:
+        """The body parsed as JSON (``None`` when empty)."""
+        return json.loads(self.body) if self.body else None
+
+    def params(self) -> dict[str, list[str]]:
+        """The query string parsed (blank values kept)."""
+        return parse_qs(self.query, keep_blank_values=True)
+
+
+class Recorder:
+    """ASGI layer inside the emulator that keeps every HTTP request it receives (``requests``).
+
+    Install it with :meth:`install`: ``server.recorder`` is then the recorder.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.requests: list[Recorded] = []
+
+    @classmethod
+    def install(cls, server: EmulatorServer) -> Recorder:
+        """Wrap ``server``'s app in a recorder; also set as ``server.recorder``."""
+        server.recorder = cls(server.app.app)
+        server.app.app = server.recorder
+        return server.recorder
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        messages, more = [], True
+        while more:
+            message = await receive()
+            messages.append(message)
+            more = message.get("more_body", False)
+        self.requests.append(Recorded(scope["method"], scope["path"], scope["query_string"].decode("latin-1"),
+                                      b"".join(m.get("body", b"") for m in messages)))
+        pending = iter(messages)
+
+        async def replay() -> dict:
+            return next(pending, None) or await receive()
+
+        await self.app(scope, replay, send)
+
+    def bodies(self, method: str, path: str) -> list[Any]:
+        """JSON bodies of the ``method`` requests to ``/api/v1`` + ``path``, in order."""
+        return [r.json() for r in self.requests if r.method == method and r.path == "/api/v1" + path]

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Recorder
 
 from skill import registry
 from skill.emulator import DEMO_SPEED, TEAM_RESEARCH_ID, EmulatorServer, default_seed
@@ -95,39 +96,12 @@ class Seen:
             ["canaries leaked:", *found, "unexpected outcomes:", *self.unexpected])
 
 
-class Recorder:
-    """ASGI layer inside the emulator keeping (method, path, query, body) of every request it receives."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-        self.requests: list[tuple[str, str, str, str]] = []
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        messages, more = [], True
-        while more:
-            message = await receive()
-            messages.append(message)
-            more = message.get("more_body", False)
-        body = b"".join(m.get("body", b"") for m in messages).decode("utf-8", "replace")
-        self.requests.append((scope["method"], scope["path"], scope["query_string"].decode("latin-1"), body))
-        pending = iter(messages)
-
-        async def replay() -> dict:
-            return next(pending, None) or await receive()
-
-        await self.app(scope, replay, send)
-
-
 @pytest.fixture
 def emu() -> Iterator[EmulatorServer]:
     seed = default_seed()
     seed.users[0].keys.append(PRIME)  # the canary is a working PRIME_API_KEY for the default user
     with EmulatorServer(speed=DEMO_SPEED, seed=seed) as server:
-        server.recorder = Recorder(server.app.app)
-        server.app.app = server.recorder
+        Recorder.install(server)
         yield server
 
 
@@ -308,8 +282,8 @@ def test_no_canary_leaves_through_any_tool_or_command(emu, tmp_path):
     # The platform got the env files' W&B/HF values in the create bodies' wandbApiKey/hfToken and
     # nowhere else; the launch key, other secrets and the shadowed environment values never.
     creates = 0
-    for method, path, query, body in emu.recorder.requests:
-        sent = json.loads(body) if body else None
+    for request in emu.recorder.requests:
+        method, path, query, sent = request.method, request.path, request.query, request.json()
         if method == "POST" and path == "/api/v1/training/runs":
             creates += 1
             assert sent.get("wandbApiKey") == ENVFILE_WANDB and sent.get("hfToken") in (ENVFILE_HF, None), sent

@@ -22,9 +22,9 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
 
 import pytest
+from conftest import Recorder
 
 from skill.emulator import DEMO_SPEED, TEAM_RESEARCH_ID, EmulatorServer
 from tools.context import Context
@@ -38,38 +38,10 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "tools" / "examples" / "basic" / "reverse-text" / "rl.toml"
 
 
-class Recorder:
-    """ASGI layer inside the emulator keeping (method, path, query, JSON body) of each request."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-        self.requests: list[tuple[str, str, dict[str, list[str]], Any]] = []
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        messages, more = [], True
-        while more:
-            message = await receive()
-            messages.append(message)
-            more = message.get("more_body", False)
-        body = b"".join(m.get("body", b"") for m in messages)
-        query = parse_qs(scope["query_string"].decode(), keep_blank_values=True)
-        self.requests.append((scope["method"], scope["path"], query, json.loads(body) if body else None))
-        pending = iter(messages)
-
-        async def replay() -> dict:
-            return next(pending, None) or await receive()
-
-        await self.app(scope, replay, send)
-
-
 @pytest.fixture
 def emu():
     with EmulatorServer(speed=DEMO_SPEED) as server:
-        server.recorder = Recorder(server.app.app)
-        server.app.app = server.recorder
+        Recorder.install(server)
         yield server
 
 
@@ -155,13 +127,13 @@ UNSCOPED = {("GET", "/api/v1/user/teams")}
 def team_sent(emu: EmulatorServer) -> dict[tuple[str, str], list[Any]]:
     """{(method, path): [team value of each request]} for everything recorded; fails on an unknown request."""
     seen: dict[tuple[str, str], list[Any]] = {}
-    for method, path, query, body in emu.recorder.requests:
-        key = (method, path)
+    for request in emu.recorder.requests:
+        key = (request.method, request.path)
         if key in UNSCOPED:
             continue
-        assert key in TEAM_PARAM, f"unclassified request during plan/dispatch: {method} {path}"
+        assert key in TEAM_PARAM, f"unclassified request during plan/dispatch: {request.method} {request.path}"
         where, name = TEAM_PARAM[key]
-        value = (query.get(name) or [None])[0] if where == "query" else (body or {}).get(name)
+        value = (request.params().get(name) or [None])[0] if where == "query" else (request.json() or {}).get(name)
         seen.setdefault(key, []).append(value)
     return seen
 

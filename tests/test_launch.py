@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Recorder
 import yaml
 
 from skill.cli import EXIT_CONFIRMATION, exit_code_for
@@ -70,39 +71,10 @@ seq_len = 4096
 # -- fixtures and helpers ------------------------------------------------------------------------
 
 
-class Recorder:
-    """ASGI layer inside the emulator that keeps every request body it receives."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-        self.requests: list[tuple[str, str, bytes]] = []
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        messages, more = [], True
-        while more:
-            message = await receive()
-            messages.append(message)
-            more = message.get("more_body", False)
-        self.requests.append((scope["method"], scope["path"], b"".join(m.get("body", b"") for m in messages)))
-        pending = iter(messages)
-
-        async def replay() -> dict:
-            return next(pending, None) or await receive()
-
-        await self.app(scope, replay, send)
-
-    def bodies(self, method: str, path: str) -> list[Any]:
-        return [json.loads(body) for m, p, body in self.requests if m == method and p == "/api/v1" + path]
-
-
 @pytest.fixture
 def emu():
     with EmulatorServer(speed=DEMO_SPEED) as server:
-        server.recorder = Recorder(server.app.app)
-        server.app.app = server.recorder
+        Recorder.install(server)
         yield server
 
 
