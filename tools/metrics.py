@@ -19,7 +19,8 @@ from tools.context import Context, tool
 from tools.errors import fail
 from tools.platform import errors as perr
 from tools.platform.client import PlatformClient
-from tools.reads import RUN_ID, fit_largest, is_number, require_run, write_atomic
+from tools.platform.files import write_atomic
+from tools.reads import RUN_ID, fit_largest, is_number, require_run
 
 #: Columns shown by default when a run logs more metrics than this.
 DEFAULT_METRIC_COLUMNS = 12

@@ -10,14 +10,9 @@ the result then says ``truncated``, counts what it left out in ``omitted`` and g
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import math
-import os
-import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TypeVar
 
 from pydantic import BaseModel, Field
@@ -101,27 +96,3 @@ def seconds_since(then: datetime | None, now: datetime) -> float | None:
 def is_number(value: object) -> bool:
     """A finite int or float (booleans excluded): what counts as a metric value."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def write_atomic(target: Path, chunks: Iterable[bytes]) -> tuple[int, str]:
-    """Write ``chunks`` to a hidden temporary sibling, then rename onto ``target``.
-
-    Returns (bytes, sha256). On any failure the temporary file is removed and ``target``
-    is left as it was.
-    """
-    digest = hashlib.sha256()
-    written = 0
-    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
-    partial = Path(name)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            for chunk in chunks:
-                handle.write(chunk)
-                digest.update(chunk)
-                written += len(chunk)
-        os.replace(partial, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            partial.unlink()
-        raise
-    return written, digest.hexdigest()

@@ -43,7 +43,8 @@ from tools.owner import resolve_owner
 from tools.platform import errors as perr
 from tools.platform import wire
 from tools.platform.client import TracesClient
-from tools.reads import OUTPUT_BUDGET_CHARS, RUN_ID, json_chars, not_found, write_atomic
+from tools.platform.files import write_atomic
+from tools.reads import OUTPUT_BUDGET_CHARS, RUN_ID, json_chars, not_found
 
 PAGE_LIMIT = 100
 #: Episodes per page when walking a step's episodes (fixed, so cursors stay valid).

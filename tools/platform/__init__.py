@@ -7,6 +7,7 @@
 - :mod:`tools.platform.wire` - pydantic wire models and the request-body builders
   (:func:`build_create_body`, :func:`build_prepare_body`).
 - :mod:`tools.platform.errors` - the typed error set.
+- :mod:`tools.platform.files` - :func:`~tools.platform.files.write_atomic` (temporary sibling + rename).
 
 Imports nothing from ``tools`` outside ``tools.platform``. Importing this package is
 cheap: the client module (httpx, tenacity) loads on first attribute access.

@@ -25,9 +25,7 @@ Behaviour beyond the CLI, on purpose:
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -36,6 +34,7 @@ import httpx
 
 from tools.platform import errors as perr
 from tools.platform import wire
+from tools.platform.files import write_atomic
 from tools.platform.http import (
     BaseClient,
     RetryPolicy,
@@ -483,7 +482,14 @@ class TracesClient(BaseClient):
         ``dest`` is a binary file object (written as received), or a path: then the bytes
         go to a temporary sibling that replaces ``dest`` only when complete (as the SDK).
         """
-        return self._download(self.stream_raw_trace(trace_id, team_id=team_id), dest)
+        chunks = self.stream_raw_trace(trace_id, team_id=team_id)
+        if not hasattr(dest, "write"):
+            return write_atomic(Path(dest), chunks)[0]  # type: ignore[arg-type]
+        written = 0
+        for chunk in chunks:
+            dest.write(chunk)  # type: ignore[union-attr]
+            written += len(chunk)
+        return written
 
     def get_raw_trace(self, trace_id: str, *, team_id: str | None = None) -> bytes:
         """The raw trace document in memory (prefer :meth:`download_raw_trace` for big traces)."""
@@ -692,29 +698,3 @@ class TracesClient(BaseClient):
                 )
 
         return generate()
-
-    @staticmethod
-    def _download(chunks: Iterator[bytes], dest: IO[bytes] | str | os.PathLike[str]) -> int:
-        if hasattr(dest, "write"):
-            written = 0
-            for chunk in chunks:
-                dest.write(chunk)  # type: ignore[union-attr]
-                written += len(chunk)
-            return written
-        target = Path(dest)  # type: ignore[arg-type]
-        handle = tempfile.NamedTemporaryFile(
-            mode="wb", dir=target.parent, prefix=f".{target.name}.", suffix=".partial", delete=False
-        )
-        partial = Path(handle.name)
-        try:
-            with handle:
-                written = 0
-                for chunk in chunks:
-                    handle.write(chunk)
-                    written += len(chunk)
-            partial.replace(target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                partial.unlink()
-            raise
-        return written
