@@ -388,10 +388,13 @@ class TracesClient(BaseClient):
 
     @staticmethod
     def _filters(pairs: Mapping[str, Any], context: Mapping[str, str] | None) -> dict[str, Any]:
-        params = {key: value for key, value in pairs.items() if value is not None}
-        for key, value in (context or {}).items():
-            params[f"context.{key}"] = value
-        return params
+        """Query parameters: ``pairs`` plus ``context.<k>=<v>`` (``None`` values are dropped when sent)."""
+        return {**pairs, **{f"context.{key}": value for key, value in (context or {}).items()}}
+
+    @staticmethod
+    def _id(value: str, what: str) -> str:
+        """A traces-host id as one path segment (``/`` refused without sending, as the SDK)."""
+        return path_segment(value, what, allow_slash=False)
 
     def _json(self, path: str, params: Mapping[str, Any] | None, team_id: str | None) -> dict[str, Any]:
         return self._get(path, params, headers=self._team(team_id))
@@ -426,7 +429,7 @@ class TracesClient(BaseClient):
         """
         pairs = {
             "run_id": run_id,
-            "upload_id": list(upload_id) if isinstance(upload_id, (list, tuple)) else upload_id,
+            "upload_id": upload_id,
             "environment_id": environment_id,
             "model_id": model_id,
             "model_provider": model_provider,
@@ -459,7 +462,7 @@ class TracesClient(BaseClient):
 
     def get_trace(self, trace_id: str, *, team_id: str | None = None) -> wire.TraceSummary:
         """GET ``/traces/{id}`` (row 30): one trace summary."""
-        path = f"/traces/{path_segment(trace_id, 'trace_id', allow_slash=False)}"
+        path = f"/traces/{self._id(trace_id, 'trace_id')}"
         return self._parse(wire.TraceSummary, self._json(path, None, team_id), f"GET {path}")
 
     def stream_raw_trace(
@@ -471,7 +474,7 @@ class TracesClient(BaseClient):
         Retries (per the read policy) only until the first byte; a cut after that raises
         ``Unavailable(sent=True)`` and the caller restarts the download.
         """
-        path = f"/traces/{path_segment(trace_id, 'trace_id', allow_slash=False)}"
+        path = f"/traces/{self._id(trace_id, 'trace_id')}"
         return self._stream(path, {"raw": "true"}, team_id, chunk_size)
 
     def download_raw_trace(
@@ -518,7 +521,7 @@ class TracesClient(BaseClient):
         episode when any member trace is from that step."""
         pairs = {
             "run_id": run_id,
-            "upload_id": list(upload_id) if isinstance(upload_id, (list, tuple)) else upload_id,
+            "upload_id": upload_id,
             "environment_id": environment_id,
             "outcome": outcome,
             "has_error": has_error,
@@ -535,7 +538,7 @@ class TracesClient(BaseClient):
 
     def get_episode(self, episode_id: str, *, team_id: str | None = None) -> wire.EpisodeDetail:
         """GET ``/episodes/{id}`` (row 31): the episode plus its member-trace aggregate."""
-        path = f"/episodes/{path_segment(episode_id, 'episode_id', allow_slash=False)}"
+        path = f"/episodes/{self._id(episode_id, 'episode_id')}"
         return self._parse(wire.EpisodeDetail, self._json(path, None, team_id), f"GET {path}")
 
     def list_episode_traces(
@@ -555,7 +558,7 @@ class TracesClient(BaseClient):
         ``task_id``, ``reward_min``, ``reward_max``, ``outcome``, ``is_truncated``,
         ``created_after``, ``created_before`` (no ``sort``, no ``upload_id``).
         """
-        path = f"/episodes/{path_segment(episode_id, 'episode_id', allow_slash=False)}/traces"
+        path = f"/episodes/{self._id(episode_id, 'episode_id')}/traces"
         pairs = {**filters, "has_error": has_error, "limit": limit, "cursor": cursor}
         data = self._json(path, self._filters(pairs, context), team_id)
         return self._parse(wire.TraceListPage, data, f"GET {path}")
@@ -564,7 +567,7 @@ class TracesClient(BaseClient):
         self, episode_id: str, *, team_id: str | None = None, chunk_size: int | None = None
     ) -> Iterator[bytes]:
         """GET ``/episodes/{id}?raw=true``, streamed: the stored envelope (``traces`` = member ids)."""
-        path = f"/episodes/{path_segment(episode_id, 'episode_id', allow_slash=False)}"
+        path = f"/episodes/{self._id(episode_id, 'episode_id')}"
         return self._stream(path, {"raw": "true"}, team_id, chunk_size)
 
     # -- runs and search (rows 32, 33) ---------------------------------------------------
@@ -581,8 +584,8 @@ class TracesClient(BaseClient):
     ) -> wire.RunListPage:
         """GET ``/runs`` (row 32): runs with trace totals; ``run_type`` ``eval`` | ``train`` | ``unknown`` (repeatable)."""
         pairs = {
-            "run_type": list(run_type) if isinstance(run_type, (list, tuple)) else run_type,
-            "created_by": list(created_by) if isinstance(created_by, (list, tuple)) else created_by,
+            "run_type": run_type,
+            "created_by": created_by,
             "created_after": created_after,
             "created_before": created_before,
             "limit": limit,
@@ -593,12 +596,12 @@ class TracesClient(BaseClient):
 
     def get_run(self, run_id: str, *, team_id: str | None = None) -> wire.RunSummary:
         """GET ``/runs/{run_id}`` (row 32): totals over the run's traces; NotFound ``run_not_found`` if none."""
-        path = f"/runs/{path_segment(run_id, 'run_id', allow_slash=False)}"
+        path = f"/runs/{self._id(run_id, 'run_id')}"
         return self._parse(wire.RunSummary, self._json(path, None, team_id), f"GET {path}")
 
     def list_run_steps(self, run_id: str, *, team_id: str | None = None) -> wire.RunStepList:
         """GET ``/runs/{run_id}/steps`` (row 32): every step, oldest first (unknown run = empty list)."""
-        path = f"/runs/{path_segment(run_id, 'run_id', allow_slash=False)}/steps"
+        path = f"/runs/{self._id(run_id, 'run_id')}/steps"
         return self._parse(wire.RunStepList, self._json(path, None, team_id), f"GET {path}")
 
     def search_run(
@@ -620,7 +623,7 @@ class TracesClient(BaseClient):
 
         ``field``: ``content`` | ``reasoning_content`` | ``tool_calls``; ``limit`` <= 100.
         """
-        path = f"/runs/{path_segment(run_id, 'run_id', allow_slash=False)}/search"
+        path = f"/runs/{self._id(run_id, 'run_id')}/search"
         pairs = {
             "query": query,
             "field": field,
