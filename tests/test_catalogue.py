@@ -13,7 +13,6 @@ import pytest
 from skill.emulator import OTHER_API_KEY, TEAM_EVALS_ID, TEAM_RESEARCH_ID, EmulatorServer
 from skill.emulator.seed import Model
 from tools.catalogue import (
-    OUTPUT_BUDGET,
     ListGpusInput,
     ListModelsInput,
     ListTeamsInput,
@@ -25,6 +24,7 @@ from tools.catalogue import (
 )
 from tools.context import Context
 from tools.errors import ToolError
+from tools.reads import OUTPUT_BUDGET_CHARS
 
 UNUSED_TEAM = "c" + "z" * 24
 
@@ -100,7 +100,7 @@ def test_models_output_budget(ctx: Context, emulator: EmulatorServer):
         for i in range(60))
     catalogue = ok(list_models(ListModelsInput(), ctx))
     assert catalogue.truncated and catalogue.total_models == len(emulator.state.seed.models)
-    assert len(catalogue.model_dump_json()) <= OUTPUT_BUDGET
+    assert len(catalogue.model_dump_json()) <= OUTPUT_BUDGET_CHARS
     assert catalogue.omitted and "search=" in catalogue.narrow_hint
     assert catalogue.models and len(catalogue.models) < catalogue.total_models
 
@@ -163,7 +163,7 @@ def test_teams_output_budget_and_search(ctx: Context, emulator: EmulatorServer):
         Team(cuid("bulk", i), f"Emulated bulk team number {i:03d}", f"bulk-{i:03d}", "2026-01-01T00:00:00Z",
              {DEFAULT_USER_ID: "MEMBER"}) for i in range(120))
     teams = ok(list_teams(ListTeamsInput(), ctx))
-    assert teams.truncated and teams.total == 122 and len(teams.model_dump_json()) <= OUTPUT_BUDGET
+    assert teams.truncated and teams.total == 122 and len(teams.model_dump_json()) <= OUTPUT_BUDGET_CHARS
     assert teams.narrow_hint and "search=" in teams.narrow_hint and teams.launch_would_stop_ambiguous
     found = ok(list_teams(ListTeamsInput(search="number 007"), ctx))
     assert [t.slug for t in found.teams] == ["bulk-007"] and not found.truncated

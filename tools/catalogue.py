@@ -10,41 +10,23 @@ Prices are USD per GPU-hour for on-demand capacity. ``null`` means unknown (rese
 capacity has no on-demand price), never zero. ``on_demand_beta_access`` null means the
 platform did not say: it is not a denial.
 
-Results stay under an output budget (:data:`OUTPUT_BUDGET` characters of JSON); when items
-are cut, ``truncated`` is true and ``omitted`` / ``narrow_hint`` say what and how to narrow.
+Results stay under the output budget (:data:`tools.reads.OUTPUT_BUDGET_CHARS` characters of
+JSON); when items are cut, ``truncated`` is true and ``omitted`` / ``narrow_hint`` say what and how to narrow.
 Errors: platform errors (``unauthorized``, ``forbidden``, ``unavailable``...), and
 ``invalid_team`` for a malformed team id.
 """
 
 from __future__ import annotations
 
-from typing import TypeVar
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.context import Context, tool
 from tools.owner import Owner, resolve_owner
 from tools.platform import wire
-
-#: Default output budget in characters of JSON.
-OUTPUT_BUDGET = 8000
-
-T = TypeVar("T", bound=BaseModel)
+from tools.reads import fit_largest
 
 _TEAM = ("Owner: 'personal', a team id (see mf_list_teams), or null for the configured owner "
          "(PRIME_TEAM_ID, then ~/.prime/config.json, else personal).")
-
-
-def _fit(items: list[T], fixed_chars: int, budget: int = OUTPUT_BUDGET) -> tuple[list[T], int]:
-    """The longest prefix of ``items`` whose JSON fits ``budget - fixed_chars``; and how many were cut."""
-    room = budget - fixed_chars
-    kept: list[T] = []
-    for item in items:
-        room -= len(item.model_dump_json()) + 1
-        if room < 0:
-            break
-        kept.append(item)
-    return kept, len(items) - len(kept)
 
 
 def _owner(ctx: Context, team: str | None) -> Owner:
@@ -127,16 +109,17 @@ def list_models(inp: ListModelsInput, ctx: Context) -> ModelCatalogue:
                             for c in m.clusters])
         for m in data.models if needle in m.name.lower()
     ]
-    result = ModelCatalogue(owner=owner, models=[], total_models=len(models), on_demand=_offers(data),
-                            on_demand_beta_access=data.on_demand_beta_access, truncated=False, omitted=None,
-                            narrow_hint=None)
-    kept, cut = _fit(models, len(result.model_dump_json()) + 300)
-    result.models = kept
-    if cut:
-        result.truncated = True
-        result.omitted = f"{cut} of {len(models)} models (the last ones in platform order)."
-        result.narrow_hint = "Pass search='<part of the model name>' (e.g. 'Qwen3') to list fewer models."
-    return result
+    offers = _offers(data)
+
+    def build(k: int) -> ModelCatalogue:
+        cut = len(models) - k
+        return ModelCatalogue(
+            owner=owner, models=models[:k], total_models=len(models), on_demand=offers,
+            on_demand_beta_access=data.on_demand_beta_access, truncated=cut > 0,
+            omitted=f"{cut} of {len(models)} models (the last ones in platform order)." if cut else None,
+            narrow_hint="Pass search='<part of the model name>' (e.g. 'Qwen3') to list fewer models." if cut else None)
+
+    return fit_largest(build, len(models))
 
 
 class GpuInfo(BaseModel):
@@ -246,14 +229,14 @@ def list_volumes(inp: ListVolumesInput, ctx: Context) -> VolumeList:
                    size=v.size, cluster=v.cluster, created_by=v.created_by_name, created_at=v.created_at)
         for v in ctx.platform().list_volumes(team_id=owner.team_id) if needle in v.name.lower()
     ]
-    result = VolumeList(owner=owner, volumes=[], total=len(volumes), truncated=False, omitted=None, narrow_hint=None)
-    kept, cut = _fit(volumes, len(result.model_dump_json()) + 300)
-    result.volumes = kept
-    if cut:
-        result.truncated = True
-        result.omitted = f"{cut} of {len(volumes)} volumes."
-        result.narrow_hint = "Pass search='<part of the volume name>'."
-    return result
+
+    def build(k: int) -> VolumeList:
+        cut = len(volumes) - k
+        return VolumeList(owner=owner, volumes=volumes[:k], total=len(volumes), truncated=cut > 0,
+                          omitted=f"{cut} of {len(volumes)} volumes." if cut else None,
+                          narrow_hint="Pass search='<part of the volume name>'." if cut else None)
+
+    return fit_largest(build, len(volumes))
 
 
 # --------------------------------------------------------------------------------------
@@ -321,12 +304,13 @@ def list_teams(inp: ListTeamsInput, ctx: Context) -> TeamList:
                 "PRIME_TEAM_ID to one listed here, or pass team= explicitly.")
     else:
         note = f"Requests act for {owner.label} ({owner.source}). Pass team= to act for another owner."
-    result = TeamList(teams=[], total=len(entries), selected=owner, selected_is_member=member,
-                      launch_would_stop_ambiguous=ambiguous, note=note, truncated=False, omitted=None, narrow_hint=None)
-    kept, cut = _fit(entries, len(result.model_dump_json()) + 300)
-    result.teams = kept
-    if cut:
-        result.truncated, result.omitted = True, f"{cut} of {len(entries)} teams."
-        result.narrow_hint = "Pass search='<part of the team name>'."
-    return result
+
+    def build(k: int) -> TeamList:
+        cut = len(entries) - k
+        return TeamList(teams=entries[:k], total=len(entries), selected=owner, selected_is_member=member,
+                        launch_would_stop_ambiguous=ambiguous, note=note, truncated=cut > 0,
+                        omitted=f"{cut} of {len(entries)} teams." if cut else None,
+                        narrow_hint="Pass search='<part of the team name>'." if cut else None)
+
+    return fit_largest(build, len(entries))
 

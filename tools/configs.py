@@ -40,6 +40,7 @@ from tools.guardrails.secrets import (
     scan_for_secrets,
     toml_env_files,
 )
+from tools.reads import OUTPUT_BUDGET_CHARS, fit_largest
 
 #: The bundled prime-rl examples (verbatim, see examples/PROVENANCE.md).
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
@@ -51,8 +52,6 @@ Severity = Literal["error", "warning"]
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
 DEFAULT_SEQ_LEN = 2048
 DEFAULT_GPUS_PER_NODE = 8
-#: Output budget of a report, in characters of JSON.
-OUTPUT_BUDGET = 8000
 
 SCHEMA_NOTE = (
     "Structural checks only: the real prime-rl schema (RLConfig/SFTConfig) was not run. For the "
@@ -1044,21 +1043,23 @@ def analyze(
     )
 
 
-def fit_budget(report: ValidationReport, budget: int = OUTPUT_BUDGET) -> ValidationReport:
+def fit_budget(report: ValidationReport, budget: int = OUTPUT_BUDGET_CHARS) -> ValidationReport:
     """Drop warnings, then errors, from the end until the JSON fits ``budget`` characters
     (``valid`` still reflects every error)."""
-    if len(report.model_dump_json()) <= budget:
-        return report
-    errors, warnings = list(report.errors), list(report.warnings)
-    total_e, total_w = len(errors), len(warnings)
-    trimmed = report
-    while len(trimmed.model_dump_json()) > budget - 300 and (warnings or errors):
-        (warnings or errors).pop()
-        trimmed = report.model_copy(update={"errors": errors, "warnings": warnings})
-    return trimmed.model_copy(update={
-        "truncated": True,
-        "omitted": f"{total_e - len(errors)} of {total_e} errors and {total_w - len(warnings)} of {total_w} warnings.",
-        "narrow_hint": "Fix the errors shown and validate again; the remaining issues will then be listed."})
+    errors, warnings = report.errors, report.warnings
+    issues = len(errors) + len(warnings)
+
+    def build(k: int) -> ValidationReport:
+        if k == issues:
+            return report
+        kept_e, kept_w = errors[:k], warnings[:max(0, k - len(errors))]
+        return report.model_copy(update={
+            "errors": kept_e, "warnings": kept_w, "truncated": True,
+            "omitted": (f"{len(errors) - len(kept_e)} of {len(errors)} errors and "
+                        f"{len(warnings) - len(kept_w)} of {len(warnings)} warnings."),
+            "narrow_hint": "Fix the errors shown and validate again; the remaining issues will then be listed."})
+
+    return fit_largest(build, issues, budget)
 
 
 def validate_file(path: Path, ctx: Context, mode: Mode | None = None) -> ValidationReport:

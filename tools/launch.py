@@ -17,7 +17,6 @@ Errors returned (codes): see each tool. Ledger events: :mod:`tools.guardrails.co
 
 from __future__ import annotations
 
-import json
 import re
 import secrets as pysecrets
 import time
@@ -52,6 +51,7 @@ from tools.launch_plan import (
 from tools.owner import Owner
 from tools.platform import errors as perr
 from tools.platform import wire
+from tools.reads import fit_largest
 
 __all__ = ["PlanRunInput", "plan_run", "dispatch_run", "stop_run", "list_launches"]
 
@@ -61,7 +61,6 @@ RECONCILE_PAGES, RECONCILE_PAGE_SIZE = 2, 50
 CLOCK_SKEW = timedelta(minutes=15)
 STOP_POLL_SECONDS = 3.0
 MAX_STOP_WAIT_SECONDS = 300.0
-OUTPUT_BUDGET = 8000
 _TOKEN = re.compile(r"\Amfc_(.+)_[0-9a-f]{40}\Z")
 _ACTIVE = frozenset({"QUEUED", "PENDING", "RUNNING", "PAUSING"})
 
@@ -510,13 +509,10 @@ def list_launches(inp: ListLaunchesInput, ctx: Context) -> LaunchList:
     """The local launch ledger: each plan's approvals, attempts, outcome and run id. Local only."""
     ledger = Ledger.for_context(ctx)
     entries = [_entry(s) for s in gate.list_launches(ledger, inp.limit)]
-    kept: list[LaunchEntry] = []
-    size = 200
-    for entry in entries:
-        size += len(json.dumps(entry.model_dump())) + 2
-        if size > OUTPUT_BUDGET:
-            break
-        kept.append(entry)
-    omitted = len(entries) - len(kept)
-    return LaunchList(ledger_path=str(ledger.path), launches=kept, truncated=omitted > 0, omitted=omitted,
-                      narrow_hint=f"Pass a smaller limit (e.g. {max(1, len(kept))})." if omitted else None)
+
+    def build(k: int) -> LaunchList:
+        omitted = len(entries) - k
+        return LaunchList(ledger_path=str(ledger.path), launches=entries[:k], truncated=omitted > 0, omitted=omitted,
+                          narrow_hint=f"Pass a smaller limit (e.g. {max(1, k)})." if omitted else None)
+
+    return fit_largest(build, len(entries))

@@ -13,15 +13,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, Field
 
 from tools.context import Context
 from tools.errors import fail
 from tools.platform import errors as perr
-from tools.platform import wire
-from tools.platform.client import PlatformClient
+
+if TYPE_CHECKING:  # annotations only: importing this module stays cheap (no httpx)
+    from tools.platform import wire
+    from tools.platform.client import PlatformClient
 
 #: Characters of JSON a read tool returns at most.
 OUTPUT_BUDGET_CHARS = 8000
