@@ -17,10 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tools.context import Context, tool
 from tools.errors import fail
-from tools.platform import errors as perr
 from tools.platform.client import PlatformClient
 from tools.platform.files import write_atomic
-from tools.reads import RUN_ID, fit_largest, is_number, require_run
+from tools.reads import RUN_ID, fit_largest, is_number, require_run_on_404
 
 #: Columns shown by default when a run logs more metrics than this.
 DEFAULT_METRIC_COLUMNS = 12
@@ -128,11 +127,8 @@ def get_metrics(inp: GetMetricsInput, ctx: Context) -> GetMetricsResult:
     """
     if inp.min_step is not None and inp.max_step is not None and inp.min_step > inp.max_step:
         raise fail("bad_arguments", "min_step is larger than max_step.", "Swap them or leave one out.")
-    try:
+    with require_run_on_404(ctx, inp.run_id):
         records = records_of(ctx.platform(), inp.run_id, inp.min_step, inp.max_step)
-    except perr.NotFound:
-        require_run(ctx, inp.run_id)
-        raise
     names = _metric_names(records)
     selected = _select(names, inp.names, DEFAULT_METRIC_COLUMNS)
     series = {n: [(r["step"], float(r[n])) for r in records if is_number(r.get(n))] for n in selected}
@@ -240,11 +236,8 @@ def plot_metrics(inp: PlotMetricsInput, ctx: Context) -> PlotMetricsResult:
     (matplotlib not installed), the platform codes.
     """
     target = _png_target(ctx, inp.run_id, inp.dest)
-    try:
+    with require_run_on_404(ctx, inp.run_id):
         records = records_of(ctx.platform(), inp.run_id, None, None)
-    except perr.NotFound:
-        require_run(ctx, inp.run_id)
-        raise
     names = _metric_names(records)
     if inp.names:
         chosen = _select(names, inp.names, MAX_PANELS)[:MAX_PANELS]

@@ -30,7 +30,17 @@ from tools.owner import resolve_owner
 from tools.platform import errors as perr
 from tools.platform import wire
 from tools.platform.client import PlatformClient, RetryPolicy
-from tools.reads import RUN_ID, fit_largest, is_number, not_found, parse_time, require_run, seconds_since, server_now
+from tools.reads import (
+    RUN_ID,
+    fit_largest,
+    is_number,
+    not_found,
+    parse_time,
+    require_run,
+    require_run_on_404,
+    seconds_since,
+    server_now,
+)
 
 __all__ = ["check_progress", "get_run", "list_checkpoints", "list_runs", "wait_for_run"]
 
@@ -500,11 +510,8 @@ def list_checkpoints(inp: ListCheckpointsInput, ctx: Context) -> ListCheckpoints
 
     Errors: ``not_found``, the platform codes.
     """
-    try:
+    with require_run_on_404(ctx, inp.run_id):
         items = ctx.platform().list_checkpoints(inp.run_id, status_filter=inp.status)
-    except perr.NotFound:
-        require_run(ctx, inp.run_id)
-        raise
     items.sort(key=lambda c: c.step if c.step is not None else -1, reverse=True)
     rows = [CheckpointRow(checkpoint_id=c.id, step=c.step, status=c.status, size_bytes=c.size_bytes,
                           storage_url=c.storage_url, created_at=c.created_at, uploaded_at=c.uploaded_at) for c in items]

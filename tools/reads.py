@@ -10,8 +10,9 @@ the result then says ``truncated``, counts what it left out in ``omitted`` and g
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypeVar
 
@@ -72,6 +73,18 @@ def require_run(ctx: Context, run_id: str) -> wire.RLRun:
         return ctx.platform().get_run(run_id)
     except perr.NotFound:
         raise not_found(run_id) from None
+
+
+@contextlib.contextmanager
+def require_run_on_404(ctx: Context, run_id: str) -> Iterator[None]:
+    """Around a per-run read (``/rft/runs/{id}/...``): on a 404, GET the run itself, so an id this
+    key cannot see becomes ``not_found`` with its fix (:func:`require_run`); a 404 of a run that
+    exists propagates unchanged."""
+    try:
+        yield
+    except perr.NotFound:
+        require_run(ctx, run_id)
+        raise
 
 
 def parse_time(value: str | datetime | None) -> datetime | None:
