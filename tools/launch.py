@@ -48,10 +48,10 @@ from tools.launch_plan import (
     build_plan,
     summary_text,
 )
-from tools.owner import Owner
+from tools.owner import Owner, owner_label
 from tools.platform import errors as perr
 from tools.platform import wire
-from tools.reads import fit_largest
+from tools.reads import dashboard_url, fit_largest
 
 __all__ = ["PlanRunInput", "plan_run", "dispatch_run", "stop_run", "list_launches"]
 
@@ -173,17 +173,13 @@ class DispatchResult(BaseModel):
     next_step: str = Field(description="What to call next.")
 
 
-def _dashboard(ctx: Context, run_id: str) -> str:
-    return f"{ctx.settings.frontend_url}/dashboard/training/{run_id}"
-
-
 def _result(ctx: Context, state: gate.LaunchState, status: str, run_id: str, message: str,
             facts: dict | None = None) -> DispatchResult:
     facts = facts or {}
     channel = next((a.channel for a in reversed(state.attempts) if a.channel), None)
     return DispatchResult(
         plan_id=state.plan_id, status=status, run_id=run_id, run_name=state.plan.get("name"),
-        dashboard_url=_dashboard(ctx, run_id), approval_channel=facts.get("channel", channel),
+        dashboard_url=dashboard_url(ctx, run_id), approval_channel=facts.get("channel", channel),
         gpu_type=facts.get("gpu_type") or state.plan.get("gpu_type"),
         usd_per_gpu_hour=facts.get("usd_per_gpu_hour", state.plan.get("usd_per_gpu_hour")),
         estimated_usd_per_hour=facts.get("estimated_usd_per_hour"), message=message,
@@ -360,11 +356,10 @@ def _stop_plan(ctx: Context, ledger: Ledger, run: wire.RLRun) -> gate.LaunchStat
     material = {"action": "stop", "run_id": run.id, "config_sha256": None, "team_id": run.team_id,
                 "gpu_type": None, "gpu_count": run.gpu_count, "volume": None, "source_ref": None, "image_tag": None,
                 "secret_names": [], "max_steps": None, "cost": None}
-    owner = f"team {run.team_id}" if run.team_id else "personal account"
     summary = "\n".join([
         f"Stop plan {plan_id}: stop run {run.id} ({run.name or 'unnamed'}). Irreversible: the run cannot be "
         "started again (a PAUSED run could be resumed; a STOPPED one cannot).",
-        f"  Owner:   {owner}",
+        f"  Owner:   {owner_label(run.team_id)}",
         f"  Model:   {run.base_model or 'unknown'}; status now {run.status}; GPUs {run.gpu_count or 'unknown'}",
         f"  Approval valid {APPROVAL_TTL_SECONDS // 60} minutes, for this run only, once."])
     gate.record_plan(ledger, plan_id, gate.plan_hash(material), **material, summary=summary)

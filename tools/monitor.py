@@ -26,12 +26,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from tools import logs as logtext
 from tools.context import Context, tool
 from tools.metrics import reward_key
-from tools.owner import resolve_owner
+from tools.owner import owner_label, resolve_owner
 from tools.platform import errors as perr
 from tools.platform import wire
 from tools.platform.client import PlatformClient, RetryPolicy
 from tools.reads import (
     RUN_ID,
+    dashboard_url,
     fit_largest,
     is_number,
     not_found,
@@ -130,14 +131,14 @@ def _run_view(run: wire.RLRun, ctx: Context, now: datetime) -> GetRunResult:
         queue_reason=run.queue_reason, notice=run.notice, kind=run.kind, mode="sft" if run.is_sft else "rl",
         model=run.base_model, environments=run.environment_labels()[:20], max_steps=run.max_steps,
         batch_size=run.batch_size, rollouts_per_example=run.rollouts_per_example, seq_len=run.seq_len,
-        gpu_count=run.gpu_count, owner=f"team {run.team_id}" if run.team_id else "personal account",
+        gpu_count=run.gpu_count, owner=owner_label(run.team_id),
         team_id=run.team_id, user_id=run.user_id, volume_name=run.volume_name, wandb_project=run.wandb_project,
         source_commit=run.source_commit, created_at=run.created_at, started_at=run.started_at,
         completed_at=run.completed_at, updated_at=run.updated_at,
         running_seconds=round((end - run.started_at).total_seconds(), 1) if end and run.started_at else None,
         error_message=_clip(run.error_message),
         failure_analysis=_analysis(fa),
-        dashboard_url=f"{ctx.settings.frontend_url.rstrip('/')}/dashboard/training/{run.id}",
+        dashboard_url=dashboard_url(ctx, run.id),
     )
 
 

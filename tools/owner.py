@@ -45,8 +45,13 @@ class Owner(BaseModel):
     def label(self) -> str:
         """``team <name> (<id>)`` or ``personal account``."""
         if self.kind == PERSONAL:
-            return "personal account"
-        return f"team {self.team_name} ({self.team_id})" if self.team_name else f"team {self.team_id}"
+            return owner_label(None)
+        return f"team {self.team_name} ({self.team_id})" if self.team_name else owner_label(self.team_id)
+
+
+def owner_label(team_id: str | None) -> str:
+    """``team <id>`` for a team id (e.g. a run's ``teamId``), ``personal account`` for ``None``."""
+    return f"team {team_id}" if team_id else "personal account"
 
 
 def _team_name(ctx: Context, team_id: str) -> str | None:

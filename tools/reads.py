@@ -87,6 +87,11 @@ def require_run_on_404(ctx: Context, run_id: str) -> Iterator[None]:
         raise
 
 
+def dashboard_url(ctx: Context, run_id: str) -> str:
+    """The run's page in the Prime Intellect dashboard: ``{frontend_url}/dashboard/training/{run_id}``."""
+    return f"{ctx.settings.frontend_url.rstrip('/')}/dashboard/training/{run_id}"
+
+
 def parse_time(value: str | datetime | None) -> datetime | None:
     """An ISO timestamp (``Z`` or offset; naive = UTC) as an aware datetime; ``None`` if unparsable."""
     if value is None or isinstance(value, datetime):
