@@ -264,7 +264,13 @@ PROTECTED_ENV_VARS = frozenset({
     "WANDB_SHARED_LABEL", "WANDB_SHARED_PRIMARY", "WANDB_SHARED_FINISHER",
 })
 CLI_OPTIONS = ("image_tag", "gpu_type", "volume", "volume_size", "source_ref")
-CLI_ONLY_KEYS = frozenset({"env_file", "env_files", *CLI_OPTIONS, "type", "name"})
+#: Top-level TOML keys ``prime train`` reads itself and never ships (reference/prime-api.md §3.2
+#: step 8; ``name`` is shipped).
+CLI_ONLY_KEYS = frozenset({"env_file", "env_files", *CLI_OPTIONS, "type"})
+#: ``[orchestrator]`` keys ``prime train`` drops (deprecated).
+DEPRECATED_ORCHESTRATOR_KEYS = ("trajectory_strategy", "trajectoryStrategy", "buffer")
+#: Tables hosted SFT rejects: it runs the trainer only (prime 0.18.0 ``train --sft`` help).
+SFT_REJECTED_TABLES = ("eval", "inference", "weight_broadcast")
 RL_TOP_LEVEL = frozenset({
     "trainer", "orchestrator", "inference", "run", "output_dir", "clean", "env_vars", "log", "ckpt", "resume",
     "monitors", "model", "tokenizer", "max_steps", "seq_len", "weight_broadcast", "rollout_transport",
@@ -446,7 +452,7 @@ def _cli_type_key(c: _Config) -> Iterator[Finding]:
 
 
 def _deprecated_orchestrator_key(c: _Config) -> Iterator[Finding]:
-    for key in ("trajectory_strategy", "trajectoryStrategy", "buffer"):
+    for key in DEPRECATED_ORCHESTRATOR_KEYS:
         if c.has(f"orchestrator.{key}"):
             yield f"orchestrator.{key}", f"orchestrator.{key} is deprecated; prime train drops it. Remove it."
     if c.has("orchestrator.eval.eval_base_model"):
@@ -598,7 +604,7 @@ def _sft_batch(c: _Config) -> Iterator[Finding]:
 
 
 def _sft_trainer_only(c: _Config) -> Iterator[Finding]:
-    for key in ("eval", "inference", "weight_broadcast"):
+    for key in SFT_REJECTED_TABLES:
         if key in c.data:
             yield key, (f"[{key}]: hosted SFT runs the trainer only; the platform rejects [eval], [inference] and "
                         "[weight_broadcast] (prime 0.18.0 `train --sft` help). Remove the block for a hosted run.")
@@ -828,7 +834,7 @@ def _no_train_source(c: _Config) -> Iterator[Finding]:
 
 def _unknown_top_level(c: _Config) -> Iterator[Finding]:
     # k8s, env, data, trainer, orchestrator have their own rules
-    known = (RL_TOP_LEVEL if c.rl else SFT_TOP_LEVEL) | CLI_ONLY_KEYS | {"k8s", "env", "data", "trainer",
+    known = (RL_TOP_LEVEL if c.rl else SFT_TOP_LEVEL) | CLI_ONLY_KEYS | {"name", "k8s", "env", "data", "trainer",
                                                                         "orchestrator"}
     for key in c.data:
         if key not in known:
@@ -1189,7 +1195,7 @@ def _edit(doc: tomlkit.TOMLDocument, inp: PrepareConfigInput, mode: Mode) -> lis
     for key in ("slurm", "output_dir", "clean", "dry_run", "k8s"):
         _remove(doc, key, key, changes)
     if mode == "sft":  # hosted SFT is trainer-only (rule sft_trainer_only)
-        for key in ("eval", "inference", "weight_broadcast"):
+        for key in SFT_REJECTED_TABLES:
             _remove(doc, key, key, changes)
         if hasattr(doc.get("deployment"), "keys"):
             for key in ("num_infer_gpus", "num_eval_gpus"):

@@ -38,10 +38,6 @@ from tools.platform import errors as perr
 SMOKE_MAX_STEPS = 20
 #: Lifetime of an approval (seconds); a confirmation launches once within it.
 APPROVAL_TTL_SECONDS = 900
-#: Top-level TOML keys ``prime train`` reads itself and never ships (§3.2 step 8; ``name`` is kept).
-CLI_ONLY_KEYS = frozenset({"env_file", "env_files", *configs.CLI_OPTIONS, "type"})
-#: SFT configs holding one of these skip the CLI's local validation (§3.2 step 10).
-SFT_ONLINE_EVAL_KEYS = frozenset({"eval", "inference", "weight_broadcast"})
 
 
 class PlanRunInput(BaseModel):
@@ -84,9 +80,9 @@ class PlanRunInput(BaseModel):
 class RuntimeInfo(BaseModel):
     """What POST /training/runs/prepare said about the prime-rl build (reference §4)."""
 
-    local_validation: Literal["available", "not_supported", "unavailable", "skipped"] = Field(
+    local_validation: Literal["available", "not_supported", "unavailable"] = Field(
         description="available: prepare answered; not_supported: platform without local validation "
-                    "(404/405); unavailable: 5xx/timeout; skipped: SFT with online eval (as the CLI).")
+                    "(404/405); unavailable: 5xx/timeout.")
     note: str = Field(description="What it means, in words.")
     submission_supported: bool | None = Field(default=None, description="Prepare's submission_supported.")
     image_commit: str | None = Field(default=None, description="prime-rl image commit (40 hex).")
@@ -141,15 +137,16 @@ def fingerprint(plan_id: str) -> str:
 
 
 def hosted_config(raw: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
-    """The config ``prime train`` ships (``_hosted_config``): the TOML minus :data:`CLI_ONLY_KEYS`,
-    and minus the deprecated ``[orchestrator]`` keys ``trajectory_strategy``/``trajectoryStrategy``,
-    ``buffer``, with ``eval.eval_base_model`` renamed to ``eval.skip_first_step`` (inverted)."""
-    config = {k: copy.deepcopy(v) for k, v in raw.items() if k not in CLI_ONLY_KEYS}
+    """The config ``prime train`` ships (``_hosted_config``): the TOML minus
+    :data:`tools.configs.CLI_ONLY_KEYS`, and minus the deprecated ``[orchestrator]`` keys
+    (:data:`tools.configs.DEPRECATED_ORCHESTRATOR_KEYS`), with ``eval.eval_base_model`` renamed
+    to ``eval.skip_first_step`` (inverted)."""
+    config = {k: copy.deepcopy(v) for k, v in raw.items() if k not in configs.CLI_ONLY_KEYS}
     if "type" in raw:
         warnings.append(f"Top-level `type = {raw['type']!r}` is no longer used and is not sent; remove it.")
     orch = config.get("orchestrator")
     if isinstance(orch, dict):
-        for key in ("trajectory_strategy", "trajectoryStrategy", "buffer"):
+        for key in configs.DEPRECATED_ORCHESTRATOR_KEYS:
             if orch.pop(key, None) is not None:
                 warnings.append(f"[orchestrator] {key} is deprecated and ignored; it is not sent.")
         ev = orch.get("eval")
@@ -207,12 +204,10 @@ def _secret_names(args: PlanRunInput, ctx: Context, files: list[Path], warnings:
     return [n.strip() for n in names]
 
 
-def _prepare(ctx: Context, mode: str, hosted: dict[str, Any], owner: Owner, image_tag: str | None,
-             source_ref: str | None, warnings: list[str]) -> RuntimeInfo:
-    """POST /training/runs/prepare as the CLI does (§3.2 step 10), as information only."""
-    if mode == "sft" and SFT_ONLINE_EVAL_KEYS & hosted.keys():
-        return RuntimeInfo(local_validation="skipped", note="SFT with online eval: prime train skips local "
-                           "validation too; the platform validates the config on submission.")
+def _prepare(ctx: Context, mode: str, owner: Owner, image_tag: str | None, source_ref: str | None,
+             warnings: list[str]) -> RuntimeInfo:
+    """POST /training/runs/prepare as the CLI does (§3.2 step 10), as information only. (The CLI
+    skips it for SFT with online eval; such configs never get here: rule sft_trainer_only.)"""
     try:
         prep = ctx.platform().prepare_run(mode=mode, team_id=owner.team_id, image_tag=image_tag, source_ref=source_ref)
     except (perr.NotFound, perr.InvalidRequest) as exc:
@@ -364,7 +359,7 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
         warnings.append("volume_size is ignored: model-factory attaches existing volumes only.")
     image_tag = args.image_tag or toml_strings["image_tag"]
     source_ref = args.source_ref or toml_strings["source_ref"]
-    runtime = _prepare(ctx, mode, hosted, owner, image_tag, source_ref, warnings) if prepare else None
+    runtime = _prepare(ctx, mode, owner, image_tag, source_ref, warnings) if prepare else None
     cost = estimate_cost(mode, count, price, cap, args.seconds_per_step, why)
 
     base = args.name or (raw["name"] if isinstance(raw.get("name"), str) and raw["name"] else path.stem)
