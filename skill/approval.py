@@ -20,7 +20,8 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-EXIT_OK, EXIT_ERROR, EXIT_REFUSED = 0, 3, 4
+from skill.cli import EXIT_CONFIRMATION, EXIT_OK, EXIT_TOOL_ERROR
+
 _REFUSED_CODES = frozenset({"plan_changed", "confirmation_required", "approval_refused"})
 
 
@@ -33,11 +34,11 @@ def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
     if as_json:
         _say("Refused: approving a plan needs a person at an interactive terminal; --json output is not "
              "accepted. Run `model-factory approve " + plan_id + "` yourself, without --json.", sys.stderr)
-        return EXIT_REFUSED
+        return EXIT_CONFIRMATION
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         _say("Refused: `model-factory approve` must be run by a person in an interactive terminal (stdin and "
              "stdout are not both a terminal here). Agents cannot approve plans.", sys.stderr)
-        return EXIT_REFUSED
+        return EXIT_CONFIRMATION
 
     from tools.context import Context
     from tools.errors import ToolFailure
@@ -53,11 +54,11 @@ def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
             hint = ("\nPlans live in the state folder of the session that made them: run this in the same project "
                     "folder, or set MODEL_FACTORY_STATE_DIR as the agent's message says.") if err.code == "unknown_plan" else ""
             _say(f"Cannot approve {plan_id}: [{err.code}] {err.message}\nFix: {err.fix}{hint}", sys.stderr)
-            return EXIT_REFUSED if err.code in _REFUSED_CODES else EXIT_ERROR
+            return EXIT_CONFIRMATION if err.code in _REFUSED_CODES else EXIT_TOOL_ERROR
         except PlatformError as exc:
             _say(f"Cannot approve {plan_id}: the platform could not be read to re-check the plan: "
                  f"{ctx.scrubber.scrub_text(exc.message)}", sys.stderr)
-            return EXIT_ERROR
+            return EXIT_TOOL_ERROR
         _say(ctx.scrubber.scrub_text(request.summary))
         _say("")
         what = "LAUNCH this run (it spends money)" if request.action == "launch" else "STOP this run (irreversible)"
@@ -68,16 +69,16 @@ def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
             answer = ""
         if answer.strip() != key:
             _say("Not approved; nothing was done.")
-            return EXIT_REFUSED
+            return EXIT_CONFIRMATION
         try:
             token = approve_plan(plan_id, "terminal", ctx, plan_hash=request.plan_hash)
         except ToolFailure as failure:
             err = ctx.scrubber.scrub_model(failure.error)
             _say(f"Not approved: [{err.code}] {err.message}\nFix: {err.fix}", sys.stderr)
-            return EXIT_REFUSED if err.code in _REFUSED_CODES else EXIT_ERROR
+            return EXIT_CONFIRMATION if err.code in _REFUSED_CODES else EXIT_TOOL_ERROR
         except PlatformError as exc:
             _say(f"Not approved: {ctx.scrubber.scrub_text(exc.message)}", sys.stderr)
-            return EXIT_ERROR
+            return EXIT_TOOL_ERROR
         tool = "mf_dispatch_run" if request.action == "launch" else "mf_stop_run"
         _say(f"Approved. Confirmation code (valid {request.ttl_seconds // 60} minutes, works once):\n\n  {token}\n\n"
              f"Paste it to the agent; it passes it to {tool} as `confirmation`.")

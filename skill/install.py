@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO
 
+from skill.cli import EXIT_OK, EXIT_TOOL_ERROR
+
 #: Default skills folder (Claude Code, per user). Codex: ~/.codex/skills; per project: .claude/skills.
 DEFAULT_DEST = "~/.claude/skills"
-EXIT_OK, EXIT_ERROR = 0, 3
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _FRONTMATTER = re.compile(r"\A---\r?\n(.*?)\r?\n---\r?\n", re.S)
 _NAME = re.compile(r"^name:\s*['\"]?([a-z0-9]+(?:-[a-z0-9]+)*)['\"]?\s*$", re.M)
@@ -160,7 +161,7 @@ def main(dest: str | os.PathLike[str] = DEFAULT_DEST, *, force: bool = False,
         result = install(dest, force=force)
     except InstallError as exc:
         print(f"Not installed: {exc}", file=err)
-        return EXIT_ERROR
+        return EXIT_TOOL_ERROR
     said = {"installed": "Installed", "replaced": "Replaced", "unchanged": "Already up to date:"}[result.status]
     print(f"{said} the {result.path.name} skill in {result.path} ({len(result.files)} files).", file=out)
     print(MCP_HINT, file=out)

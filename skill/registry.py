@@ -27,7 +27,7 @@ import importlib
 import json
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -72,12 +72,11 @@ class ToolSpec:
     positional: tuple[str, ...] = ()
     long_running: bool = False
     image_field: str | None = None
-    cli_name: str = field(default="")
 
     @property
     def command(self) -> str:
         """The CLI subcommand name (``get-run`` for ``mf_get_run``)."""
-        return self.cli_name or self.name.removeprefix("mf_").replace("_", "-")
+        return self.name.removeprefix("mf_").replace("_", "-")
 
     @functools.cached_property
     def function(self) -> Callable[..., Any]:
@@ -93,9 +92,8 @@ class ToolSpec:
     @property
     def input_model(self) -> type[BaseModel]:
         """The pydantic model of the tool's single input argument."""
-        fn = getattr(self.function, "__wrapped_tool__", self.function)
-        first = next(iter(typing.get_type_hints(fn).keys() - {"return", "ctx"}), None)
-        return self._hints[first]
+        (name,) = self._hints.keys() - {"return", "ctx"}
+        return self._hints[name]
 
     @property
     def output_model(self) -> type[BaseModel]:
@@ -116,8 +114,6 @@ class ToolSpec:
 def _spec(name: str, module: str, description: str, **kw: Any) -> ToolSpec:
     return ToolSpec(name=f"mf_{name}", target=f"tools.{module}:{name}", description=description, **kw)
 
-
-WRITE = {"read_only": False, "idempotent": False}
 
 #: The whole catalogue, in workflow order.
 TOOLS: tuple[ToolSpec, ...] = (
