@@ -4,7 +4,7 @@
 Source: GET ``/rft/runs/{id}/metrics?min_step=&max_step=`` (reference/prime-api.md §5.7).
 The records pass through from prime-rl untouched: flat objects with ``step`` (and often
 ``timestamp``) and numeric keys such as ``reward/all/mean``, ``loss``, ``entropy``. Records
-of the same step are merged. The registry reaches these tools as ``tools.monitor:...``.
+of the same step are merged. The registry reaches these tools as ``tools.metrics:...``.
 """
 
 from __future__ import annotations
