@@ -6,6 +6,9 @@ use the traces envelope ``{"error": {"code", "message"}}``.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -16,76 +19,53 @@ from .traces import Owner, Params
 
 def traces_routes(state: EmulatorState) -> list[Route]:
     """The traces host's read routes, bound to ``state``."""
+    store = state.store
 
-    def ask(request: Request) -> tuple[Owner, float, Params]:
-        user = state.authenticate(request.headers.get("authorization"))
-        owner = state.traces_owner(user, request.headers.get("x-prime-team-id"))
-        params = {key: request.query_params.getlist(key) for key in request.query_params}
-        return owner, state.advance_all(), params
+    def read(answer: Callable[[Request, Owner, float, Params], Any]) -> Callable[[Request], Awaitable[Response]]:
+        """An endpoint: authenticate, resolve the owner, advance the clock, then ``answer`` (a
+        JSON-able value, or a ready Response), all under the state lock."""
+
+        async def endpoint(request: Request) -> Response:
+            with state.lock:
+                user = state.authenticate(request.headers.get("authorization"))
+                owner = state.traces_owner(user, request.headers.get("x-prime-team-id"))
+                params = {key: request.query_params.getlist(key) for key in request.query_params}
+                result = answer(request, owner, state.advance_all(), params)
+                return result if isinstance(result, Response) else JSONResponse(result)
+
+        return endpoint
 
     def raw_wanted(params: Params) -> bool:
         return (params.get("raw") or [""])[-1].lower() == "true"
 
-    async def list_traces(request: Request) -> Response:
-        with state.lock:
-            owner, now, params = ask(request)
-            return JSONResponse(state.store.list_traces(owner, now, params))
+    def get_trace(request: Request, owner: Owner, now: float, params: Params) -> Any:
+        trace = store.get_trace(owner, now, request.path_params["trace_id"])
+        if raw_wanted(params):
+            return Response(trace.raw, media_type="application/json")
+        return trace.summary(state.clock.iso)
 
-    async def get_trace(request: Request) -> Response:
-        with state.lock:
-            owner, now, params = ask(request)
-            trace = state.store.get_trace(owner, now, request.path_params["trace_id"])
-            if raw_wanted(params):
-                return Response(trace.raw, media_type="application/json")
-            return JSONResponse(trace.summary(state.clock.iso))
+    def get_episode(request: Request, owner: Owner, now: float, params: Params) -> Any:
+        episode_id = request.path_params["episode_id"]
+        if raw_wanted(params):
+            return Response(store.get_episode(owner, now, episode_id).raw(), media_type="application/json")
+        return store.episode_detail(owner, now, episode_id)
 
-    async def list_episodes(request: Request) -> Response:
-        with state.lock:
-            owner, now, params = ask(request)
-            return JSONResponse(state.store.list_episodes(owner, now, params))
-
-    async def get_episode(request: Request) -> Response:
-        with state.lock:
-            owner, now, params = ask(request)
-            episode_id = request.path_params["episode_id"]
-            if raw_wanted(params):
-                return Response(state.store.get_episode(owner, now, episode_id).raw(), media_type="application/json")
-            return JSONResponse(state.store.episode_detail(owner, now, episode_id))
-
-    async def episode_traces(request: Request) -> Response:
-        with state.lock:
-            owner, now, params = ask(request)
-            return JSONResponse(state.store.list_episode_traces(owner, now, request.path_params["episode_id"], params))
-
-    async def list_runs(request: Request) -> Response:
-        with state.lock:
-            owner, now, params = ask(request)
-            return JSONResponse(state.store.list_runs(owner, now, params))
-
-    async def get_run(request: Request) -> Response:
-        with state.lock:
-            owner, now, _ = ask(request)
-            return JSONResponse(state.store.run_summary(owner, now, request.path_params["run_id"]))
-
-    async def run_steps(request: Request) -> Response:
-        with state.lock:
-            owner, now, _ = ask(request)
-            return JSONResponse(state.store.run_steps(owner, now, request.path_params["run_id"]))
-
-    async def search(request: Request) -> Response:
-        with state.lock:
-            owner, now, params = ask(request)
-            return JSONResponse(state.store.search(owner, now, request.path_params["run_id"], params))
+    def path(request: Request, name: str) -> str:
+        return request.path_params[name]
 
     p = "/api/v1"
     return [
-        Route(p + "/traces", list_traces, methods=["GET"]),
-        Route(p + "/traces/{trace_id}", get_trace, methods=["GET"]),
-        Route(p + "/episodes", list_episodes, methods=["GET"]),
-        Route(p + "/episodes/{episode_id}", get_episode, methods=["GET"]),
-        Route(p + "/episodes/{episode_id}/traces", episode_traces, methods=["GET"]),
-        Route(p + "/runs", list_runs, methods=["GET"]),
-        Route(p + "/runs/{run_id}", get_run, methods=["GET"]),
-        Route(p + "/runs/{run_id}/steps", run_steps, methods=["GET"]),
-        Route(p + "/runs/{run_id}/search", search, methods=["GET"]),
+        Route(p + "/traces", read(lambda r, o, now, q: store.list_traces(o, now, q)), methods=["GET"]),
+        Route(p + "/traces/{trace_id}", read(get_trace), methods=["GET"]),
+        Route(p + "/episodes", read(lambda r, o, now, q: store.list_episodes(o, now, q)), methods=["GET"]),
+        Route(p + "/episodes/{episode_id}", read(get_episode), methods=["GET"]),
+        Route(p + "/episodes/{episode_id}/traces", read(
+            lambda r, o, now, q: store.list_episode_traces(o, now, path(r, "episode_id"), q)), methods=["GET"]),
+        Route(p + "/runs", read(lambda r, o, now, q: store.list_runs(o, now, q)), methods=["GET"]),
+        Route(p + "/runs/{run_id}", read(lambda r, o, now, q: store.run_summary(o, now, path(r, "run_id"))),
+              methods=["GET"]),
+        Route(p + "/runs/{run_id}/steps", read(lambda r, o, now, q: store.run_steps(o, now, path(r, "run_id"))),
+              methods=["GET"]),
+        Route(p + "/runs/{run_id}/search", read(lambda r, o, now, q: store.search(o, now, path(r, "run_id"), q)),
+              methods=["GET"]),
     ]
