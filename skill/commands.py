@@ -35,11 +35,13 @@ class ToolGroup(TyperGroup):
     """Typer group that also lists one command per registry tool."""
 
     def list_commands(self, ctx: Any) -> list[str]:
+        """The typer commands, then one per registry tool (``get-run``, ...)."""
         from skill.registry import TOOLS
 
         return [*super().list_commands(ctx), *(spec.command for spec in TOOLS)]
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """A typer command, else a forwarder of the registry tool called ``cmd_name`` (None if neither)."""
         command = super().get_command(ctx, cmd_name)
         if command is not None:
             return command

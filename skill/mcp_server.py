@@ -155,6 +155,8 @@ class Approvals:
         self._lock = threading.Lock()
 
     def ask(self, request: Any) -> str:
+        """Remember a form asked for ``request`` (its action and plan hash); returns the
+        ``request_state`` the client must echo. Expired entries are dropped here."""
         import secrets
 
         state = secrets.token_urlsafe(24)
@@ -457,10 +459,12 @@ class HandshakeCache:
             pass
 
     def answers(self, version: str) -> dict[str, Any] | None:
+        """``{"initialize": ..., "tools/list": ...}`` for protocol ``version``, or None when either is missing."""
         entry = self.versions.get(version)
         return entry if entry and "initialize" in entry and "tools/list" in entry else None
 
     def record(self, version: str, method: str, result: dict[str, Any]) -> None:
+        """Keep the SDK's answer to ``method``; the file is rewritten once both answers of ``version`` are known."""
         entry = self.versions.setdefault(version, {})
         if entry.get(method) == result:
             return

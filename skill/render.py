@@ -108,5 +108,6 @@ class ProgressBar:
         self._progress.update(self._task, completed=done, total=total, description=escape(message))
 
     def close(self) -> None:
+        """Stop drawing (the bar is transient: it disappears)."""
         if self._task is not None:
             self._progress.stop()

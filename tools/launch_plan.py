@@ -124,6 +124,7 @@ class Draft:
 
     @property
     def config_sha256(self) -> str:
+        """sha256 of the canonical hosted config (``material["config_sha256"]``)."""
         return self.material["config_sha256"]
 
 
