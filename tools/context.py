@@ -45,7 +45,8 @@ class Context:
     Attributes:
         env: environment variables to read (default: ``os.environ`` at construction).
             Secrets are read from here by *name*, in-process, only when needed.
-        home: home folder holding ``.prime/config.json`` (default: ``Path.home()``).
+        home: home folder holding ``.prime/config.json`` (default: ``env["HOME"]``, else
+            ``Path.home()``; see :func:`tools.platform.settings.home_folder`).
         state_dir: folder for plans, approvals and the launch ledger (default:
             ``$MODEL_FACTORY_STATE_DIR``, else ``./.model-factory``).
         approver: optional host callback that asks a human to approve a plan.

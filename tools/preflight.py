@@ -34,6 +34,7 @@ from tools.errors import ToolFailure
 from tools.owner import Owner, resolve_owner
 from tools.platform import errors as perr
 from tools.platform.client import PlatformClient, RetryPolicy, TracesClient
+from tools.platform.settings import home_folder
 from tools.platform.wire import Team
 
 #: Teams shown in the report (the rest: mf_list_teams), to stay within the output budget.
@@ -179,15 +180,9 @@ def check_uv(ctx: Context, timeout: float) -> Check:
     return Check(name="uv", ok=True, required=False, code="ok", detail=f"uv {match[1]} at {found[0]}.")
 
 
-def _home(ctx: Context) -> Path:
-    if ctx.home is not None:
-        return Path(ctx.home)
-    return Path(ctx.env["HOME"]) if ctx.env.get("HOME") else Path.home()
-
-
 def check_prime_rl(ctx: Context) -> Check:
     """A ready prime-rl schema venv in the prime CLI's cache, or a checkout at ``$PRIME_RL_DIR``."""
-    cache = Path(ctx.env["XDG_CACHE_HOME"]) if ctx.env.get("XDG_CACHE_HOME") else _home(ctx) / ".cache"
+    cache = Path(ctx.env["XDG_CACHE_HOME"]) if ctx.env.get("XDG_CACHE_HOME") else home_folder(ctx.env, ctx.home) / ".cache"
     schemas = cache / "prime" / "training-schemas"
     ready = sorted(p.parent for p in schemas.glob("*/.ready")) if schemas.is_dir() else []
     found: list[str] = [f"schema venv {p}" for p in ready[:3]]

@@ -148,6 +148,13 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def home_folder(env: Mapping[str, str], home: Path | None = None) -> Path:
+    """The home folder the prime CLI reads: ``home`` if given, else ``env["HOME"]``, else ``Path.home()``."""
+    if home is not None:
+        return Path(home)
+    return Path(env["HOME"]) if env.get("HOME") else Path.home()
+
+
 def resolve_settings(
     env: Mapping[str, str] | None = None,
     home: Path | None = None,
@@ -166,9 +173,7 @@ def resolve_settings(
         The settings. Never raises for bad files: see ``config_error`` / ``context_error``.
     """
     env = os.environ if env is None else env
-    if home is None:
-        home = Path(env["HOME"]) if env.get("HOME") else Path.home()
-    prime_dir = Path(home) / ".prime"
+    prime_dir = home_folder(env, home) / ".prime"
     config_path = prime_dir / "config.json"
 
     data, config_error = _read_json_object(config_path)
