@@ -284,7 +284,7 @@ def dispatch_run(inp: DispatchRunInput, ctx: Context) -> DispatchResult:
     assert draft is not None
     check_unchanged(state, current)
     request = request_from_state(state, ctx)
-    token, _ = obtain_confirmation(ctx, ledger, request, inp.confirmation, _policy_facts(draft),
+    token = obtain_confirmation(ctx, ledger, request, inp.confirmation, _policy_facts(draft),
                                    lambda: _count_active(ctx, draft.owner.team_id))
     body = _create_body(ctx, draft)
     try:
@@ -410,7 +410,7 @@ def stop_run(inp: StopRunInput, ctx: Context) -> StopRunResult:
     ledger = Ledger.for_context(ctx)
     state = _stop_state(ctx, ledger, run, inp.confirmation)
     request: ApprovalRequest = request_from_state(state, ctx)
-    token, _ = obtain_confirmation(ctx, ledger, request, inp.confirmation, None)
+    token = obtain_confirmation(ctx, ledger, request, inp.confirmation, None)
     claim = gate.claim_dispatch(ledger, state.plan_id, str(state.plan_hash), token)
     note = ""
     try:

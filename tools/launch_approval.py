@@ -138,9 +138,8 @@ def approve_plan(plan_id: str, channel: str, ctx: Context, *, plan_hash: str | N
     if plan_hash is not None and plan_hash != request.plan_hash:
         raise fail("plan_changed", f"Plan {plan_id} changed while it was being approved.",
                    "Show the new summary (call mf_plan_run again) and ask again.")
-    state = launch_state(Ledger.for_context(ctx), plan_id)
     return mint(Ledger.for_context(ctx), plan_id, request.plan_hash, channel, APPROVAL_TTL_SECONDS,
-                owner=_owner(state.plan.get("team_id")))
+                owner=request.owner)
 
 
 def obtain_confirmation(
@@ -150,15 +149,16 @@ def obtain_confirmation(
     given: str | None,
     facts: PlanFacts | None,
     count_active_runs: Callable[[], int | None] | None = None,
-) -> tuple[str, list[str]]:
+) -> str:
     """A token for ``request``: the ``given`` confirmation, else the budget policy (launches
-    only: ``facts`` set), else the host approver callback. Returns (token, policy reasons).
+    only: ``facts`` set; its reasons are recorded with the approval), else the host approver
+    callback.
 
     Raises ToolFailure ``approval_refused`` (the person said no, or the host channel failed)
     or ``confirmation_required`` (no channel; the fix names the terminal command).
     """
     if given and given.strip():
-        return given.strip(), []
+        return given.strip()
     notes: list[str] = []
     if facts is not None:
         policy = load_policy(env=ctx.env, home=ctx.home, agent_writable=[ctx.cwd or Path.cwd(), ctx.state_path()])
@@ -170,7 +170,7 @@ def obtain_confirmation(
             token = mint(ledger, request.plan_id, request.plan_hash, "policy", APPROVAL_TTL_SECONDS,
                          owner=request.owner, policy_path=decision.policy_path,
                          policy_sha256=decision.policy_sha256, reasons=decision.reasons)
-            return token, decision.reasons
+            return token
         if policy.path.exists():
             notes = [f"The budget policy {policy.path} does not cover it: " + "; ".join(decision.reasons)]
     if ctx.approver is not None:
@@ -186,7 +186,7 @@ def obtain_confirmation(
         if channel not in ("host_callback", "mcp_elicitation"):  # a callback cannot claim terminal or policy
             channel = "host_callback"
         return mint(ledger, request.plan_id, request.plan_hash, channel, APPROVAL_TTL_SECONDS,
-                    owner=request.owner), notes
+                    owner=request.owner)
     verb = "Launching" if request.action == "launch" else "Stopping a run with"
     # A launch plan's summary came with mf_plan_run; a stop plan is made here, so its summary travels now.
     shown = f"\n{request.summary}" if request.action == "stop" else ""
