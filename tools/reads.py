@@ -97,7 +97,7 @@ def parse_time(value: str | datetime | None) -> datetime | None:
     if value is None or isinstance(value, datetime):
         return value
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        parsed = datetime.fromisoformat(value)  # Python >= 3.11 reads a "Z" suffix
     except ValueError:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
