@@ -356,8 +356,8 @@ class _Config:
         return list(dict.fromkeys(i for i in ids if isinstance(i, str)))
 
     @cached_property
-    def env_files(self) -> tuple[list[str], list[tuple[str, str]]]:
-        """(secret names found, [(toml key, problem)]) for the TOML's env_file / env_files."""
+    def env_file_vars(self) -> tuple[list[str], list[tuple[str, str]]]:
+        """(variable names the TOML's env_file / env_files set, [(toml key, problem)])."""
         names: list[str] = []
         problems: list[tuple[str, str]] = []
         for key in ("env_file", "env_files"):
@@ -435,11 +435,11 @@ def _source_ref(c: _Config) -> Iterator[Finding]:
 
 
 def _env_file(c: _Config) -> Iterator[Finding]:
-    yield from c.env_files[1]
+    yield from c.env_file_vars[1]
 
 
 def _unsupported_secret(c: _Config) -> Iterator[Finding]:
-    other = [n for n in c.env_files[0] if n not in FORWARDABLE]
+    other = [n for n in c.env_file_vars[0] if n not in FORWARDABLE]
     if other:
         yield "env_files", (f"Only {' and '.join(sorted(FORWARDABLE))} can be forwarded to a hosted run; the env "
                             f"file(s) also set: {', '.join(other)}. `prime train` exits on this: remove those lines "
@@ -1044,7 +1044,7 @@ def analyze(
         deployment_type=c.deployment_type, gpu_count=count, gpu_count_detail=count_detail,
         env_ids=c.taskset_ids("orchestrator.train.source") if c.rl else [],
         eval_env_ids=c.taskset_ids("orchestrator.eval.source" if c.rl else "eval.source"),
-        wandb_project=_wandb_project(c), secret_names=[n for n in c.env_files[0] if n in FORWARDABLE],
+        wandb_project=_wandb_project(c), secret_names=[n for n in c.env_file_vars[0] if n in FORWARDABLE],
         schema_check="structural", schema_note=SCHEMA_NOTE.format(path=path),
     )
 
