@@ -13,7 +13,8 @@ Exit codes (also in README.md):
 | code | meaning |
 |---|---|
 | 0 | success |
-| 2 | usage error (unknown option, bad value) |
+| 1 | the check ran and failed: validate-config found errors (valid false), preflight not ready (ok false) |
+| 2 | usage error (unknown option, bad or out-of-range value) |
 | 3 | the tool returned an error (ToolError on stdout with --json) |
 | 4 | a human confirmation is required or was refused/invalid |
 | 5 | ambiguous outcome: a launch may have happened; reconcile, never repeat |
@@ -28,7 +29,8 @@ import types
 import typing
 from typing import Any, Literal
 
-EXIT_OK, EXIT_USAGE, EXIT_TOOL_ERROR, EXIT_CONFIRMATION, EXIT_AMBIGUOUS = 0, 2, 3, 4, 5
+EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_TOOL_ERROR, EXIT_CONFIRMATION, EXIT_AMBIGUOUS = 0, 1, 2, 3, 4, 5
+EXIT_INTERRUPTED = 130
 CONFIRMATION_CODES = frozenset(
     {"confirmation_required", "confirmation_invalid", "confirmation_expired", "confirmation_used",
      "plan_changed", "approval_refused"}
@@ -36,13 +38,17 @@ CONFIRMATION_CODES = frozenset(
 
 
 def exit_code_for(result: Any) -> int:
-    """The process exit code for a tool result (see module docstring)."""
+    """The process exit code for a tool result (see module docstring): a check that ran and
+    failed (``valid``/``ok`` false) is 1, so ``model-factory validate-config X && ...`` stops."""
     if not getattr(result, "error", False) or not hasattr(result, "code"):
-        return EXIT_OK
+        failed = getattr(result, "valid", True) is False or getattr(result, "ok", True) is False
+        return EXIT_CHECK_FAILED if failed else EXIT_OK
     if result.ambiguous:
         return EXIT_AMBIGUOUS
     if result.code in CONFIRMATION_CODES:
         return EXIT_CONFIRMATION
+    if result.code == "bad_arguments":
+        return EXIT_USAGE
     return EXIT_TOOL_ERROR
 
 
@@ -139,12 +145,27 @@ def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: a tool command runs on the fast argparse path, anything
     else (and ``--help``) goes to the typer app of :mod:`skill.commands`."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--version"]:
+        from importlib.metadata import version
+
+        print(f"model-factory-skill {version('model-factory-skill')}")
+        return
+    spec = tool_spec(argv[0]) if argv else None
     try:
-        spec = tool_spec(argv[0]) if argv else None
         if spec is not None:
             sys.exit(run_tool_command(spec, argv[1:]))
         from skill.commands import app
 
         app(args=argv, prog_name="model-factory")
     except KeyboardInterrupt:
-        sys.exit(130)
+        print(_interrupted_hint(spec, argv), file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
+
+
+def _interrupted_hint(spec: Any, argv: list[str]) -> str:
+    """What to do after Ctrl-C; for a launch or stop the request's outcome may be unknown."""
+    if spec is not None and spec.name in ("mf_dispatch_run", "mf_stop_run"):
+        again = " ".join(["model-factory", *argv[:2]])
+        return ("Interrupted. If the request was already sent, its outcome is unknown: do not plan again. "
+                f"Run `{again}` once more (it reconciles and never sends twice) or `model-factory list-launches`.")
+    return "Interrupted."

@@ -244,7 +244,7 @@ def test_no_canary_leaves_through_any_tool_or_command(emu, tmp_path):
     # (command, exit code expected with and without --json): 0 result, 2 usage error, 3 tool error.
     commands: list[tuple[list[str], int]] = [
         (["preflight"], 0), (["list-examples"], 0), (["validate-config", "task.toml"], 0),
-        (["validate-config", "leaky.toml"], 0), (["list-models", "--team", "personal"], 0),
+        (["validate-config", "leaky.toml"], 1), (["list-models", "--team", "personal"], 0),
         (["list-gpus", "--team", "personal"], 0), (["list-volumes", "--team", TEAM_RESEARCH_ID], 0),
         (["list-teams"], 0), (["plan-run", "leaky.toml", "--team", "personal"], 3),
         (["plan-run", "task.toml", "--team", "personal", "--secrets", ENV_HF], 3), (["list-launches"], 0),

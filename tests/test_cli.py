@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from skill.cli import EXIT_AMBIGUOUS, EXIT_CONFIRMATION, EXIT_TOOL_ERROR, EXIT_USAGE
+from skill.cli import EXIT_AMBIGUOUS, EXIT_CHECK_FAILED, EXIT_CONFIRMATION, EXIT_TOOL_ERROR, EXIT_USAGE
 
 ROOT = Path(__file__).resolve().parent.parent
 RT_RL = ROOT / "tools" / "examples" / "basic" / "reverse-text" / "rl.toml"
@@ -93,11 +93,53 @@ def test_usage_error_exits_2(env):
     assert proc.returncode == EXIT_USAGE
 
 
-def test_bad_argument_values_are_tool_errors_listing_the_field(env):
+def test_out_of_range_values_are_usage_errors_listing_the_field(env):
     proc = mf("get-logs", "crun", "--tail-lines", "0", "--json", env=env)
-    assert proc.returncode == EXIT_TOOL_ERROR
+    assert proc.returncode == EXIT_USAGE
     error = tool_error(proc, "bad_arguments")
     assert [f["path"] for f in error["fields"]] == ["tail_lines"]
+
+
+def test_failed_checks_exit_1_so_shell_chains_stop(env, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[trainer]\n[orchestrator]\nclean = true\n[k8s]\n")
+    proc = mf("validate-config", str(bad), "--json", env=env)
+    no_traceback(proc)
+    assert proc.returncode == EXIT_CHECK_FAILED and json.loads(proc.stdout)["valid"] is False
+    assert mf("validate-config", str(RT_RL), "--json", env=env).returncode == 0
+    not_ready = mf("preflight", "--json", env={**env, "PRIME_API_KEY": "mf-emulator-key-wrong"})
+    assert not_ready.returncode == EXIT_CHECK_FAILED and json.loads(not_ready.stdout)["ok"] is False
+    assert mf("preflight", "--json", env=env).returncode == 0
+
+
+def test_version(env):
+    proc = mf("--version", env=env)
+    assert proc.returncode == 0 and proc.stdout.startswith("model-factory-skill ")
+
+
+def test_ctrl_c_during_a_dispatch_says_how_to_reconcile(env, emulator, tmp_path):
+    """SIGINT while the create is in flight: exit 130 and the way back (the same dispatch reconciles)."""
+    import signal
+    import time
+
+    policy_dir = tmp_path / "human"
+    policy_dir.mkdir(mode=0o700)
+    (policy_dir / "policy.toml").write_text("max_usd_per_run = 100.0\n")
+    (policy_dir / "policy.toml").chmod(0o600)
+    env = {**env, "MODEL_FACTORY_POLICY": str(policy_dir / "policy.toml")}
+    project = tmp_path / "project"  # the policy must live outside the folder the agent writes to
+    project.mkdir()
+    plan = json.loads(mf("plan-run", str(RT_RL), "--team", "personal", "--json", env=env, cwd=project).stdout)
+    delay = emulator.faults.delay(30, "POST", "/training/runs")
+    proc = subprocess.Popen([sys.executable, "-m", "skill", "dispatch-run", plan["plan_id"]], env=env, cwd=project,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while not any(fired[0] == delay.id for fired in emulator.faults.fired) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "Traceback" not in err
+    assert f"model-factory dispatch-run {plan['plan_id']}" in err and "do not plan again" in err
 
 
 def test_help_of_a_tool_command(env):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from tools.errors import ToolError, ToolFailure, from_platform
+from tools.errors import ToolError, ToolFailure, from_os_error, from_platform
 from tools.platform.errors import PlatformError
 
 if TYPE_CHECKING:
@@ -165,7 +165,8 @@ def tool(fn: Callable[[Any, Context], M]) -> Callable[..., M | ToolError]:
 
     The wrapper supplies a default :class:`Context`, refuses arguments holding a
     secret-looking value (``secret_in_input``, locations only; nothing is sent), turns
-    ``ToolFailure`` and ``PlatformError`` into :class:`ToolError`, and scrubs secret values
+    ``ToolFailure``, ``PlatformError`` and file-system ``OSError`` (``file_error``) into
+    :class:`ToolError`, and scrubs secret values
     out of whatever it returns. Unexpected exceptions are *not* swallowed here (the surfaces report them
     as ``internal_error``), so bugs stay visible in tests.
     """
@@ -183,6 +184,8 @@ def tool(fn: Callable[[Any, Context], M]) -> Callable[..., M | ToolError]:
             result = failure.error
         except PlatformError as exc:
             result = from_platform(exc)
+        except OSError as exc:  # a path that cannot be read or written is bad input, not a bug
+            result = from_os_error(exc)
         finally:
             if own:
                 ctx.close()

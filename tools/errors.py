@@ -105,3 +105,17 @@ def from_platform(exc: perr.PlatformError) -> ToolError:
         fields=[FieldProblem(path=loc, problem=msg) for loc, msg in exc.field_errors],
         retry_after_seconds=exc.retry_after,
     )
+
+
+def from_os_error(exc: OSError) -> ToolError:
+    """Map a file-system failure (a path that cannot be read or written) to ``file_error``.
+
+    The message names the path and the operating system's reason; the fix asks for another path.
+    """
+    where = f" ({exc.filename})" if exc.filename else ""
+    return ToolError(
+        code="file_error",
+        message=f"A file operation failed{where}: {exc.strerror or exc}.",
+        fix="Check the path: it must be in a folder you can read and write (not inside a file, not a "
+            "system folder such as /proc). Pick another path, then call again.",
+    )
