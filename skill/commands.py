@@ -76,13 +76,18 @@ def demo(
 @app.command()
 def emulator(
     host: str = typer.Option("127.0.0.1", help="Interface to bind (loopback by default)."),
-    port: int = typer.Option(8765, help="Port to listen on."),
-    speed: float = typer.Option(None, help="Clock speed (simulated seconds per wall second)."),
+    port: int = typer.Option(8765, min=1, max=65535, help="Port to listen on."),
+    speed: float = typer.Option(None, min=0, help="Clock speed (simulated seconds per wall second)."),
 ) -> None:
     """Serve the local Model Factory emulator until interrupted."""
     from skill.emulator import serve
 
-    serve(host=host, port=port, speed=speed)
+    try:
+        serve(host=host, port=port, speed=speed)
+    except OSError as exc:
+        typer.echo(f"Cannot listen on {host}:{port}: {exc.strerror or exc}. Pick another --port "
+                   "(or stop the process using it).", err=True)
+        raise typer.Exit(1) from None
 
 
 @app.command()

@@ -503,3 +503,11 @@ def test_report_stays_within_the_output_budget(tmp_path: Path, ctx: Context):
     report = validate(mutated(tmp_path, RT, many_sources), ctx)
     assert not report.valid and report.truncated and "of 199 errors" in report.omitted
     assert len(report.model_dump_json()) <= 8000 and report.errors and report.narrow_hint
+
+
+def test_a_folder_and_a_byte_order_mark(tmp_path: Path, ctx: Context):
+    folder = validate_config(ValidateConfigInput(config_path=str(tmp_path)), ctx)
+    assert isinstance(folder, ToolError) and folder.code == "config_not_found" and "is a folder" in folder.message
+    bom = tmp_path / "bom.toml"
+    bom.write_bytes(b"\xef\xbb\xbf" + (EXAMPLES / "basic/reverse-text/rl.toml").read_bytes())
+    assert validate(bom, ctx).valid

@@ -202,14 +202,17 @@ def read_config(path: Path) -> tuple[bytes, dict[str, Any]]:
     config can travel as JSON). Raises ToolFailure ``config_not_found`` / ``invalid_toml``."""
     try:
         raw = path.read_bytes()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+    except IsADirectoryError:
+        raise fail("config_not_found", f"{path} is a folder, not a config file.",
+                   "Pass the path of a .toml file, or call mf_list_examples and mf_prepare_config to create one.") from None
+    except (FileNotFoundError, NotADirectoryError):
         raise fail("config_not_found", f"Config file not found: {path}",
                    "Check the path, or call mf_list_examples and mf_prepare_config to create one.") from None
     except OSError as exc:
         raise fail("config_not_found", f"Config file {path} cannot be read: {exc.strerror}",
                    "Check the file's permissions, then call again.") from None
     try:
-        return raw, _jsonable(tomllib.loads(raw.decode("utf-8")))
+        return raw, _jsonable(tomllib.loads(raw.decode("utf-8-sig")))  # a leading BOM is not an error
     except UnicodeDecodeError:
         raise fail("invalid_toml", f"Invalid TOML in {path}: not UTF-8 text.", "Save the file as UTF-8.") from None
     except tomllib.TOMLDecodeError as exc:

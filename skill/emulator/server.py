@@ -16,6 +16,22 @@ from .seed import DEFAULT_API_KEY, DEFAULT_SPEED
 from .state import EmulatorState
 
 
+def _listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (``OSError`` if the address is taken or invalid).
+
+    proto IPPROTO_TCP (not 0): asyncio then sets TCP_NODELAY, so no 40 ms Nagle stalls per request.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 def _config(app: Any, host: str, port: int) -> uvicorn.Config:
     return uvicorn.Config(app, host=host, port=port, http="h11", lifespan="off", access_log=False,
                           log_level="warning", server_header=False, date_header=False,
@@ -43,11 +59,7 @@ class EmulatorServer:
         self.app = create_app(self.state, self.faults)
         self.host = host
         self.api_key = DEFAULT_API_KEY
-        # proto IPPROTO_TCP (not 0): asyncio then sets TCP_NODELAY, so no 40 ms Nagle stalls per request.
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self._sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind((host, port))
+        self._sock = _listening_socket(host, port)
         self.port: int = self._sock.getsockname()[1]
         self._server = uvicorn.Server(_config(self.app, host, self.port))
         self._thread: threading.Thread | None = None
@@ -96,8 +108,10 @@ def serve(host: str = "127.0.0.1", port: int = 8765, speed: float | None = None,
     """Serve the emulator in the foreground until interrupted (``model-factory emulator``).
 
     Prints the base URL, the API key and the environment to point ``prime`` or the tools
-    at it. ``speed`` None means real time (1.0).
+    at it. ``speed`` None means real time (1.0). Raises ``OSError`` when the address cannot
+    be bound (port taken, bad host), before printing anything.
     """
+    sock = _listening_socket(host, port)
     state = EmulatorState(DEFAULT_SPEED if speed is None else speed, **state_options)
     app = create_app(state, FaultInjector())
     shown = f"[{host}]" if ":" in host else host
@@ -106,4 +120,4 @@ def serve(host: str = "127.0.0.1", port: int = 8765, speed: float | None = None,
           f"  export PRIME_API_BASE_URL={base} PRIME_TRACES_URL={base} PRIME_API_KEY={DEFAULT_API_KEY} "
           f"PRIME_DISABLE_VERSION_CHECK=1\n"
           f"  admin: {base}/_emulator/state (loopback clients only). Ctrl-C stops.", file=sys.stderr, flush=True)
-    uvicorn.Server(_config(app, host, port)).run()
+    uvicorn.Server(_config(app, host, port)).run(sockets=[sock])
