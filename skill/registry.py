@@ -25,6 +25,7 @@ import copy
 import functools
 import importlib
 import json
+import re
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -479,7 +480,9 @@ def check_arguments(name: str, arguments: Mapping[str, Any] | str | None) -> Bas
     """Validate ``arguments`` for tool ``name``; return the input model or a ToolError.
 
     ``arguments`` is a mapping or a JSON object string. Omitted optional properties are
-    treated as ``null``; ``null`` means the default. Checks run in two layers: jsonschema
+    treated as ``null``; ``null`` means the default. A top-level number or boolean sent as
+    its exact string form (``"3"``, ``"false"``), as some MCP clients do for nullable fields,
+    is read as that number or boolean; anything else stays a string and fails the check. Checks run in two layers: jsonschema
     against the portable schema (types, enums, unknown names), then the pydantic model
     (bounds, patterns and cross-field rules moved into descriptions).
     """
@@ -494,8 +497,10 @@ def check_arguments(name: str, arguments: Mapping[str, Any] | str | None) -> Bas
     if not isinstance(arguments, Mapping):
         return _bad_arguments([FieldProblem(path="", problem="arguments must be a JSON object")], spec.name)
     arguments = dict(arguments)
-    for prop in input_schema(spec.name)["properties"]:
+    properties = input_schema(spec.name)["properties"]
+    for prop, schema in properties.items():
         arguments.setdefault(prop, None)
+        arguments[prop] = _from_string(arguments[prop], schema)
     errors = sorted(_validator(spec.name).iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         return _bad_arguments([_problem(e) for e in errors], spec.name)
@@ -507,6 +512,26 @@ def check_arguments(name: str, arguments: Mapping[str, Any] | str | None) -> Bas
             [FieldProblem(path=".".join(str(p) for p in e["loc"]), problem=e["msg"]) for e in exc.errors()],
             spec.name,
         )
+
+
+_INTEGER = re.compile(r"-?\d+")
+_NUMBER = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+
+
+def _from_string(value: Any, schema: dict[str, Any]) -> Any:
+    """``value`` as the integer, number or boolean its schema expects when it is that value's
+    exact string form; otherwise unchanged (jsonschema then reports the type error)."""
+    if not isinstance(value, str):
+        return value
+    types = {v.get("type") for v in schema.get("anyOf", [schema])}
+    text = value.strip()
+    if "integer" in types and _INTEGER.fullmatch(text):
+        return int(text)
+    if "number" in types and _NUMBER.fullmatch(text):
+        return float(text)
+    if "boolean" in types and text in ("true", "false"):
+        return text == "true"
+    return value
 
 
 def _drop_null_defaults(model: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]:

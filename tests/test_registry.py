@@ -192,3 +192,14 @@ def test_annotations_tell_the_truth() -> None:
     assert registry.get("mf_prepare_config").destructive is False  # it never overwrites
     local = {s.name for s in registry.TOOLS if not s.open_world}
     assert {"mf_list_examples", "mf_validate_config", "mf_prepare_config", "mf_list_launches"} <= local
+
+
+def test_numbers_and_booleans_sent_as_strings_are_read_as_such():
+    """Some MCP clients (MCP Inspector 0.15) send nullable numbers and booleans as strings."""
+    parsed = registry.check_arguments("mf_get_logs", {"run_id": "r", "tail_lines": "3", "regex": "false",
+                                                      "since_seconds": "120"})
+    assert (parsed.tail_lines, parsed.regex, parsed.since_seconds) == (3, False, 120)
+    wrong = registry.check_arguments("mf_get_logs", {"run_id": "r", "tail_lines": "three"})
+    assert getattr(wrong, "code", None) == "bad_arguments" and [f.path for f in wrong.fields] == ["tail_lines"]
+    text = registry.check_arguments("mf_get_run", {"run_id": "123"})
+    assert text.run_id == "123"  # a string field keeps its string
