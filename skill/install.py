@@ -35,7 +35,7 @@ _NAME = re.compile(r"^name:\s*['\"]?([a-z0-9]+(?:-[a-z0-9]+)*)['\"]?\s*$", re.M)
 MCP_HINT = (
     "The skill calls the mf_* tools. Register the MCP server with your agent, e.g.\n"
     "  claude mcp add model-factory -- model-factory mcp\n"
-    "(Cursor, Codex, Claude Desktop: see docs/mcp.md of model-factory-skill), or let a shell-using\n"
+    "(Cursor, Codex, Claude Desktop: see the MCP section of the model-factory-skill README), or let a shell-using\n"
     "agent run `model-factory <command> --json`."
 )
 
