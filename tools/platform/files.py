@@ -10,6 +10,15 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+#: Suffix of write_atomic's temporary siblings (``.<name>.<random>.partial``).
+PARTIAL_SUFFIX = ".partial"
+
+
+def is_partial(path: Path) -> bool:
+    """True for a temporary sibling of :func:`write_atomic`: what a process killed mid-write
+    (SIGKILL, power loss) leaves behind. Never a finished file: those appear only by rename."""
+    return path.name.startswith(".") and path.name.endswith(PARTIAL_SUFFIX)
+
 
 def write_atomic(target: Path, chunks: Iterable[bytes]) -> tuple[int, str]:
     """Write ``chunks`` to a hidden temporary sibling (``.<name>.*.partial``), then rename it onto
@@ -21,7 +30,7 @@ def write_atomic(target: Path, chunks: Iterable[bytes]) -> tuple[int, str]:
     """
     digest = hashlib.sha256()
     written = 0
-    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=PARTIAL_SUFFIX)
     partial = Path(name)
     try:
         with os.fdopen(fd, "wb") as handle:
