@@ -1,6 +1,7 @@
 """Trace tools against the emulator's traces host over real HTTP: cursor pages (all, per
 step, episodes, eval runs), the output budget, and whole-run downloads with manifest,
-sha256, resume, a connection cut mid-download, dest refusals and the missing-upload report.
+sha256, resume, a connection cut mid-download, a CLI download interrupted by SIGINT or
+killed (SIGTERM, SIGKILL) then resumed, dest refusals and the missing-upload report.
 
 Runs are created from the bundled prime-rl example ``basic/reverse-text/rl.toml``: 20
 steps of 4 episodes x 4 traces (320 traces, 80 episodes) plus eval traces every 5 steps
@@ -12,6 +13,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import signal
+import subprocess
+import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -78,6 +83,34 @@ def walk(ctx: Context, **arguments) -> list:
 
 def files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file())
+
+
+def temporary(folder: Path) -> list[Path]:
+    """Files write_atomic had not renamed yet (hidden ``.<name>.*.partial``)."""
+    return [f for f in files(folder) if f.name.startswith(".") or f.name.endswith(".partial")]
+
+
+def recorded(dest: Path) -> dict[str, dict]:
+    """The manifest's trace entries by id, each checked against its file (sha256, bytes)."""
+    manifest = json.loads((dest / "manifest.json").read_text())
+    for entry in manifest["traces"]:
+        data = (dest / entry["file"]).read_bytes()
+        assert (hashlib.sha256(data).hexdigest(), len(data)) == (entry["sha256"], entry["bytes"])
+    return {e["trace_id"]: e for e in manifest["traces"]}
+
+
+def start_cli_download(mf_env: dict, run_id: str, dest: Path) -> subprocess.Popen:
+    """``python -m skill download-traces RUN DEST --json`` as a user runs it."""
+    return subprocess.Popen([sys.executable, "-m", "skill", "download-traces", run_id, str(dest), "--json"],
+                            env=mf_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_until(proc: subprocess.Popen, ready, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert proc.poll() is None, f"download ended early: {proc.communicate()}"
+        assert time.monotonic() < deadline, "download made no progress"
+        time.sleep(0.02)
 
 
 # -- mf_list_traces -------------------------------------------------------------------------------
@@ -221,6 +254,64 @@ def test_connection_cut_leaves_no_partial_file_and_a_rerun_completes(ctx, emulat
     assert (done.skipped_existing, done.traces_downloaded) == (50, 270)
 
 
+def test_ctrl_c_saves_the_manifest_and_a_rerun_resumes(ctx, emulator, launch, tmp_path, mf_env):
+    run_id = launch()
+    dest = tmp_path / "dl1"
+    emulator.faults.delay(0.03, "GET", "/traces/tr-*", times=None)  # ~10 s in all: interrupted mid-way
+    proc = start_cli_download(mf_env, run_id, dest)
+    try:
+        wait_until(proc, lambda: len(list((dest / "traces").glob("*.json"))) >= 20)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 130
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert temporary(dest) == []
+    manifest = json.loads((dest / "manifest.json").read_text())
+    assert manifest["state"] == "interrupted" and manifest["run_id"] == run_id
+    kept, on_disk = recorded(dest), {f.stem for f in (dest / "traces").glob("*.json")}
+    assert set(kept) <= on_disk and 20 <= len(on_disk) < 320
+    assert len(on_disk - set(kept)) <= 1  # only a file renamed just before Ctrl-C may miss its record
+    emulator.faults.clear()
+    done = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
+    assert done.complete and done.traces_on_disk == 320 and done.skipped_existing == len(kept)
+    assert done.traces_downloaded == 320 - len(kept)
+    assert sorted(f.stem for f in (dest / "traces").iterdir()) == sorted(stored(emulator, run_id))
+    assert set(recorded(dest)) == set(stored(emulator, run_id)) and temporary(dest) == []
+    assert json.loads((dest / "manifest.json").read_text())["state"] == "finished"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_a_killed_download_resumes_and_refetches_what_the_manifest_missed(ctx, emulator, launch, tmp_path, mf_env,
+                                                                           sig):
+    run_id = launch()
+    dest = tmp_path / "dl1"
+    emulator.faults.delay(0.03, "GET", "/traces/tr-*", times=None)
+    proc = start_cli_download(mf_env, run_id, dest)
+    try:  # wait for a periodic manifest write that records some traces (about 1 s in) and for more files
+        wait_until(proc, lambda: (dest / "manifest.json").is_file()
+                   and 5 <= len(recorded(dest)) < len(list((dest / "traces").glob("*.json"))) - 2)
+        proc.send_signal(sig)
+        assert proc.wait(timeout=10) == -sig
+    finally:
+        proc.kill()
+        proc.communicate()
+    manifest = json.loads((dest / "manifest.json").read_text())
+    assert manifest["state"] == "in_progress"
+    kept, held = recorded(dest), stored(emulator, run_id)
+    victim = dest / "traces" / f"{min(set(held) - set(kept))}.json"
+    victim.write_bytes(b'{"tampered": true}')  # on disk, not in the manifest (like files landed since): not trusted
+    (dest / "traces" / ".tr-left.json.x1y2.partial").write_bytes(b'{"half')  # what a kill mid-write leaves
+    (dest / ".manifest.json.x1y2.partial").write_bytes(b'{"half')
+    emulator.faults.clear()
+    done = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
+    assert done.complete and done.traces_on_disk == 320
+    assert (done.skipped_existing, done.traces_downloaded) == (len(kept), 320 - len(kept)) and done.skipped_existing > 0
+    assert sorted(f.name for f in (dest / "traces").iterdir()) == sorted(f"{t}.json" for t in held)
+    assert victim.read_bytes() == held[victim.stem].raw
+    assert set(recorded(dest)) == set(held) and temporary(dest) == []
+
+
 def test_a_single_cut_is_retried_within_the_call(ctx, emulator, launch, tmp_path):
     run_id = launch()
     rule = emulator.faults.cut(100, "GET", "/traces/tr-*", skip=10, times=1)
@@ -256,8 +347,16 @@ def test_dest_must_be_ours(ctx, launch, tmp_path):
     a_file = tmp_path / "file"
     a_file.write_text("x")
     assert call(ctx, "mf_download_traces", run_id=run_id, dest=str(a_file)).code == "bad_arguments"
+    someone_elses = tmp_path / "editor"
+    someone_elses.mkdir()
+    (someone_elses / ".thesis.docx.k3.partial").write_text("an editor's temporary file")
+    assert call(ctx, "mf_download_traces", run_id=run_id, dest=str(someone_elses)).code == "bad_arguments"
+    assert [p.name for p in someone_elses.iterdir()] == [".thesis.docx.k3.partial"]
     ours = tmp_path / "ours"
+    ours.mkdir()
+    (ours / ".manifest.json.k1.partial").write_bytes(b'{"form')  # a call killed while writing its first manifest
     ok(ctx, "mf_download_traces", run_id=run_id, dest=str(ours), max_traces=3)
+    assert sorted(p.name for p in ours.iterdir()) == ["episodes", "manifest.json", "traces"]
     other = launch()
     clash = call(ctx, "mf_download_traces", run_id=other, dest=str(ours))
     assert isinstance(clash, ToolError) and run_id in clash.message

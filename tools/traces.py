@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import json
 import re
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,7 +45,7 @@ from tools.owner import resolve_owner
 from tools.platform import errors as perr
 from tools.platform import wire
 from tools.platform.client import TracesClient
-from tools.platform.files import write_atomic
+from tools.platform.files import is_partial, write_atomic
 from tools.reads import OUTPUT_BUDGET_CHARS, RUN_ID, json_chars, not_found
 
 PAGE_LIMIT = 100
@@ -60,7 +62,10 @@ _UNSAFE_NAME = re.compile(r'[/\\<>:"|?*\x00-\x1f\x7f]')
 MAX_ID_CHARS = 200
 #: Attempts per file download (a cut stream is retried once, then the call stops).
 FILE_ATTEMPTS = 2
-MANIFEST_SAVE_EVERY = 200
+#: The manifest is rewritten (atomically) at most this often while files land, and never more
+#: often than every ``MANIFEST_SAVE_FACTOR`` times its last write took (huge runs stay cheap).
+MANIFEST_SAVE_SECONDS = 1.0
+MANIFEST_SAVE_FACTOR = 20
 
 
 def _platform_run(ctx: Context, run_id: str) -> tuple[wire.RLRun | None, str | None]:
@@ -334,7 +339,7 @@ class DownloadTracesInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
     run_id: str = RUN_ID
     dest: str = Field(min_length=1, max_length=1000, description="Folder to write (created if missing). It must be new, empty, or a folder this tool wrote for the same run (it holds our manifest.json).")
-    resume: bool = Field(default=True, description="Skip files already downloaded whose sha256 matches the manifest (corrupted or missing ones are fetched again). false: fetch everything again.")
+    resume: bool = Field(default=True, description="Skip files already downloaded whose sha256 matches the manifest (corrupted, missing or unrecorded ones are fetched again). false: fetch everything again.")
     include_episodes: bool = Field(default=True, description="Also write each episode's raw envelope to episodes/<episode_id>.json and check its member traces.")
     max_traces: int | None = Field(default=None, ge=1, description="Stop after this many traces (newest first); the result then says complete=false.")
 
@@ -374,8 +379,8 @@ class DownloadTracesResult(BaseModel):
 
     run_id: str = Field(description="Run id.")
     dest: str = Field(description="Absolute folder written.")
-    manifest_path: str = Field(description="dest/manifest.json: run id, time, per-file trace_id/episode_id/run_step/bytes/sha256, expected totals, full missing report.")
-    traces_downloaded: int = Field(description="Trace files fetched by this call.")
+    manifest_path: str = Field(description="dest/manifest.json: run id, state (in_progress while a call runs or after it was killed, interrupted, finished), time, per-file trace_id/episode_id/run_step/bytes/sha256, expected totals, full missing report.")
+    traces_downloaded: int = Field(description="Trace files fetched by this call (including files on disk the manifest did not record, e.g. after a killed call).")
     episodes_downloaded: int = Field(description="Episode envelopes fetched by this call.")
     skipped_existing: int = Field(description="Files already present with a matching sha256 (not fetched again).")
     refetched_corrupted: int = Field(description="Files present whose sha256 did not match: fetched again.")
@@ -395,6 +400,11 @@ def _safe_name(identifier: str) -> bool:
     """True when ``identifier`` can be a file name: no separators, reserved or control characters, no leading dot."""
     return bool(identifier) and len(identifier) <= MAX_ID_CHARS and not identifier.startswith(".") \
         and not _UNSAFE_NAME.search(identifier)
+
+
+def _manifest_partial(path: Path) -> bool:
+    """True for a temporary file of our manifest left by a killed call."""
+    return is_partial(path) and path.name.startswith(f".{MANIFEST}.")
 
 
 def _sha256_file(path: Path) -> str:
@@ -421,6 +431,7 @@ class _Download:
         self.downloaded = self.episodes_downloaded = self.skipped = self.refetched = self.bytes = 0
         self.unsafe: list[str] = []
         self.gone: list[str] = []
+        self.save_due = 0.0
 
     # -- folder and manifest -------------------------------------------------------------
     def _prepare_dest(self, dest: Path) -> Path:
@@ -428,7 +439,8 @@ class _Download:
             raise fail("bad_arguments", f"dest {str(dest)!r} exists and is not a folder.",
                        "Pass a new folder path (it is created) or one this tool wrote before.")
         dest = dest.resolve()
-        if dest.exists() and any(dest.iterdir()) and not (dest / MANIFEST).is_file():
+        # A call killed while writing its first manifest leaves only that manifest's temporary file.
+        if dest.exists() and not all(map(_manifest_partial, dest.iterdir())) and not (dest / MANIFEST).is_file():
             raise fail("bad_arguments", f"dest {str(dest)!r} is not empty and holds no {MANIFEST} of this tool; "
                        "nothing was written.",
                        "Pass a new or empty folder (e.g. ./traces/<run_id>), or the folder of an earlier download.")
@@ -454,9 +466,34 @@ class _Download:
                        f"{self.inp.run_id!r}.", "Pass another dest for this run.")
         return data if self.inp.resume else {"expected": data.get("expected", {})}
 
-    def save_manifest(self) -> Path:
+    def begin(self) -> None:
+        """Write the manifest (state ``in_progress``) before any other file, drop the temporary
+        files a killed call left, and create the folders."""
+        self.dest.mkdir(parents=True, exist_ok=True)
+        self.save_manifest("in_progress")
+        leftovers = [*filter(_manifest_partial, self.dest.iterdir())]
+        for folder in (self.trace_dir, self.episode_dir):  # ours: no file of a safe id starts with "."
+            leftovers += filter(is_partial, folder.iterdir()) if folder.is_dir() else []
+        for leftover in leftovers:
+            leftover.unlink(missing_ok=True)
+        self.trace_dir.mkdir(exist_ok=True)
+        if self.inp.include_episodes:
+            self.episode_dir.mkdir(exist_ok=True)
+
+    def checkpoint(self) -> None:
+        """Rewrite the manifest when it is due (see ``MANIFEST_SAVE_SECONDS``): a call killed
+        outright then loses at most the record of the files of its last second or so, and
+        those are fetched again, never trusted, by the next call."""
+        if time.monotonic() >= self.save_due:
+            self.save_manifest("in_progress")
+
+    def save_manifest(self, state: Literal["in_progress", "interrupted", "finished"]) -> Path:
+        """Write ``dest/manifest.json`` atomically. ``state``: ``in_progress`` (the call is
+        running, or was killed), ``interrupted`` (it stopped on an error or Ctrl-C, the
+        record is current), ``finished`` (it ended; ``missing`` says what is not there)."""
+        started = time.monotonic()
         document = {
-            "format": MANIFEST_FORMAT, "run_id": self.inp.run_id,
+            "format": MANIFEST_FORMAT, "run_id": self.inp.run_id, "state": state,
             "updated_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
             "source": self.ctx.settings.traces_url, "expected": self.expected,
             "traces": [self.traces[k] for k in sorted(self.traces)],
@@ -465,6 +502,8 @@ class _Download:
         }
         path = self.dest / MANIFEST
         write_atomic(path, [json.dumps(document, indent=1).encode()])
+        now = time.monotonic()
+        self.save_due = now + max(MANIFEST_SAVE_SECONDS, MANIFEST_SAVE_FACTOR * (now - started))
         return path
 
     # -- files ---------------------------------------------------------------------------
@@ -506,6 +545,7 @@ class _Download:
             return
         self.downloaded += 1
         self.traces[t.trace_id] = {**base, "bytes": written, "sha256": sha}
+        self.checkpoint()
 
     def episode(self, tc: TracesClient, team: str | None, episode_id: str) -> list[str] | None:
         """Write one envelope; returns its member trace ids (``None`` if it cannot be read)."""
@@ -521,6 +561,7 @@ class _Download:
             self.episodes_downloaded += 1
             self.episodes[episode_id] = {"episode_id": episode_id, "file": f"episodes/{episode_id}.json",
                                          "bytes": written, "sha256": sha}
+            self.checkpoint()
         try:
             members = json.loads(path.read_bytes()).get("traces")
         except (OSError, ValueError, AttributeError):
@@ -545,6 +586,11 @@ def download_traces(inp: DownloadTracesInput, ctx: Context) -> DownloadTracesRes
     Layout: ``dest/traces/<trace_id>.json`` (raw documents, GET ``/traces/{id}?raw=true``),
     ``dest/episodes/<episode_id>.json`` (raw envelopes), ``dest/manifest.json``. Every file
     goes through a hidden temporary sibling and an atomic rename: no partial files, ever.
+    Interruptions: the manifest is written (``state: in_progress``) before any other file and
+    rewritten about every second as files land; Ctrl-C saves it (``interrupted``) before the
+    KeyboardInterrupt propagates, and a killed process leaves the last one. The next call
+    resumes: files in the manifest are sha256-checked, files on disk the manifest does not
+    name are fetched again, temporary files a killed call left are removed.
     Totals to check against: GET ``/runs/{id}`` and ``/runs/{id}/steps``; completed steps:
     GET ``/rft/runs/{id}/progress``. Progress: ``ctx.report(traces done, expected, ...)``.
 
@@ -565,9 +611,7 @@ def download_traces(inp: DownloadTracesInput, ctx: Context) -> DownloadTracesRes
     expected_total = summary.trace_count if summary else 0
     job.expected = {"trace_count": expected_total, "episode_count": summary.episode_count if summary else 0,
                     "steps": [s.model_dump(include={"step", "trace_count", "episode_count"}) for s in steps]}
-    job.trace_dir.mkdir(parents=True, exist_ok=True)
-    if inp.include_episodes:
-        job.episode_dir.mkdir(exist_ok=True)
+    job.begin()
     listed: dict[str, wire.TraceSummary] = {}
     stopped = False
     try:
@@ -585,8 +629,6 @@ def download_traces(inp: DownloadTracesInput, ctx: Context) -> DownloadTracesRes
                 job.trace(tc, team, t)
                 done = len(listed)
                 ctx.report(done, expected_total or None, f"traces {done}/{expected_total or '?'}")
-                if job.downloaded and job.downloaded % MANIFEST_SAVE_EVERY == 0:
-                    job.save_manifest()
         members: dict[str, list[str] | None] = {}
         if inp.include_episodes and summary is not None:
             ids = dict.fromkeys(t.episode_id for t in listed.values() if t.episode_id)
@@ -600,12 +642,16 @@ def download_traces(inp: DownloadTracesInput, ctx: Context) -> DownloadTracesRes
                 members[episode_id] = job.episode(tc, team, episode_id)
         report = _missing_report(ctx, inp, run, summary, steps, listed, job, members, stopped)
     except perr.Unavailable as exc:
-        job.save_manifest()
+        job.save_manifest("interrupted")
         raise fail("unavailable", f"The download of run {inp.run_id} stopped after {job.downloaded} new trace "
                    f"file(s) ({len(job.traces)} in {job.dest}): {exc.message}. No partial file was left.",
                    "Call mf_download_traces again with the same run_id and dest: it resumes, skipping what is "
                    "already there.", retryable=True) from None
-    manifest = job.save_manifest()
+    except BaseException:  # Ctrl-C (KeyboardInterrupt), SystemExit, a bug: record what landed, then propagate
+        with contextlib.suppress(OSError):
+            job.save_manifest("interrupted")
+        raise
+    manifest = job.save_manifest("finished")
     on_disk = sum(1 for t in listed if t in job.traces)
     complete = (not stopped and on_disk == len(listed) and report.summary.startswith("complete"))
     note = None
