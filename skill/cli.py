@@ -24,6 +24,7 @@ Exit codes (also in README.md):
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import types
 import typing
@@ -151,6 +152,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"model-factory-skill {version('model-factory-skill')}")
         return
     spec = tool_spec(argv[0]) if argv else None
+    signal.signal(signal.SIGTERM, _terminate)  # like Ctrl-C: downloads save their manifest, launches say how to reconcile
     try:
         if spec is not None:
             sys.exit(run_tool_command(spec, argv[1:]))
@@ -160,6 +162,10 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         print(_interrupted_hint(spec, argv), file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def _interrupted_hint(spec: Any, argv: list[str]) -> str:
