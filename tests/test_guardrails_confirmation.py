@@ -20,6 +20,7 @@ from tools.guardrails.confirmation import (
     config_sha256,
     launch_state,
     list_launches,
+    material_changes,
     mint,
     plan_hash,
     record_outcome,
@@ -102,6 +103,19 @@ def test_an_edited_config_changes_the_hash():
     assert plan_hash(material(edited)) != plan_hash(material())
     same = tomllib.loads("# a comment only changes formatting\n" + EXAMPLE.read_text())
     assert plan_hash(material(same)) == plan_hash(material())
+
+
+def test_material_changes_names_each_fact_that_moved():
+    recorded = material()
+    assert material_changes(recorded, material(secret_names=["HF_TOKEN", "WANDB_API_KEY"])) == []  # a set
+    moved = material(team_id=TEAM_B, max_steps=400, secret_names=["HF_TOKEN"],
+                     cost={**recorded["cost"], "usd_per_gpu_hour": 2.99, "usd_high": 4.8})
+    assert material_changes(recorded, moved) == [
+        ("team_id", TEAM_A, TEAM_B), ("secret_names", ["HF_TOKEN", "WANDB_API_KEY"], ["HF_TOKEN"]),
+        ("max_steps", 20, 400), ("usd_high", 4.0, 4.8), ("usd_per_gpu_hour", 2.49, 2.99)]
+    # A record missing a fact (an older ledger) shows it as moved from None.
+    assert material_changes({k: v for k, v in recorded.items() if k != "volume"}, material(volume="data")) == [
+        ("volume", None, "data")]
 
 
 @pytest.mark.parametrize("key", PLAN_MATERIAL_KEYS)

@@ -270,6 +270,14 @@ def test_an_approval_is_void_when_a_fact_outside_the_file_changes(emu, tmp_path,
     result = dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=token), ctx)
     assert isinstance(result, ToolError) and result.code == "plan_changed", result
     assert emu.state.create_attempts == 0 and emu.state.runs == {}
+    # The error names what moved (from the plan material recorded in the ledger), not every possibility.
+    fields = [f.path for f in result.fields]
+    if change == "price":
+        assert "usd_per_gpu_hour 1.8 -> 2.9" in result.message
+        assert fields == ["usd_per_gpu_hour", "usd_low", "usd_expected", "usd_high"]
+    else:
+        assert "secret_names [WANDB_API_KEY] -> [HF_TOKEN, WANDB_API_KEY]" in result.message
+        assert fields == ["secret_names"]
 
 
 def test_the_ledger_defaults_to_the_project_folder_and_is_configurable(emu, tmp_path):

@@ -428,9 +428,12 @@ def test_bypasses_are_refused(emu, ctx, tmp_path):
     err(dispatch(ctx, a.plan_id, token_a), "confirmation_used")
     assert emu.state.create_attempts == 0 and runs(emu) == []
 
-    # Config edited after approval (a comment only): the approval no longer covers it.
+    # Config edited after approval (a comment only): the approval no longer covers it, and the error says
+    # that the file's bytes moved while the hosted config did not.
     cfg.write_text(cfg.read_text() + "\n# edited after approval\n")
-    err(dispatch(ctx, b.plan_id, token_b), "plan_changed")
+    changed = err(dispatch(ctx, b.plan_id, token_b), "plan_changed")
+    assert [f.path for f in changed.fields] == ["file_sha256"]
+    assert f"file_sha256 {b.file_sha256[:12]} -> " in changed.message
     with pytest.raises(ToolFailure) as refused:
         approve_plan(b.plan_id, "terminal", ctx)
     assert refused.value.error.code == "plan_changed"
@@ -443,7 +446,9 @@ def test_approval_for_another_team_is_refused(emu, tmp_path):
     p = plan(team_a, cfg)
     token = approve_plan(p.plan_id, "terminal", team_a)
     team_b = make_ctx(emu, tmp_path, env={"PRIME_TEAM_ID": TEAM_EVALS_ID})
-    err(dispatch(team_b, p.plan_id, token), "plan_changed")
+    changed = err(dispatch(team_b, p.plan_id, token), "plan_changed")
+    assert f"team_id {TEAM_RESEARCH_ID} -> {TEAM_EVALS_ID}" in changed.message
+    assert "team_id" in [f.path for f in changed.fields] and "config_sha256" not in changed.message
     assert runs(emu) == [] and emu.state.create_attempts == 0
     assert ok(dispatch(team_a, p.plan_id, token)).status == "created"
     assert emu.state.run(runs(emu)[0].id).placement.team_id == TEAM_RESEARCH_ID

@@ -4,7 +4,7 @@ run, list what the local ledger knows.
 * ``mf_plan_run`` (:func:`plan_run`) - costs nothing: the summary, cost estimate and
   ``plan_id`` / ``plan_hash`` (planning in :mod:`tools.launch_plan`).
 * ``mf_dispatch_run`` (:func:`dispatch_run`) - re-checks the plan against the current config,
-  owner and prices, gets a confirmation (given, budget policy, host approver; channels in
+  env files, owner and prices (``plan_changed`` names each fact that moved), gets a confirmation (given, budget policy, host approver; channels in
   :mod:`tools.launch_approval`), claims the launch in the ledger and sends POST
   ``/training/runs`` once. A create whose answer was lost is reconciled by listing the
   owner's runs (GET ``/rft/runs``) for the run name's plan fingerprint, never re-sent.
@@ -266,7 +266,11 @@ def _refused(exc: perr.PlatformError, plan_id: str, action: str) -> ToolFailure:
 def dispatch_run(inp: DispatchRunInput, ctx: Context) -> DispatchResult:
     """Launch a planned run exactly once (POST /training/runs; never retried).
 
-    Errors: ``unknown_plan``, ``plan_changed``, ``confirmation_required``, ``approval_refused``,
+    The plan is rebuilt here, over the current config file, env files, owner and prices: this is
+    the check that binds an approval (minted for the recorded ``plan_hash``) to what is sent.
+
+    Errors: ``unknown_plan``, ``plan_changed`` (message and ``fields`` name each fact that differs
+    from the plan, e.g. ``usd_per_gpu_hour 1.8 -> 2.1``), ``confirmation_required``, ``approval_refused``,
     ``confirmation_invalid`` / ``_expired`` / ``_used``, ``ambiguous_launch`` (ambiguous=true:
     never re-send; call again to reconcile), ``unavailable`` (nothing sent; retry with the same
     confirmation), platform 4xx (refused; plan again), and the planning errors of mf_plan_run.
@@ -282,7 +286,7 @@ def dispatch_run(inp: DispatchRunInput, ctx: Context) -> DispatchResult:
         return _reconcile(ctx, ledger, state)
     current, draft = rebuild(ctx, state)
     assert draft is not None
-    check_unchanged(state, current)
+    check_unchanged(state, draft)
     request = request_from_state(state, ctx)
     token = obtain_confirmation(ctx, ledger, request, inp.confirmation, _policy_facts(draft),
                                    lambda: _count_active(ctx, draft.owner.team_id))

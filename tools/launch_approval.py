@@ -24,13 +24,13 @@ from __future__ import annotations
 from collections.abc import Callable
 import shlex
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from tools.context import Context
-from tools.errors import fail
-from tools.guardrails.confirmation import LaunchState, launch_state, mint
+from tools.errors import FieldProblem, ToolFailure, fail
+from tools.guardrails.confirmation import LaunchState, launch_state, material_changes, mint
 from tools.guardrails.ledger import Ledger
 from tools.guardrails.policy import PlanFacts, evaluate, load_policy
 from tools.launch_plan import APPROVAL_TTL_SECONDS, Draft, PlanRunInput, build_plan
@@ -104,12 +104,35 @@ def rebuild(ctx: Context, state: LaunchState) -> tuple[str, Draft | None]:
     return draft.plan_hash, draft
 
 
-def check_unchanged(state: LaunchState, current_hash: str) -> None:
-    """``plan_changed`` unless ``current_hash`` is the recorded plan hash."""
-    if current_hash != state.plan_hash:
-        raise fail("plan_changed", f"Plan {state.plan_id} is no longer what was shown: the config file, owner, "
-                   "GPU, volume, secrets, step cap or price changed since it was planned.",
-                   "Call mf_plan_run again, show the new summary, and get the new plan approved.")
+def _shown(name: str, value: Any) -> str:
+    if name == "team_id" and value is None:
+        return "personal"
+    if value is None:
+        return "none"
+    if isinstance(value, list):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    if name.endswith("sha256") and isinstance(value, str):
+        return value[:12]
+    return str(value)
+
+
+def _plan_changed(plan_id: str, changes: list[tuple[str, Any, Any]], why: str = "") -> ToolFailure:
+    """``plan_changed`` naming each fact that moved (``name old -> new``), also as ``fields``."""
+    said = "; ".join(f"{name} {_shown(name, old)} -> {_shown(name, new)}" for name, old, new in changes)
+    return fail("plan_changed",
+                f"Plan {plan_id} is no longer what was shown{why}: " + (said or "its hash differs from the "
+                "recorded plan (the record does not say which fact moved)") + ".",
+                "Call mf_plan_run again, show the new summary, and get the new plan approved.",
+                fields=[FieldProblem(path=name, problem=f"planned {_shown(name, old)}, now {_shown(name, new)}")
+                        for name, old, new in changes])
+
+
+def check_unchanged(state: LaunchState, draft: Draft) -> None:
+    """``plan_changed`` unless ``draft`` (the plan rebuilt now) has the recorded plan hash; the
+    error names the facts that differ from the ledger record (e.g. ``usd_per_gpu_hour 1.8 ->
+    2.1``, ``team_id``, ``config_sha256``) in its message and ``fields``."""
+    if draft.plan_hash != state.plan_hash:
+        raise _plan_changed(state.plan_id, material_changes(state.plan, draft.material))
 
 
 def plan_request(plan_id: str, ctx: Context) -> ApprovalRequest:
@@ -121,8 +144,9 @@ def plan_request(plan_id: str, ctx: Context) -> ApprovalRequest:
     """
     state = launch_state(Ledger.for_context(ctx), plan_id)
     refuse_spent(state)
-    current, _ = rebuild(ctx, state)
-    check_unchanged(state, current)
+    _, draft = rebuild(ctx, state)
+    if draft is not None:
+        check_unchanged(state, draft)
     return request_from_state(state, ctx)
 
 

@@ -16,10 +16,12 @@ Flow for the launch tool (all state lives in the :class:`~tools.guardrails.ledge
 
 Ledger events written here (besides ``ts`` and ``event``):
 
-* ``plan``: ``plan_id``, ``plan_hash`` + the caller's facts (``config_sha256``, ``team_id``,
-  ``source_ref``, ``image_tag``, ``gpu_type``, ``gpu_count``, ``volume``,
-  ``usd_per_gpu_hour``, ``cost``, ``secret_names``, ``max_steps``, ``env_files`` (paths whose values
-  the scrubber of any later session hides), ...).
+* ``plan``: ``plan_id``, ``plan_hash`` + the caller's facts: every key of the material the
+  hash was made from (``config_sha256``, ``team_id``, ``source_ref``, ``image_tag``,
+  ``gpu_type``, ``gpu_count``, ``volume``, ``cost``, ``secret_names``, ``max_steps``, ...; none
+  of it secret), so :func:`material_changes` can name what moved, and others such as
+  ``usd_per_gpu_hour``, ``summary`` and ``env_files`` (paths whose values the scrubber of any
+  later session hides).
 * ``approval``: ``plan_id``, ``plan_hash``, ``token_sha256`` (never the token), ``channel``,
   ``owner``, ``expires_at``.
 * ``attempt``: ``plan_id``, ``attempt_id``, ``plan_hash``, ``token_sha256``, ``channel``.
@@ -113,6 +115,32 @@ def plan_hash(material: Mapping[str, Any]) -> str:
     data = dict(material)
     data["secret_names"] = sorted(set(data["secret_names"] or []))
     return "sha256:" + hashlib.sha256(canonical_json(data)).hexdigest()
+
+
+def material_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """The facts of the ``current`` plan material that differ from ``recorded`` (a plan record,
+    which holds the material its hash was made from): ``(name, recorded value, current value)``
+    in ``current``'s key order. The ``cost`` table is compared entry by entry (names
+    ``usd_per_gpu_hour``, ``usd_low``, ``usd_expected``, ``usd_high``), ``secret_names`` as a
+    set. Values are compared as canonical JSON, as :func:`plan_hash` sees them."""
+    def same(a: Any, b: Any) -> bool:
+        return canonical_json(a) == canonical_json(b)
+
+    changes: list[tuple[str, Any, Any]] = []
+    for key, now in current.items():
+        before = recorded.get(key)
+        if isinstance(now, Mapping) or isinstance(before, Mapping):
+            old_table = before if isinstance(before, Mapping) else {}
+            new_table = now if isinstance(now, Mapping) else {}
+            changes += [(sub, old_table.get(sub), new_table.get(sub)) for sub in dict.fromkeys([*new_table, *old_table])
+                        if not same(old_table.get(sub), new_table.get(sub))]
+        elif key == "secret_names":
+            old_names, new_names = sorted(set(before or [])), sorted(set(now or []))
+            if old_names != new_names:
+                changes.append((key, old_names, new_names))
+        elif not same(before, now):
+            changes.append((key, before, now))
+    return changes
 
 
 def _aware(now: datetime | None) -> datetime:
@@ -369,8 +397,8 @@ def claim_dispatch(
             raise fail("confirmation_invalid", f"That confirmation is not valid for plan {plan_id}.", approve)
         if approval.get("plan_hash") != current_plan_hash:
             raise fail("plan_changed",
-                       f"Plan {plan_id} changed after it was approved (config, team, GPU, volume, source, image, "
-                       "secrets, step cap or cost); the approval does not cover the new plan.",
+                       f"The approval of plan {plan_id} was given for plan hash {approval.get('plan_hash')}; the plan "
+                       f"is now {current_plan_hash}, so the approval does not cover it.",
                        "Call mf_plan_run again and get the new plan approved.")
         if datetime.fromisoformat(str(approval["expires_at"])) <= now:
             raise fail("confirmation_expired", f"The confirmation for plan {plan_id} expired at "
