@@ -1,8 +1,9 @@
 """``model-factory approve PLAN_ID``: the real CLI in a subprocess, at a pipe and at a pseudo-terminal.
 
 Refused (exit 4) without a terminal on stdin and stdout or with ``--json``; at a terminal it
-shows the plan, wants the plan id's last four characters, re-checks the plan, and prints a
-confirmation code that then launches the run.
+shows the recorded plan, checks the config file's bytes and the plan's age, wants the plan id's
+last four characters, and prints a confirmation code that then launches the run. It needs only
+the state folder: no API key, platform settings or forwarded secrets in the person's shell.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +23,11 @@ import pytest
 
 from skill.emulator import DEMO_SPEED, EmulatorServer
 from tools.context import Context
-from tools.errors import ToolError
+from tools.errors import ToolError, ToolFailure
 from tools.guardrails import confirmation as gate
-from tools.guardrails.ledger import Ledger
+from tools.guardrails.ledger import Ledger, utc_now
 from tools.launch import DispatchRunInput, PlanRunInput, StopRunInput, dispatch_run, plan_run, stop_run
+from tools.launch_approval import PLAN_MAX_AGE_SECONDS, approve_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "tools" / "examples" / "basic" / "reverse-text" / "rl.toml"
@@ -125,7 +128,7 @@ def test_wrong_answer_or_changed_plan_is_not_approved(setup):
     assert code == 4 and "Not approved" in out and not TOKEN.search(out)
     setup["cfg"].write_text(setup["cfg"].read_text().replace("max_steps = 20", "max_steps = 400"))
     code, out = run_tty(setup, ["approve", plan.plan_id], None)
-    assert code == 4 and "plan_changed" in out and not TOKEN.search(out)
+    assert code == 4 and "plan_changed" in out and "file_sha256" in out and not TOKEN.search(out)
     code, out = run_tty(setup, ["approve", "plan_000000000000"], None)
     assert code == 3 and "unknown_plan" in out
     assert approvals(setup["ctx"], plan.plan_id) == 0
@@ -142,3 +145,47 @@ def test_terminal_approval_of_a_stop(setup, emu):
     assert code == 0 and "STOP this run" in out and run.run_id in out
     stopped = stop_run(StopRunInput(run_id=run.run_id, confirmation=TOKEN.search(out).group(0)), ctx)
     assert stopped.status == "STOPPED" and stopped.approval_channel == "terminal"
+
+
+def test_the_person_needs_only_the_state_folder(emu, tmp_path):
+    """The agent (or MCP server) holds the API settings and the forwarded secret; the person's shell
+    has neither, nor the same HOME. The approval still works, and dispatch stays the binding check."""
+    fake_wandb = "fake-wandb-key-only-the-agent-has"
+    agent_home, person_home, project, state = (tmp_path / d for d in ("agent", "person", "project", "state"))
+    for folder in (agent_home, person_home, project):
+        folder.mkdir()
+    env = {"PRIME_API_KEY": emu.api_key, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url,
+           "WANDB_API_KEY": fake_wandb}
+    ctx = Context(env=env, home=agent_home, state_dir=state, cwd=project)
+    cfg = project / "rl.toml"
+    shutil.copy(EXAMPLE, cfg)
+    plan = plan_run(PlanRunInput(config_path=str(cfg), team="personal", secrets=["WANDB_API_KEY"]), ctx)
+    assert not isinstance(plan, ToolError), plan
+    person = {"env": {"HOME": str(person_home), "MODEL_FACTORY_STATE_DIR": str(state),
+                      "PATH": os.environ.get("PATH", ""), "TERM": "dumb", "COLUMNS": "200"}, "cwd": project}
+    code, out = run_tty(person, ["approve", plan.plan_id], plan.plan_id[-4:])
+    assert code == 0, out
+    assert plan.run_name in out and "WANDB_API_KEY" in out and "recorded at" in out and "recomputes" in out
+    assert "agent's environment" not in out and fake_wandb not in out
+    token = TOKEN.search(out).group(0)
+
+    # The approval is bound to the recorded plan: a price that moved since is refused at dispatch, by name.
+    emu.state.seed.gpu(plan.gpu_type).price_per_gpu_hour = 2.1
+    moved = dispatch_run(DispatchRunInput(plan_id=plan.plan_id, confirmation=token), ctx)
+    assert isinstance(moved, ToolError) and moved.code == "plan_changed", moved
+    assert f"usd_per_gpu_hour {plan.usd_per_gpu_hour} -> 2.1" in moved.message
+    assert emu.state.create_attempts == 0
+    emu.state.seed.gpu(plan.gpu_type).price_per_gpu_hour = plan.usd_per_gpu_hour
+    result = dispatch_run(DispatchRunInput(plan_id=plan.plan_id, confirmation=token), ctx)
+    assert not isinstance(result, ToolError), result
+    assert result.approval_channel == "terminal" and emu.state.run(result.run_id).wandb_api_key == fake_wandb
+    ctx.close()
+
+
+def test_a_plan_older_than_a_day_is_not_approved(setup):
+    plan, ctx = setup["plan"], setup["ctx"]
+    with pytest.raises(ToolFailure) as stale:
+        approve_plan(plan.plan_id, "terminal", ctx, now=utc_now() + timedelta(seconds=PLAN_MAX_AGE_SECONDS + 60))
+    assert stale.value.error.code == "plan_expired" and "plan again" in stale.value.error.fix.lower()
+    assert approvals(ctx, plan.plan_id) == 0
+    assert approve_plan(plan.plan_id, "terminal", ctx, now=utc_now() + timedelta(hours=1)).startswith("mfc_")

@@ -284,15 +284,14 @@ def dispatch_run(inp: DispatchRunInput, ctx: Context) -> DispatchResult:
         return _already(ctx, state)
     if state.status in ("ambiguous", "in_flight"):
         return _reconcile(ctx, ledger, state)
-    current, draft = rebuild(ctx, state)
-    assert draft is not None
+    draft = rebuild(ctx, state)
     check_unchanged(state, draft)
     request = request_from_state(state, ctx)
     token = obtain_confirmation(ctx, ledger, request, inp.confirmation, _policy_facts(draft),
                                    lambda: _count_active(ctx, draft.owner.team_id))
     body = _create_body(ctx, draft)
     try:
-        claim = gate.claim_dispatch(ledger, inp.plan_id, current, token)
+        claim = gate.claim_dispatch(ledger, inp.plan_id, draft.plan_hash, token)
     except ToolFailure as failure:
         if failure.error.code == "already_dispatched":  # another process finished first
             return _already(ctx, gate.launch_state(ledger, inp.plan_id))

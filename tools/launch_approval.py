@@ -5,7 +5,8 @@ dispatch that already re-checked the plan, :func:`tools.guardrails.confirmation.
 
 * **terminal** - ``model-factory approve PLAN_ID`` (:mod:`skill.approval`): a person at an
   interactive terminal reads :func:`plan_request`'s summary, types a short confirmation, and
-  gets a code ``mfc_...`` to paste to the agent (valid 15 minutes, launches once).
+  gets a code ``mfc_...`` to paste to the agent (valid 15 minutes, launches once). It needs
+  only the state folder: no API key, platform settings or forwarded secrets.
 * **host_callback** - ``ctx.approver(request) -> bool``: the host shows
   ``request.summary`` to the person (a dialog, a chat button). ``mf_dispatch_run`` /
   ``mf_stop_run`` call it when no confirmation was passed.
@@ -14,15 +15,23 @@ dispatch that already re-checked the plan, :func:`tools.guardrails.confirmation.
 * **policy** - a budget policy written by the person (:mod:`tools.guardrails.policy`),
   outside any folder the agent writes, pre-authorizes launches within its limits.
 
-Every channel re-checks that the plan is still what was shown: :func:`plan_request`
-rebuilds it from the ledger record and the *current* config file, owner and prices and
-refuses with ``plan_changed`` when its hash moved.
+Binding: every approval is minted for the ``plan_hash`` recorded with the plan, whose summary
+is what the person saw. The binding check is at dispatch, in the agent's process (which has the
+credentials and secrets): :func:`rebuild` recomputes the plan over the *current* config file,
+env files, owner, prices and secret names, and :func:`check_unchanged` refuses ``plan_changed``,
+naming each fact that differs from the record, unless the hash is the same; then
+:func:`tools.guardrails.confirmation.claim_dispatch` accepts only an approval of that hash.
+:func:`plan_request` (the terminal) checks what a person's shell can: the plan is in the ledger,
+not already sent, not older than :data:`PLAN_MAX_AGE_SECONDS`, and the config file's bytes
+still hash to the planned ``file_sha256``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
 import shlex
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,9 +40,13 @@ from pydantic import BaseModel, Field
 from tools.context import Context
 from tools.errors import FieldProblem, ToolFailure, fail
 from tools.guardrails.confirmation import LaunchState, launch_state, material_changes, mint
-from tools.guardrails.ledger import Ledger
+from tools.guardrails.ledger import Ledger, utc_now
 from tools.guardrails.policy import PlanFacts, evaluate, load_policy
 from tools.launch_plan import APPROVAL_TTL_SECONDS, Draft, PlanRunInput, build_plan
+
+#: A plan older than this (seconds since it was recorded) is not approved: its prices and
+#: summary may be stale. The person asks the agent to plan again.
+PLAN_MAX_AGE_SECONDS = 24 * 3600
 
 
 class ApprovalRequest(BaseModel):
@@ -47,6 +60,7 @@ class ApprovalRequest(BaseModel):
     usd_high: float | None = Field(default=None, description="High cost estimate, USD (launch); null = unknown.")
     ttl_seconds: int = Field(default=APPROVAL_TTL_SECONDS, description="How long an approval stays valid.")
     approve_command: str = Field(description="The terminal command a person runs to approve.")
+    planned_at: str | None = Field(default=None, description="ISO 8601 time the plan was recorded.")
 
 
 def approve_command(plan_id: str, ctx: Context | None = None) -> str:
@@ -73,7 +87,7 @@ def request_from_state(state: LaunchState, ctx: Context | None = None) -> Approv
     return ApprovalRequest(
         plan_id=state.plan_id, plan_hash=str(state.plan_hash), action=plan.get("action", "launch"),
         summary=str(plan.get("summary", "")), owner=_owner(plan.get("team_id")), usd_high=cost.get("usd_high"),
-        approve_command=approve_command(state.plan_id, ctx))
+        approve_command=approve_command(state.plan_id, ctx), planned_at=state.planned_at)
 
 
 def refuse_spent(state: LaunchState) -> None:
@@ -89,19 +103,15 @@ def refuse_spent(state: LaunchState) -> None:
                    ambiguous=True)
 
 
-def rebuild(ctx: Context, state: LaunchState) -> tuple[str, Draft | None]:
-    """The plan's hash as it is *now* (and the rebuilt draft for launches). A launch plan is
-    recomputed from its recorded arguments over the current config file, owner and prices; a
-    stop plan's facts are fixed at planning, so its recorded hash stands."""
-    if state.plan.get("action") == "stop":
-        return str(state.plan_hash), None
+def rebuild(ctx: Context, state: LaunchState) -> Draft:
+    """A launch plan recomputed from its recorded arguments over the current config file, env
+    files, owner and prices (the dispatch-time binding check; needs the agent's credentials)."""
     try:
         args = PlanRunInput.model_validate(state.plan.get("arguments") or {})
     except ValueError:
         raise fail("unknown_plan", f"The ledger record of plan {state.plan_id} is not a launch plan this version "
                    "understands.", "Call mf_plan_run to make a new plan.") from None
-    draft = build_plan(args, ctx, state.plan_id, prepare=False)
-    return draft.plan_hash, draft
+    return build_plan(args, ctx, state.plan_id, prepare=False)
 
 
 def _shown(name: str, value: Any) -> str:
@@ -135,30 +145,55 @@ def check_unchanged(state: LaunchState, draft: Draft) -> None:
         raise _plan_changed(state.plan_id, material_changes(state.plan, draft.material))
 
 
-def plan_request(plan_id: str, ctx: Context) -> ApprovalRequest:
-    """The request a human channel shows for ``plan_id``, after re-checking the plan.
+def check_locally(state: LaunchState, now: datetime | None = None) -> None:
+    """What a person's terminal can check without credentials: the plan is not older than
+    :data:`PLAN_MAX_AGE_SECONDS` (``plan_expired``) and, for a launch, the config file's bytes
+    still hash to the planned ``file_sha256`` (``config_not_found``, ``plan_changed``)."""
+    now = now or utc_now()
+    planned = datetime.fromisoformat(str(state.planned_at)) if state.planned_at else None
+    if planned is None or now - planned > timedelta(seconds=PLAN_MAX_AGE_SECONDS):
+        raise fail("plan_expired", f"Plan {state.plan_id} was made at {state.planned_at or 'an unknown time'}, more "
+                   f"than {PLAN_MAX_AGE_SECONDS // 3600} hours ago; its prices and summary may be out of date.",
+                   "Ask the agent to plan again (mf_plan_run) and approve the new plan.")
+    if state.plan.get("action") == "stop":
+        return
+    path, planned_sha = state.plan.get("config_path"), state.plan.get("file_sha256")
+    try:
+        current = hashlib.sha256(Path(str(path)).read_bytes()).hexdigest()
+    except OSError as exc:
+        raise fail("config_not_found", f"The config file of plan {state.plan_id} ({path}) cannot be read: "
+                   f"{exc.strerror}.", "Restore the file, or ask the agent to plan again.") from None
+    if current != planned_sha:
+        raise _plan_changed(state.plan_id, [("file_sha256", planned_sha, current)],
+                            f" (the config file {path} was edited since planning)")
+
+
+def plan_request(plan_id: str, ctx: Context, *, now: datetime | None = None) -> ApprovalRequest:
+    """The request a person approves for ``plan_id``: the summary recorded at planning, after
+    the local checks of :func:`check_locally`. Reads only the ledger and the config file (no
+    platform call, no credentials, no secrets); dispatch re-checks everything else.
 
     Raises ToolFailure: ``unknown_plan``, ``already_dispatched`` / ``ambiguous_launch`` (already
-    sent), ``plan_changed`` (the config or a fact moved), and the planning errors of
-    :func:`tools.launch_plan.build_plan`; PlatformError from its reads.
+    sent), ``plan_expired``, ``config_not_found``, ``plan_changed`` (the config file was edited).
     """
     state = launch_state(Ledger.for_context(ctx), plan_id)
     refuse_spent(state)
-    _, draft = rebuild(ctx, state)
-    if draft is not None:
-        check_unchanged(state, draft)
+    check_locally(state, now)
     return request_from_state(state, ctx)
 
 
-def approve_plan(plan_id: str, channel: str, ctx: Context, *, plan_hash: str | None = None) -> str:
-    """Record a human's approval of ``plan_id`` on ``channel`` and return the token (``mfc_...``).
+def approve_plan(plan_id: str, channel: str, ctx: Context, *, plan_hash: str | None = None,
+                 now: datetime | None = None) -> str:
+    """Record a human's approval of ``plan_id`` on ``channel`` and return the token (``mfc_...``),
+    bound to the plan hash recorded at planning.
 
     ``channel``: ``terminal`` | ``mcp_elicitation`` | ``host_callback`` | ``policy``. Call it
     only after a person said yes to the summary of :func:`plan_request`; pass that request's
-    ``plan_hash`` so an edit made while the person was reading voids the approval. Valid
-    :data:`~tools.launch_plan.APPROVAL_TTL_SECONDS`, single use. Raises like :func:`plan_request`.
+    ``plan_hash`` so a different plan record cannot be approved in its place. Valid
+    :data:`~tools.launch_plan.APPROVAL_TTL_SECONDS`, single use; ``mf_dispatch_run`` refuses it
+    (``plan_changed``) if the plan rebuilt then differs. Raises like :func:`plan_request`.
     """
-    request = plan_request(plan_id, ctx)
+    request = plan_request(plan_id, ctx, now=now)
     if plan_hash is not None and plan_hash != request.plan_hash:
         raise fail("plan_changed", f"Plan {plan_id} changed while it was being approved.",
                    "Show the new summary (call mf_plan_run again) and ask again.")
