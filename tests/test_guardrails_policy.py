@@ -155,3 +155,29 @@ def test_non_utf8_policy_is_malformed(tmp_path):
     p.write_bytes(b"max_usd_per_run = 1.0 # \xff\n")
     p.chmod(0o600)
     assert "not valid TOML" in load_policy(p).error
+
+
+def test_the_default_home_is_env_home_as_for_the_prime_config(tmp_path):
+    """Without an explicit home the policy is read from env["HOME"], the folder the prime config comes
+    from (tools.platform.settings.home_folder), not the home of the process."""
+    home = tmp_path / "env-home"
+    write_policy(home / ".config" / "model-factory", "max_usd_per_run = 3.0\n")
+    assert policy_path({"HOME": str(home)}) == home / ".config" / "model-factory" / "policy.toml"
+    assert load_policy(env={"HOME": str(home)}).limits.max_usd_per_run == 3.0
+    assert policy_path({"HOME": str(home)}, tmp_path / "given") == tmp_path / "given" / ".config" / "model-factory" / "policy.toml"
+
+
+def test_a_named_policy_that_is_missing_or_unreadable_is_a_problem(tmp_path):
+    absent = load_policy(env={}, home=tmp_path)
+    assert absent.error and absent.problem is None  # no policy at the default place: normal, nothing to report
+    missing = tmp_path / "nowhere" / "policy.toml"
+    named = load_policy(env={POLICY_ENV: str(missing)}, home=tmp_path)
+    assert named.explicit and named.limits is None
+    assert named.problem == f"{POLICY_ENV} names {missing}, but there is no file there; nothing is pre-authorized."
+    assert not evaluate(named, PlanFacts(**GOOD)).allowed
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    unreadable = load_policy(env={POLICY_ENV: str(folder)}, home=tmp_path)
+    assert unreadable.problem and "cannot be read" in unreadable.problem
+    broken = write_policy(tmp_path / ".config" / "model-factory", "max_usd_per_run = 'lots'\n")
+    assert load_policy(env={}, home=tmp_path).problem.startswith(f"The policy {broken} is malformed")

@@ -406,6 +406,27 @@ def test_budget_policy_allows_and_denies(emu, tmp_path):
     assert len(asked) == 1 and len(runs(emu)) == 1
 
 
+def test_policy_in_the_env_home_is_used_and_a_named_missing_policy_is_reported(emu, tmp_path):
+    """The policy comes from the same home as the prime config: $HOME of the context's env when the
+    context names no home. A MODEL_FACTORY_POLICY that names no file is reported, not ignored."""
+    home = tmp_path / "home"
+    write_policy(home, "max_usd_per_run = 50.0\n")
+    ctx = make_ctx(emu, tmp_path, env={"HOME": str(home)})
+    ctx.home = None
+    p = plan(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal")
+    assert not any("policy" in w.lower() for w in p.warnings)
+    assert ok(dispatch(ctx, p.plan_id)).approval_channel == "policy"
+
+    missing = tmp_path / "elsewhere" / "policy.toml"
+    named = make_ctx(emu, tmp_path, env={"HOME": str(home), "MODEL_FACTORY_POLICY": str(missing)})
+    q = plan(named, example(tmp_path, "reverse-text/rl.toml"), team="personal")
+    warning = next(w for w in q.warnings if "MODEL_FACTORY_POLICY" in w)
+    assert str(missing) in warning and "no file" in warning and warning in q.summary
+    required = err(dispatch(named, q.plan_id), "confirmation_required")
+    assert f"MODEL_FACTORY_POLICY names {missing}" in required.message
+    assert len(runs(emu)) == 1
+
+
 def test_bypasses_are_refused(emu, ctx, tmp_path):
     cfg = example(tmp_path, "reverse-text/rl.toml")
     a = plan(ctx, cfg, team="personal")

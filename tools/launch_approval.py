@@ -41,7 +41,7 @@ from tools.context import Context
 from tools.errors import FieldProblem, ToolFailure, fail
 from tools.guardrails.confirmation import LaunchState, launch_state, material_changes, mint
 from tools.guardrails.ledger import Ledger, utc_now
-from tools.guardrails.policy import PlanFacts, evaluate, load_policy
+from tools.guardrails.policy import PlanFacts, evaluate, load_for_context
 from tools.launch_plan import APPROVAL_TTL_SECONDS, Draft, PlanRunInput, build_plan
 
 #: A plan older than this (seconds since it was recorded) is not approved: its prices and
@@ -220,7 +220,7 @@ def obtain_confirmation(
         return given.strip()
     notes: list[str] = []
     if facts is not None:
-        policy = load_policy(env=ctx.env, home=ctx.home, agent_writable=[ctx.cwd or Path.cwd(), ctx.state_path()])
+        policy = load_for_context(ctx)
         limits = policy.limits
         if limits is not None and limits.max_concurrent_runs is not None and count_active_runs is not None:
             facts = facts.model_copy(update={"active_runs": count_active_runs()})
@@ -230,8 +230,10 @@ def obtain_confirmation(
                          owner=request.owner, policy_path=decision.policy_path,
                          policy_sha256=decision.policy_sha256, reasons=decision.reasons)
             return token
-        if policy.path.exists():
+        if policy.limits is not None:
             notes = [f"The budget policy {policy.path} does not cover it: " + "; ".join(decision.reasons)]
+        elif policy.problem:
+            notes = [f"The budget policy is not used: {policy.problem}"]
     if ctx.approver is not None:
         try:
             approved = ctx.approver(request) is True

@@ -30,6 +30,7 @@ from tools.context import Context
 from tools.errors import FieldProblem, ToolFailure, fail
 from tools.guardrails import secrets as gsecrets
 from tools.guardrails.confirmation import config_sha256, plan_hash
+from tools.guardrails.policy import load_for_context
 from tools.launch_cost import CostEstimate, estimate_cost
 from tools.owner import Owner, resolve_owner
 from tools.platform import errors as perr
@@ -362,6 +363,9 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     source_ref = args.source_ref or toml_strings["source_ref"]
     runtime = _prepare(ctx, mode, owner, image_tag, source_ref, warnings) if prepare else None
     cost = estimate_cost(mode, count, price, cap, args.seconds_per_step, why)
+    if problem := load_for_context(ctx).problem:
+        warnings.append(f"The budget policy is not used: {problem} Launches need a person's approval until the "
+                        "person fixes it.")
 
     base = args.name or (raw["name"] if isinstance(raw.get("name"), str) and raw["name"] else path.stem)
     fp = fingerprint(plan_id)

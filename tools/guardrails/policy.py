@@ -1,6 +1,8 @@
 """A human-written budget policy that can pre-authorize plans within limits.
 
-The file is TOML at ``$MODEL_FACTORY_POLICY``, else ``~/.config/model-factory/policy.toml``::
+The file is TOML at ``$MODEL_FACTORY_POLICY``, else ``<home>/.config/model-factory/policy.toml``
+with the home folder the prime config is read from (:func:`tools.platform.settings.home_folder`:
+the context's ``home``, else ``$HOME``, else the user's home)::
 
     max_usd_per_run = 25.0             # required: compared with the plan's HIGH cost estimate
     max_gpus = 8                       # optional limits from here on
@@ -17,8 +19,10 @@ or writable by group/others, is refused. (An agent with write access to the user
 still edit it; this keeps honest mistakes and casual self-approval out, not a determined
 adversary with the same file permissions as the user.)
 
-A policy that is missing or malformed authorizes nothing and says why. Every check fails
-closed: an unknown fact (cost, GPU count, ...) that a limit needs is a denial.
+A policy that is missing or malformed authorizes nothing and says why; :attr:`Policy.problem`
+is that reason when the person evidently meant to use one (``$MODEL_FACTORY_POLICY`` set, or
+a file at the default place), so planning and dispatch can say so instead of ignoring it. Every
+check fails closed: an unknown fact (cost, GPU count, ...) that a limit needs is a denial.
 """
 
 from __future__ import annotations
@@ -29,8 +33,14 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tools.platform.settings import home_folder
+
+if TYPE_CHECKING:
+    from tools.context import Context
 
 POLICY_ENV = "MODEL_FACTORY_POLICY"
 
@@ -57,6 +67,14 @@ class Policy(BaseModel):
     limits: PolicyLimits | None = None
     error: str | None = None
     sha256: str | None = Field(default=None, description="Hex sha256 of the file bytes, for the approval record.")
+    explicit: bool = Field(default=False, description="The path was named ($MODEL_FACTORY_POLICY or an argument), "
+                                                      "not the default location.")
+
+    @property
+    def problem(self) -> str | None:
+        """``error`` when a policy was evidently meant to apply (the path was named, or a file
+        exists at the default place); ``None`` when it is usable or simply absent."""
+        return self.error if self.error and (self.explicit or self.path.exists()) else None
 
 
 class PlanFacts(BaseModel):
@@ -86,12 +104,13 @@ class PolicyDecision(BaseModel):
 
 def policy_path(env: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
     """``$MODEL_FACTORY_POLICY`` (``~`` expanded) if set and non-blank, else
-    ``<home>/.config/model-factory/policy.toml``."""
+    ``<home>/.config/model-factory/policy.toml`` where home is ``home``, else ``env["HOME"]``,
+    else ``Path.home()`` (the rule of the prime config: :func:`tools.platform.settings.home_folder`)."""
     env = os.environ if env is None else env
     configured = (env.get(POLICY_ENV) or "").strip()
     if configured:
         return Path(configured).expanduser()
-    return (home or Path.home()) / ".config" / "model-factory" / "policy.toml"
+    return home_folder(env, home) / ".config" / "model-factory" / "policy.toml"
 
 
 def load_policy(
@@ -105,36 +124,50 @@ def load_policy(
     bad file: the returned :class:`Policy` carries ``error`` instead.
 
     ``agent_writable``: folders the agent writes to (pass ``ctx.cwd`` and
-    ``ctx.state_path()``); a policy inside one of them is refused.
+    ``ctx.state_path()``); a policy inside one of them is refused. A path named by ``path`` or
+    ``$MODEL_FACTORY_POLICY`` is ``explicit``: when it is missing, :attr:`Policy.problem` says so.
     """
+    env = os.environ if env is None else env
+    named = path is not None or bool((env.get(POLICY_ENV) or "").strip())
     p = Path(path) if path is not None else policy_path(env, home)
+
+    def refused(error: str, digest: str | None = None) -> Policy:
+        return Policy(path=p, sha256=digest, error=error, explicit=named)
+
     resolved = p.resolve()
     for folder in agent_writable:
         if resolved.is_relative_to(Path(folder).resolve()):
-            return Policy(path=p, error=f"The policy {p} is inside {folder}, a folder the agent writes to; "
-                                        "move it to ~/.config/model-factory/policy.toml.")
+            return refused(f"The policy {p} is inside {folder}, a folder the agent writes to; "
+                           "move it to ~/.config/model-factory/policy.toml.")
     try:
         data = p.read_bytes()
         mode = p.stat().st_mode
     except FileNotFoundError:
-        return Policy(path=p, error=f"No budget policy at {p}; nothing is pre-authorized.")
+        if path is None and named:
+            return refused(f"{POLICY_ENV} names {p}, but there is no file there; nothing is pre-authorized.")
+        return refused(f"No budget policy at {p}; nothing is pre-authorized.")
     except OSError as exc:
-        return Policy(path=p, error=f"The policy {p} cannot be read: {exc.strerror}.")
+        return refused(f"The policy {p} cannot be read ({exc.strerror}); nothing is pre-authorized.")
     digest = hashlib.sha256(data).hexdigest()
     if os.name == "posix" and mode & 0o022:
-        return Policy(path=p, sha256=digest, error=f"The policy {p} is writable by group or others; "
-                                                   f"make it private (chmod 600 {p}).")
+        return refused(f"The policy {p} is writable by group or others; make it private (chmod 600 {p}).", digest)
     try:
         raw = tomllib.loads(data.decode("utf-8"))
         limits = PolicyLimits.model_validate(raw)
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return Policy(path=p, sha256=digest, error=f"The policy {p} is not valid TOML: {exc}.")
+        return refused(f"The policy {p} is not valid TOML: {exc}.", digest)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(x) for x in e['loc']) or '(file)'}: {e['msg']}" for e in exc.errors()
         )
-        return Policy(path=p, sha256=digest, error=f"The policy {p} is malformed: {problems}.")
-    return Policy(path=p, limits=limits, sha256=digest)
+        return refused(f"The policy {p} is malformed: {problems}.", digest)
+    return Policy(path=p, limits=limits, sha256=digest, explicit=named)
+
+
+def load_for_context(ctx: Context) -> Policy:
+    """:func:`load_policy` for a tool context: its env and home, with its working folder and
+    state folder as the agent-writable folders."""
+    return load_policy(env=ctx.env, home=ctx.home, agent_writable=[ctx.cwd or Path.cwd(), ctx.state_path()])
 
 
 def evaluate(policy: Policy, facts: PlanFacts) -> PolicyDecision:
