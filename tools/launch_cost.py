@@ -28,6 +28,11 @@ STEP_SECONDS: dict[tuple[str, str], tuple[float, float, float]] = {
 #: Assumed start-up before step 1 (minutes: low, expected, high): scheduling, image pull,
 #: model download, inference server start. An assumption, billed like training time.
 STARTUP_MINUTES = (5.0, 10.0, 20.0)
+#: A high estimate above this many USD, or a step cap above this many steps, gets a plan
+#: warning asking the person to double-check (a prompt to look, not a limit: a budget
+#: policy is the place for limits).
+LARGE_USD_HIGH = 1000.0
+LARGE_MAX_STEPS = 100_000
 _SIZE_LABEL = {"small": "<=2-GPU", "node": "single-node (<=8 GPUs)", "multi": "multi-node"}
 
 
@@ -100,3 +105,18 @@ def estimate_cost(mode: str, count: int, price: float | None, steps: int | None,
         startup_minutes_expected=STARTUP_MINUTES[1], startup_minutes_high=STARTUP_MINUTES[2],
         hours_low=hours[0], hours_expected=hours[1], hours_high=hours[2],
         usd_low=usd[0], usd_expected=usd[1], usd_high=usd[2], assumptions=assumptions, unknown=unknown)
+
+
+def magnitude_warnings(cost: CostEstimate) -> list[str]:
+    """Plan warnings for figures large enough to be a typo: a high estimate above
+    :data:`LARGE_USD_HIGH` USD, a step cap above :data:`LARGE_MAX_STEPS`. No limit is enforced."""
+    warnings: list[str] = []
+    if cost.usd_high is not None and cost.usd_high > LARGE_USD_HIGH:
+        warnings.append(f"The high cost estimate is ${cost.usd_high:,.2f} (over ${LARGE_USD_HIGH:,.0f}): "
+                        f"double-check the step cap ({cost.steps:,} steps), the GPU count ({cost.gpu_count}) and "
+                        "the price before approving; nothing stops the run at this figure.")
+    if cost.steps is not None and cost.steps > LARGE_MAX_STEPS:
+        days = f", about {cost.hours_expected / 24:,.0f} days at the assumed pace" if cost.hours_expected else ""
+        warnings.append(f"The step cap is {cost.steps:,} steps (over {LARGE_MAX_STEPS:,}{days}): double-check "
+                        "max_steps; is this the number you meant?")
+    return warnings

@@ -31,7 +31,7 @@ from tools.errors import FieldProblem, ToolFailure, fail
 from tools.guardrails import secrets as gsecrets
 from tools.guardrails.confirmation import config_sha256, plan_hash
 from tools.guardrails.policy import load_for_context
-from tools.launch_cost import CostEstimate, estimate_cost
+from tools.launch_cost import CostEstimate, estimate_cost, magnitude_warnings
 from tools.owner import Owner, resolve_owner
 from tools.platform import errors as perr
 
@@ -363,6 +363,7 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     source_ref = args.source_ref or toml_strings["source_ref"]
     runtime = _prepare(ctx, mode, owner, image_tag, source_ref, warnings) if prepare else None
     cost = estimate_cost(mode, count, price, cap, args.seconds_per_step, why)
+    warnings += magnitude_warnings(cost)
     if problem := load_for_context(ctx).problem:
         warnings.append(f"The budget policy is not used: {problem} Launches need a person's approval until the "
                         "person fixes it.")
