@@ -95,7 +95,8 @@ def approve(
     plan_id: str = typer.Argument(..., help="The plan to approve (from plan-run)."),
     as_json: bool = typer.Option(False, "--json", help="Refused: approval needs a person at a terminal."),
 ) -> None:
-    """Approve a plan as a human, at an interactive terminal; prints the confirmation code."""
+    """Approve a plan as a human, at an interactive terminal; prints the confirmation code. Needs only
+    the agent's state folder (no API key or secrets); the agent's dispatch re-checks the plan."""
     from skill.approval import approve_at_terminal
 
     sys.exit(approve_at_terminal(plan_id, as_json=as_json))
