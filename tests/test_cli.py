@@ -204,3 +204,22 @@ def test_demo_json(tmp_path):
     files = list((tmp_path / "traces" / "traces").glob("*.json"))
     assert len(files) == summary["traces_downloaded"] == len(manifest["traces"])
     assert manifest["run_id"] == summary["run_id"]
+
+
+def test_a_base_url_that_is_not_the_api_is_named(env, tmp_path):
+    """A web server that is not Model Factory (a plain HTTP file server answering 404 pages): the error
+    points at PRIME_API_BASE_URL instead of claiming the run does not exist."""
+    import http.server
+    import threading
+
+    handler = lambda *a: http.server.SimpleHTTPRequestHandler(*a, directory=str(tmp_path))  # noqa: E731
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        other = f"http://127.0.0.1:{server.server_address[1]}"
+        proc = mf("get-run", "crun", "--json", env={**env, "PRIME_API_BASE_URL": other, "PRIME_TRACES_URL": other})
+    finally:
+        server.shutdown()
+    assert proc.returncode == EXIT_TOOL_ERROR
+    error = tool_error(proc, "not_found")
+    assert "did not answer like the Model Factory API" in error["message"] and "PRIME_API_BASE_URL" in error["fix"]

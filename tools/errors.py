@@ -90,6 +90,10 @@ def from_platform(exc: perr.PlatformError) -> ToolError:
     not ambiguous (nothing left this machine).
     """
     fix = next((text for cls, text in _FIXES.items() if isinstance(exc, cls)), "Call mf_preflight.")
+    if isinstance(exc, perr.NotFound) and exc.service_code == "not_the_api":
+        fix = ("Check that PRIME_API_BASE_URL (and PRIME_TRACES_URL) point at the Model Factory API "
+               "(default https://api.primeintellect.ai; the local emulator: `model-factory emulator`), "
+               "then call mf_preflight.")
     ambiguous = exc.ambiguous
     if isinstance(exc, perr.Unavailable) and not exc.sent:
         fix = (

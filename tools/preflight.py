@@ -383,9 +383,9 @@ def preflight(inp: PreflightInput, ctx: Context) -> PreflightReport:
     elif skipped:
         summary = f"Local checks pass; not checked: {', '.join(skipped)} ({why_not})."
     else:
-        summary = "Ready: credentials, API and owner are fine."
-        if api.ambiguous:
-            summary += " Name the team (or 'personal') when planning a run: the owner is ambiguous."
+        summary = ("Ready: credentials and API are fine; name the owner when planning (team id or "
+                   "'personal'): this account has teams and none is configured." if api.ambiguous
+                   else "Ready: credentials, API and owner are fine.")
     return PreflightReport(
         ok=not failed, summary=summary, checks=checks, base_url=settings.base_url, traces_url=settings.traces_url,
         api_key_source=settings.api_key_source, user_id=api.user_id, owner=api.owner,

@@ -71,7 +71,9 @@ def require_run(ctx: Context, run_id: str) -> wire.RLRun:
     """GET ``/rft/runs/{id}``; an unknown id becomes ``not_found`` with a fix naming mf_list_runs."""
     try:
         return ctx.platform().get_run(run_id)
-    except perr.NotFound:
+    except perr.NotFound as exc:
+        if exc.service_code == "not_the_api":  # a wrong base URL, not a wrong run id
+            raise
         raise not_found(run_id) from None
 
 

@@ -149,6 +149,10 @@ def _parse_error_body(response: httpx.Response) -> tuple[str | None, str, list[t
     return None, (text[:500] or response.reason_phrase or f"HTTP {response.status_code}"), []
 
 
+#: ``service_code`` of a 404 that did not come from the Model Factory API (wrong base URL).
+NOT_THE_API = "not_the_api"
+
+
 def error_from_response(response: httpx.Response, endpoint: str, secrets: Sequence[str] = ()) -> perr.PlatformError:
     """Map a non-2xx response to the typed error set (reference §1.3 and §6.1).
 
@@ -178,6 +182,12 @@ def error_from_response(response: httpx.Response, endpoint: str, secrets: Sequen
     if status == 403:
         return perr.Forbidden(message, **kwargs)
     if status == 404:
+        if "json" not in response.headers.get("content-type", ""):
+            # the platform and the traces host answer 404s with a JSON error body; a page or plain text
+            # means the URL points elsewhere (a wrong PRIME_API_BASE_URL / PRIME_TRACES_URL)
+            kwargs["service_code"] = NOT_THE_API
+            message += (f" - the server at {response.request.url.scheme}://{response.request.url.netloc} did not "
+                        "answer like the Model Factory API (no JSON error body)")
         return perr.NotFound(message, **kwargs)
     if status == 409:
         return perr.Conflict(message, **kwargs)
