@@ -31,7 +31,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from filelock import FileLock, Timeout
 
 from tools.errors import fail
 
@@ -70,7 +69,8 @@ class Ledger:
         self.state_dir = Path(state_dir)
         self.path = self.state_dir / LEDGER_FILE
         self.scrubber = scrubber
-        self._lock = FileLock(str(self.path) + ".lock", timeout=lock_timeout, mode=0o600)
+        self._lock_timeout = lock_timeout
+        self._lock: Any = None  # a filelock.FileLock, made on first use (reads need no lock)
 
     @classmethod
     def for_context(cls, ctx: Context) -> Ledger:
@@ -87,7 +87,11 @@ class Ledger:
 
         Raises ``ToolFailure(ledger_busy)`` after ``lock_timeout`` seconds.
         """
+        from filelock import FileLock, Timeout
+
         self._ensure_dir()
+        if self._lock is None:
+            self._lock = FileLock(str(self.path) + ".lock", timeout=self._lock_timeout, mode=0o600)
         try:
             self._lock.acquire()
         except Timeout:

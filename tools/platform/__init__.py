@@ -15,7 +15,13 @@ cheap: the client module (httpx, tenacity) loads on first attribute access.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
+
+# httpx imports its optional command-line client (click, rich, pygments: ~40 ms) when those
+# happen to be installed; we never use it. A None entry makes that import fail as if they were
+# absent, so httpx falls back to its stub ``httpx.main``. Nothing else changes.
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 from tools.platform.errors import (
     Ambiguous,
