@@ -330,3 +330,31 @@ def test_cassettes_never_hold_the_launch_key_or_a_real_key_format():
         text = path.read_text()
         assert "fake-prime-api-key" not in text, path.name
         assert scan_for_secrets(text, root=path.name) == [], path.name
+
+
+def test_a_key_forwarded_from_another_shell_is_redacted_by_its_shape(emu, tmp_path):
+    """A real-looking W&B key (40 hex) is forwarded by the dispatching process and echoed by the
+    trainer's log. A later session whose environment does not hold it (another shell, another
+    machine) still gets it redacted: by its shape, right after "api key", not by its value."""
+    wandb_key = "0123456789abcdef" * 2 + "fa4e0c1d"  # fake, in the shape of a W&B key (40 hex)
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    base = {"PRIME_API_KEY": emu.api_key, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url}
+    launcher = Context(env={**base, "WANDB_API_KEY": wandb_key}, home=home, cwd=project, state_dir=tmp_path / "s")
+    emu.state.set_scenario("echo_wandb_key")
+    plan = registry.call_tool("mf_plan_run", {"config_path": str(EXAMPLE), "team": "personal",
+                                              "secrets": ["WANDB_API_KEY"]}, launcher)
+    assert not isinstance(plan, ToolError), plan
+    run = registry.call_tool("mf_dispatch_run", {"plan_id": plan.plan_id,
+                                                 "confirmation": approve_plan(plan.plan_id, "terminal", launcher)},
+                             launcher)
+    assert not isinstance(run, ToolError), run
+    emu.state.advance(600)
+    assert any(wandb_key in line.text for line in emu.state.run(run.run_id).logs)  # the platform side does leak it
+    reader = Context(env=base, home=home, cwd=project, state_dir=tmp_path / "other-state")  # knows no W&B key
+    logs = registry.call_tool("mf_get_logs", {"run_id": run.run_id, "component": "trainer", "search": "wandb"}, reader)
+    text = logs.model_dump_json()
+    assert "logging in with api key [REDACTED:40-hex key]" in text and wandb_key not in text
+    summary = registry.call_tool("mf_summarize_logs", {"run_id": run.run_id}, reader)
+    assert wandb_key not in summary.model_dump_json()

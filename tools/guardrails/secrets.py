@@ -296,6 +296,12 @@ _SECRET_KEY_NAME = re.compile(
     re.I,
 )
 _ENV_NAME_VALUE = re.compile(r"^[A-Z][A-Z0-9_]*$|^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
+#: A 40-hex value right after words that introduce a key ("api key", "WANDB_API_KEY=", "token:"):
+#: a W&B key in a log line. A bare 40-hex value is left alone (git commit shas look the same).
+_KEYED_HEX = re.compile(r"(?i)(?:api[_ -]?key|access[_ -]?key|secret|token|password)[\"' :=]{1,4}"
+                        r"(?:local-)?([0-9a-f]{40})(?![0-9a-f])")
+#: Every known key format, in one pass (:meth:`Scrubber.scrub_text` redacts them by shape).
+_ANY_FORMAT = re.compile("|".join(f"(?P<f{i}>{pattern.pattern})" for i, (_, pattern) in enumerate(_FORMATS)))
 
 
 @dataclass(frozen=True)
@@ -500,10 +506,18 @@ class Scrubber:
         return len(self._ordered)
 
     def scrub_text(self, text: str) -> str:
-        """``text`` with each occurrence of a known value replaced by ``[REDACTED:NAME]``."""
-        if not text or not self._ordered:
+        """``text`` with each occurrence of a known value replaced by ``[REDACTED:NAME]``, and
+        each value shaped like a known key format (:data:`_FORMATS`, or a 40-hex key right
+        after "api key"/"token"/...) replaced by ``[REDACTED:<format>]`` even when its value
+        is not known here (a key forwarded from another shell showing up in a run's log)."""
+        if not text:
             return text
         spans: list[tuple[int, int, str]] = []
+        if len(text) >= 16:
+            for match in _ANY_FORMAT.finditer(text):
+                spans.append((match.start(), match.end(), _FORMATS[int(match.lastgroup[1:])][0]))
+            for match in _KEYED_HEX.finditer(text):
+                spans.append((match.start(1), match.end(1), "40-hex key"))
         for value, name in self._ordered:
             start = text.find(value)
             while start != -1:
@@ -530,8 +544,6 @@ class Scrubber:
         as the same object."""
         if isinstance(obj, str):
             return self.scrub_text(obj)
-        if not self._ordered:
-            return obj
         if isinstance(obj, BaseModel):
             return self.scrub_model(obj)
         if isinstance(obj, dict):
@@ -551,8 +563,6 @@ class Scrubber:
         """A model of the same type with every string field (nested models, lists, dicts,
         extra fields included) scrubbed. Built with ``model_copy(update=...)`` so it never
         fails validation on a redacted value; returns ``model`` itself when nothing changed."""
-        if not self._ordered:
-            return model
         update: dict[str, Any] = {}
         for name in type(model).model_fields:
             value = getattr(model, name, None)
