@@ -433,9 +433,10 @@ class Scrubber:
     Holds (name, value) pairs; values shorter than :data:`MIN_SECRET_LENGTH` are ignored
     (they would redact ordinary words). A value known under two names keeps the first.
     Matching is by value, so a secret is hidden wherever it appears: inside a URL, a log
-    line, a dict key. Overlapping occurrences are merged so no fragment of a secret is left
-    visible. Cost is one C-level substring scan per value per string (no regex over the
-    text, nothing quadratic).
+    line, a dict key. Values shaped like a known key format are redacted too, known or not
+    (see :meth:`scrub_text`). Overlapping occurrences are merged so no fragment of a secret is
+    left visible. Cost: one C-level substring scan per value and two compiled regex passes per
+    string (nothing quadratic).
     """
 
     def __init__(self, pairs: Iterable[tuple[str, str]] = ()) -> None:
