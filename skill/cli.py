@@ -174,4 +174,6 @@ def _interrupted_hint(spec: Any, argv: list[str]) -> str:
         again = " ".join(["model-factory", *argv[:2]])
         return ("Interrupted. If the request was already sent, its outcome is unknown: do not plan again. "
                 f"Run `{again}` once more (it reconciles and never sends twice) or `model-factory list-launches`.")
+    if spec is not None and spec.name == "mf_download_traces":
+        return "Interrupted. The folder keeps what was downloaded: run the same command again to resume."
     return "Interrupted."

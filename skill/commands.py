@@ -56,7 +56,7 @@ app = typer.Typer(
     rich_markup_mode=None,  # tool descriptions name TOML tables like [deployment]: not markup
     help="Train models on Prime Intellect's hosted Model Factory, with guardrails. "
     "Every mf_ tool is a subcommand (`model-factory get-run RUN_ID --json`; "
-    "`model-factory get-run --help` for its arguments).",
+    "`model-factory get-run --help` for its arguments; `model-factory --version`).",
 )
 
 
@@ -77,7 +77,7 @@ def demo(
 def emulator(
     host: str = typer.Option("127.0.0.1", help="Interface to bind (loopback by default)."),
     port: int = typer.Option(8765, min=1, max=65535, help="Port to listen on."),
-    speed: float = typer.Option(None, min=0, help="Clock speed (simulated seconds per wall second)."),
+    speed: float = typer.Option(None, min=0, max=1_000_000, help="Clock speed (simulated seconds per wall second)."),
 ) -> None:
     """Serve the local Model Factory emulator until interrupted."""
     from skill.emulator import serve

@@ -480,11 +480,11 @@ def check_arguments(name: str, arguments: Mapping[str, Any] | str | None) -> Bas
     """Validate ``arguments`` for tool ``name``; return the input model or a ToolError.
 
     ``arguments`` is a mapping or a JSON object string. Omitted optional properties are
-    treated as ``null``; ``null`` means the default. A top-level number or boolean sent as
-    its exact string form (``"3"``, ``"false"``), as some MCP clients do for nullable fields,
-    is read as that number or boolean; anything else stays a string and fails the check. Checks run in two layers: jsonschema
-    against the portable schema (types, enums, unknown names), then the pydantic model
-    (bounds, patterns and cross-field rules moved into descriptions).
+    treated as ``null``; ``null`` means the default. A top-level number, boolean or list sent
+    as its exact string form (``"3"``, ``"false"``, ``'["loss"]'``), as some MCP clients do for
+    nullable fields, is read as such; anything else stays a string and fails the check. Checks
+    run in two layers: jsonschema against the portable schema (types, enums, unknown names),
+    then the pydantic model (bounds, patterns and cross-field rules moved into descriptions).
     """
     spec = get(name)
     if isinstance(arguments, (str, bytes)):
@@ -531,6 +531,12 @@ def _from_string(value: Any, schema: dict[str, Any]) -> Any:
         return float(text)
     if "boolean" in types and text in ("true", "false"):
         return text == "true"
+    if "array" in types and text.startswith("["):
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError:
+            return value
+        return parsed if isinstance(parsed, list) else value
     return value
 
 

@@ -36,7 +36,7 @@ _SECTIONED = frozenset({"components"})
 #: Preferred columns of some wide lists (the rest is in --json).
 _COLUMNS = {
     "launches": ["plan_id", "action", "status", "outcome", "run_id", "owner", "gpu_type", "gpu_count", "usd_high",
-                 "last_activity"],
+                 "approval_channel", "attempts", "last_activity"],
     "examples": ["id", "mode", "model_name", "max_steps", "gpu_count", "hosted_ok", "hosted_reason"],
     "models": ["name", "gpu_types"],
 }

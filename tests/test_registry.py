@@ -203,3 +203,10 @@ def test_numbers_and_booleans_sent_as_strings_are_read_as_such():
     assert getattr(wrong, "code", None) == "bad_arguments" and [f.path for f in wrong.fields] == ["tail_lines"]
     text = registry.check_arguments("mf_get_run", {"run_id": "123"})
     assert text.run_id == "123"  # a string field keeps its string
+
+
+def test_a_list_sent_as_a_json_string_is_read_as_a_list():
+    parsed = registry.check_arguments("mf_get_metrics", {"run_id": "r", "names": '["loss", "entropy"]'})
+    assert parsed.names == ["loss", "entropy"]
+    wrong = registry.check_arguments("mf_get_metrics", {"run_id": "r", "names": "loss"})
+    assert getattr(wrong, "code", None) == "bad_arguments"

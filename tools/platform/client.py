@@ -36,6 +36,7 @@ from tools.platform import errors as perr
 from tools.platform import wire
 from tools.platform.files import write_atomic
 from tools.platform.http import (
+    NOT_THE_API,
     BaseClient,
     RetryPolicy,
     clean_params,
@@ -167,8 +168,8 @@ class PlatformClient(BaseClient):
         """
         try:
             data = self._get("/training/available-fft-models", {"team_id": team_id or None})
-        except perr.NotFound:
-            if not missing_ok:
+        except perr.NotFound as exc:
+            if not missing_ok or exc.service_code == NOT_THE_API:  # a wrong base URL is no older backend
                 raise
             return wire.AvailableModels()
         return self._parse(wire.AvailableModels, data, "GET /training/available-fft-models")

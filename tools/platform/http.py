@@ -186,8 +186,9 @@ def error_from_response(response: httpx.Response, endpoint: str, secrets: Sequen
             # the platform and the traces host answer 404s with a JSON error body; a page or plain text
             # means the URL points elsewhere (a wrong PRIME_API_BASE_URL / PRIME_TRACES_URL)
             kwargs["service_code"] = NOT_THE_API
-            message += (f" - the server at {response.request.url.scheme}://{response.request.url.netloc} did not "
-                        "answer like the Model Factory API (no JSON error body)")
+            origin = str(response.request.url.copy_with(path="/", query=None, fragment=None)).rstrip("/")
+            message = (f"{where}: the server at {origin} did not answer like the Model Factory API "
+                       "(a 404 page, not a JSON error body)")
         return perr.NotFound(message, **kwargs)
     if status == 409:
         return perr.Conflict(message, **kwargs)
