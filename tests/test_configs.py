@@ -511,3 +511,8 @@ def test_a_folder_and_a_byte_order_mark(tmp_path: Path, ctx: Context):
     bom = tmp_path / "bom.toml"
     bom.write_bytes(b"\xef\xbb\xbf" + (EXAMPLES / "basic/reverse-text/rl.toml").read_bytes())
     assert validate(bom, ctx).valid
+
+
+def test_an_example_id_can_be_validated(ctx: Context):
+    report = validate_config(ValidateConfigInput(config_path="basic/reverse-text/sft"), ctx)
+    assert report.config_path.endswith("basic/reverse-text/sft.toml") and not report.valid

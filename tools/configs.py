@@ -113,7 +113,7 @@ class ValidateConfigInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    config_path: str = Field(description="Path of the prime-rl TOML (relative paths are from the working directory).")
+    config_path: str = Field(description="Path of the prime-rl TOML (relative paths are from the working directory), or a bundled example id such as basic/reverse-text/rl.")
     mode: Mode | None = Field(
         default=None,
         description="Force rl or sft (like `prime train --sft`); null = decide like the prime CLI.",
@@ -1093,9 +1093,15 @@ def validate_config(inp: ValidateConfigInput, ctx: Context) -> ValidationReport:
     values named by location only) and reports facts (model, max_steps, GPUs, env ids, W&B
     project). ``schema_check`` is ``structural``: run ``prime train validate`` for the real schema.
 
+    ``config_path`` may also be a bundled example id (``basic/reverse-text/rl``, see
+    mf_list_examples) when no file has that path.
+
     Errors: ``config_not_found``, ``invalid_toml`` (line and column in ``fields``).
     """
-    return validate_file(ctx.resolve_path(inp.config_path), ctx, inp.mode)
+    path = ctx.resolve_path(inp.config_path)
+    if not path.exists():
+        path = _example_paths().get(inp.config_path.strip().removeprefix("examples/").removesuffix(".toml"), path)
+    return validate_file(path, ctx, inp.mode)
 
 
 def _example_paths() -> dict[str, Path]:
