@@ -16,6 +16,7 @@ matching command (``model-factory get-run``). The full result is one ``--json`` 
 from __future__ import annotations
 
 import re
+import shlex
 import sys
 from typing import Any
 
@@ -30,7 +31,6 @@ _out = Console(soft_wrap=True, highlight=False, width=_WIDTH)
 _err = Console(stderr=True, soft_wrap=True, highlight=False, width=None if sys.stderr.isatty() else 200)
 _MAX_ROWS = 50
 _MAX_COLUMNS = 9
-_TOOL_NAME = re.compile(r"\bmf_([a-z_]+)")
 #: Lists whose items each get a section (their own nested lists shown as tables).
 _SECTIONED = frozenset({"components"})
 #: Preferred columns of some wide lists (the rest is in --json).
@@ -42,9 +42,27 @@ _COLUMNS = {
 }
 
 
+_CALL = re.compile(r"\bmf_([a-z_]+)((?:(?:\s+with|\s*,|\s+and)?\s+[a-z_]+=(?:'[^']*'|-?\d+))*)")
+_ARGUMENT = re.compile(r"([a-z_]+)=(?:'([^']*)'|(-?\d+))")
+
+
 def as_command(text: str) -> str:
-    """``mf_get_run`` -> ``model-factory get-run`` in a text meant for an agent."""
-    return _TOOL_NAME.sub(lambda m: "model-factory " + m[1].replace("_", "-"), text)
+    """A text meant for an agent, as a person at a shell reads it: ``mf_get_run run_id='X'``
+    becomes ``model-factory get-run X`` (positional fields in place, others as ``--options``)."""
+    from skill import registry
+
+    def command(match: re.Match[str]) -> str:
+        try:
+            spec = registry.get(match[1])
+        except KeyError:
+            return match[0]
+        words = ["model-factory", spec.command]
+        for name, quoted, number in _ARGUMENT.findall(match[2]):
+            value = shlex.quote(quoted if number == "" else number)
+            words += [value] if name in spec.positional else [f"--{name.replace('_', '-')}", value]
+        return " ".join(words)
+
+    return _CALL.sub(command, text)
 
 
 def _scalar(value: Any) -> bool:
