@@ -14,6 +14,7 @@ from urllib.parse import parse_qs
 import pytest
 
 from skill.emulator import DEMO_SPEED, EmulatorServer
+from tools.context import Context
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,6 +45,15 @@ def mf_env(emulator: EmulatorServer, tmp_path: Path) -> dict[str, str]:
         "MODEL_FACTORY_STATE_DIR": str(state),
         "PATH": os.environ.get("PATH", ""),
     }
+
+
+@pytest.fixture
+def frozen_ctx(emulator: EmulatorServer, mf_env: dict[str, str], tmp_path: Path) -> Iterator[Context]:
+    """A tool Context on the emulator with its clock stopped (tests move it with ``state.advance``)."""
+    emulator.state.set_speed(0)
+    context = Context(env=mf_env, home=tmp_path / "home", state_dir=tmp_path / "state")
+    yield context
+    context.close()
 
 
 @pytest.fixture(scope="session")

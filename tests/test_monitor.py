@@ -44,11 +44,8 @@ def config(examples_dir) -> dict:
 
 
 @pytest.fixture
-def ctx(emulator, mf_env, tmp_path):
-    emulator.state.set_speed(0)
-    context = Context(env=mf_env, home=tmp_path / "home", state_dir=tmp_path / "state")
-    yield context
-    context.close()
+def ctx(frozen_ctx):
+    return frozen_ctx
 
 
 @pytest.fixture
