@@ -57,7 +57,8 @@ def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
         except ToolFailure as failure:
             err = ctx.scrubber.scrub_model(failure.error)
             hint = ("\nPlans live in the state folder of the session that made them: run this in the same project "
-                    "folder, or set MODEL_FACTORY_STATE_DIR as the agent's message says.") if err.code == "unknown_plan" else ""
+                    "folder, or set MODEL_FACTORY_STATE_DIR as the agent's message says."
+                    ) if err.code == "unknown_plan" else ""
             _say(f"Cannot approve {plan_id}: [{err.code}] {err.message}\nFix: {err.fix}{hint}", sys.stderr)
             return EXIT_CONFIRMATION if err.code in _REFUSED_CODES else EXIT_TOOL_ERROR
         _say(ctx.scrubber.scrub_text(request.summary))

@@ -152,7 +152,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"model-factory-skill {version('model-factory-skill')}")
         return
     spec = tool_spec(argv[0]) if argv else None
-    signal.signal(signal.SIGTERM, _terminate)  # like Ctrl-C: downloads save their manifest, launches say how to reconcile
+    # SIGTERM like Ctrl-C: downloads save their manifest, launches say how to reconcile
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         if spec is not None:
             sys.exit(run_tool_command(spec, argv[1:]))

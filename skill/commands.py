@@ -63,7 +63,7 @@ app = typer.Typer(
 @app.command()
 def demo(
     as_json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
-    dest: Path = typer.Option(None, help="Folder for the downloaded traces (default ./model-factory-demo/<run_id>)."),
+    dest: Path = typer.Option(None, help="Folder for the downloaded traces (default ./model-factory-demo/<run_id>)."),  # noqa: B008
     speed: float = typer.Option(None, help="Emulator clock speed (simulated seconds per second)."),
 ) -> None:
     """Run the whole workflow on the embedded emulator: preflight, validate, plan, approve

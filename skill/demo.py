@@ -105,7 +105,8 @@ def _workflow(ctx: Any, say: Any, emu: Any, dest: Path | None) -> dict[str, Any]
     say(f"[bold]2. Validate[/] {DEMO_CONFIG.name}: mode={report.mode}, valid={report.valid}, "
         f"{len(report.errors)} errors, {len(report.warnings)} warnings")
     if not report.valid:
-        raise DemoFailed("validate", ToolError(code="invalid_config", message="; ".join(e.message for e in report.errors),
+        raise DemoFailed("validate", ToolError(code="invalid_config",
+                                               message="; ".join(e.message for e in report.errors),
                                                fix=f"model-factory validate-config {DEMO_CONFIG}"))
 
     plan = _call("plan", "mf_plan_run", {"config_path": str(DEMO_CONFIG), "team": "personal"}, ctx)
@@ -122,7 +123,8 @@ def _workflow(ctx: Any, say: Any, emu: Any, dest: Path | None) -> dict[str, Any]
     while time.monotonic() < deadline:
         waited = _call("monitor", "mf_wait_for_run", {"run_id": run_id, "timeout_seconds": WAIT_SLICE_SECONDS}, ctx)
         progress = _call("monitor", "mf_check_progress", {"run_id": run_id}, ctx)
-        line = f"   {waited.status:10} step {progress.latest_step or 0}/{progress.max_steps}  verdict={progress.verdict}"
+        step = f"{progress.latest_step or 0}/{progress.max_steps}"
+        line = f"   {waited.status:10} step {step}  verdict={progress.verdict}"
         if line != last_line:
             say(line)
             last_line = line

@@ -520,7 +520,8 @@ class _Handshake:
             self.wire.send({"jsonrpc": "2.0", "id": message["id"], "result": answers["initialize"]})
             return json.dumps({**message, "id": REPLAY_ID}).encode()
         if method == "tools/list" and self.version is not None:
-            self.wire.send({"jsonrpc": "2.0", "id": message["id"], "result": self.cache.answers(self.version)["tools/list"]})
+            listing = self.cache.answers(self.version)["tools/list"]
+            self.wire.send({"jsonrpc": "2.0", "id": message["id"], "result": listing})
             return None
         if method == "ping" and self.version is not None:
             self.wire.send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
@@ -635,7 +636,8 @@ def main() -> None:
     anyio.run(_serve, loaded["server"], pending, inbox, wire, handshake)
 
 
-async def _serve(server: Any, pending: list[bytes], inbox: queue.Queue[Any], wire: _Wire, handshake: _Handshake) -> None:
+async def _serve(server: Any, pending: list[bytes], inbox: queue.Queue[Any], wire: _Wire,
+                 handshake: _Handshake) -> None:
     from mcp.server.stdio import stdio_server
 
     inbound = _Inbound(pending, inbox, handshake.saw_request)

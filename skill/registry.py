@@ -137,7 +137,8 @@ TOOLS: tuple[ToolSpec, ...] = (
           "Validate a prime-rl TOML for Model Factory: parse, RL vs SFT as the prime CLI decides, "
           "structural and hosted-run rules, secret-looking values. Local, no network; run it "
           "before mf_plan_run and after every edit. It does not run the full prime-rl schema; "
-          "the result says when `prime train validate` is worth running.", open_world=False, positional=("config_path",)),
+          "the result says when `prime train validate` is worth running.",
+          open_world=False, positional=("config_path",)),
     _spec("list_models", "catalogue",
           "List trainable base models and on-demand GPU prices (USD per GPU-hour) for the owner. "
           "Use it to check a config's model is available and what it will cost. Not needed to price "
@@ -491,7 +492,8 @@ def check_arguments(name: str, arguments: Mapping[str, Any] | str | None) -> Bas
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
         except json.JSONDecodeError as exc:
-            return _bad_arguments([FieldProblem(path="", problem=f"arguments are not valid JSON ({exc.msg})")], spec.name)
+            problem = FieldProblem(path="", problem=f"arguments are not valid JSON ({exc.msg})")
+            return _bad_arguments([problem], spec.name)
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, Mapping):

@@ -263,7 +263,7 @@ def test_no_canary_leaves_through_any_tool_or_command(emu, tmp_path):
                  (["download-traces", run_a, f"traces-cli{i}", *j], 0)]
     with ThreadPoolExecutor(3) as pool:
         exits = list(pool.map(lambda job: cli(*job[0]).returncode, jobs))
-    assert [(args, code) for (args, code), got in zip(jobs, exits) if got != code] == []
+    assert [(args, code) for (args, code), got in zip(jobs, exits, strict=True) if got != code] == []
     ran = {args[0] for args, _ in jobs} | {"dispatch-run", "stop-run", "approve"}
     assert {spec.command for spec in registry.TOOLS} <= ran
     assert called == {spec.name for spec in registry.TOOLS}

@@ -510,7 +510,8 @@ def clients(tmp_path, script, *, key=API_KEY, sleeps=None, **retry):
     settings = resolve_settings(env=env, home=tmp_path)
     policy = RetryPolicy(sleep=(sleeps if sleeps is not None else []).append, jitter=False, **retry)
     transport = httpx.MockTransport(script)
-    return PlatformClient(settings, transport=transport, retry=policy), TracesClient(settings, transport=transport, retry=policy)
+    return (PlatformClient(settings, transport=transport, retry=policy),
+            TracesClient(settings, transport=transport, retry=policy))
 
 
 def test_missing_key_raises_before_sending(tmp_path):

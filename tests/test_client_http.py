@@ -49,7 +49,8 @@ class Setup:
         self.traces.close()
 
     def launch(self, config: dict | None = None, **body) -> str:
-        return self.platform.create_run(wire.build_create_body(config or RL_CONFIG, name="http-contract", **body)).run_id
+        body = wire.build_create_body(config or RL_CONFIG, name="http-contract", **body)
+        return self.platform.create_run(body).run_id
 
     def finish(self, run_id: str) -> wire.RLRun:
         for _ in range(200):
@@ -171,7 +172,8 @@ def test_create_rejections_are_typed_and_not_ambiguous(mf):
     with pytest.raises(perr.InvalidRequest) as info:
         mf.launch({"name": "bad", "model": {"name": "PrimeIntellect/Qwen3-0.6B"}, "trainer": {"optim": {"lr": "x"}},
                    "inference": {}})
-    assert info.value.status == 422 and ("config.trainer.optim.lr", "Input should be a valid number") in info.value.field_errors
+    assert info.value.status == 422
+    assert ("config.trainer.optim.lr", "Input should be a valid number") in info.value.field_errors
     mf.emulator.faults.status(502, "POST", "/training/runs")
     with pytest.raises(perr.Ambiguous):
         mf.launch()

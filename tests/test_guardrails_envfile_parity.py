@@ -17,8 +17,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from test_prime_cli_interop import prime_exe  # noqa: F401 - the fixture building prime 0.18.0's venv
+
 from tools.guardrails.secrets import EnvFileError, parse_env_file
 
 pytestmark = pytest.mark.interop

@@ -164,7 +164,8 @@ def test_the_default_home_is_env_home_as_for_the_prime_config(tmp_path):
     write_policy(home / ".config" / "model-factory", "max_usd_per_run = 3.0\n")
     assert policy_path({"HOME": str(home)}) == home / ".config" / "model-factory" / "policy.toml"
     assert load_policy(env={"HOME": str(home)}).limits.max_usd_per_run == 3.0
-    assert policy_path({"HOME": str(home)}, tmp_path / "given") == tmp_path / "given" / ".config" / "model-factory" / "policy.toml"
+    given = tmp_path / "given"
+    assert policy_path({"HOME": str(home)}, given) == given / ".config" / "model-factory" / "policy.toml"
 
 
 def test_a_named_policy_that_is_missing_or_unreadable_is_a_problem(tmp_path):

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Recorder
 import yaml
+from conftest import Recorder
 
 from skill.cli import EXIT_CONFIRMATION, exit_code_for
 from skill.emulator import DEMO_SPEED, TEAM_EVALS_ID, TEAM_RESEARCH_ID, EmulatorServer
@@ -156,7 +156,8 @@ def test_rl_create_and_prepare_bodies_equal_the_cli_observed_ones(emu, tmp_path)
     cli = cassette_bodies("dispatch_rl")
     # Our TOML adds an [inference] table (plan_run refuses an RL config without inference GPUs,
     # as the hosted validator does); everything else is the CLI's observed input.
-    expected_create = {**cli["/training/runs"], "teamId": TEAM_RESEARCH_ID, "name": f"demo-{p.run_name.rsplit('-', 1)[1]}",
+    expected_create = {**cli["/training/runs"], "teamId": TEAM_RESEARCH_ID,
+                       "name": f"demo-{p.run_name.rsplit('-', 1)[1]}",
                        "config": {**cli["/training/runs"]["config"], "inference": {}}}
     assert emu.recorder.bodies("POST", "/training/runs") == [expected_create]
     assert list(emu.recorder.bodies("POST", "/training/runs")[0]) == list(cli["/training/runs"])  # key order too
@@ -195,7 +196,8 @@ def test_sft_example_smoke_run_is_created_with_the_step_cap(emu, ctx, tmp_path):
     p = plan(ctx, cfg, team="personal")
     assert (p.config_max_steps, p.max_steps) == (100, 20) and "smoke" in p.max_steps_reason
     assert any("not a path on a volume" in w for w in p.warnings)  # hosted SFT reads datasets from a volume
-    d = ok(dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=approve_plan(p.plan_id, "terminal", ctx)), ctx))
+    token = approve_plan(p.plan_id, "terminal", ctx)
+    d = ok(dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=token), ctx))
     body = emu.recorder.bodies("POST", "/training/runs")[0]
     assert set(body) == {"config", "mode", "name", "gpuType"} and body["mode"] == "sft"
     assert body["config"]["max_steps"] == 20 and body["config"]["data"] == tomllib.loads(cfg.read_text())["data"]
@@ -218,7 +220,8 @@ def test_prepare_outcomes_are_noted_not_fatal(emu, ctx, tmp_path):
     cfg = example(tmp_path, "reverse-text/rl.toml")
     available = plan(ctx, cfg, team="personal", image_tag="v0.5.0")
     assert available.runtime.local_validation == "available" and len(available.runtime.image_commit) == 40
-    assert emu.recorder.bodies("POST", "/training/runs/prepare") == [{"mode": "rl", "teamId": None, "imageTag": "v0.5.0"}]
+    prepared = emu.recorder.bodies("POST", "/training/runs/prepare")
+    assert prepared == [{"mode": "rl", "teamId": None, "imageTag": "v0.5.0"}]
     emu.faults.status(503, "POST", "/training/runs/prepare")
     assert plan(ctx, cfg, team="personal").runtime.local_validation == "unavailable"
     emu.faults.status(405, "POST", "/training/runs/prepare")
@@ -315,10 +318,12 @@ def test_secret_names_and_values_are_refused(emu, tmp_path):
     for bad in ({"secrets": [f"HF_TOKEN={fake_hf}"]}, {"name": fake_hf}, {"secrets": [fake_hf]}):
         error = err(plan_run(PlanRunInput(config_path=str(cfg), team="personal", **bad), ctx), "secret_in_input")
         assert fake_hf not in error.model_dump_json()
-    in_toml = write(tmp_path, "leaky.toml", cfg.read_text() + '\n[env_vars]\nHF_TOKEN = "hf_FAKEcanary00000000000000000000000000001"\n')
+    in_toml = write(tmp_path, "leaky.toml", cfg.read_text() + '\n[env_vars]\nHF_TOKEN = '
+                                                              '"hf_FAKEcanary00000000000000000000000000001"\n')
     error = err(plan_run(PlanRunInput(config_path=str(in_toml), team="personal"), ctx), "secret_in_input")
     assert "env_vars.HF_TOKEN" in error.message and "FAKEcanary" not in error.model_dump_json()
-    named = write(tmp_path, "named.toml", cfg.read_text() + '\n[monitors.prime]\napi_key = "fake-canary-literal-value"\n')
+    named = write(tmp_path, "named.toml", cfg.read_text() + '\n[monitors.prime]\napi_key = '
+                                                            '"fake-canary-literal-value"\n')
     error = err(plan_run(PlanRunInput(config_path=str(named), team="personal"), ctx), "secret_in_input")
     assert "fake-canary-literal-value" not in error.model_dump_json()
     err(plan_run(PlanRunInput(config_path=str(cfg), team="personal", secrets=["WANDB_API_KEY"]), ctx), "secret_not_set")
@@ -331,7 +336,8 @@ def test_secret_names_and_values_are_refused(emu, tmp_path):
 
 def test_plan_input_errors(emu, ctx, tmp_path):
     err(plan_run(PlanRunInput(config_path=str(tmp_path / "missing.toml"), team="personal"), ctx), "config_not_found")
-    err(plan_run(PlanRunInput(config_path=str(write(tmp_path, "bad.toml", "x = [")), team="personal"), ctx), "invalid_toml")
+    bad = write(tmp_path, "bad.toml", "x = [")
+    err(plan_run(PlanRunInput(config_path=str(bad), team="personal"), ctx), "invalid_toml")
     cfg = example(tmp_path, "reverse-text/rl.toml")
     missing = err(plan_run(PlanRunInput(config_path=str(cfg), team=TEAM_RESEARCH_ID, volume="nope"), ctx),
                   "volume_not_found")
@@ -394,13 +400,15 @@ def test_budget_policy_allows_and_denies(emu, tmp_path):
     p = plan(ctx, cfg, team="personal")
     denied = err(dispatch(ctx, p.plan_id), "confirmation_required")
     assert "exceeds max_usd_per_run" in denied.message
-    write_policy(tmp_path / "home", 'max_usd_per_run = 50.0\nallowed_gpu_types = ["H100_80GB"]\nmax_concurrent_runs = 3\n')
+    write_policy(tmp_path / "home", 'max_usd_per_run = 50.0\nallowed_gpu_types = ["H100_80GB"]\nmax_concurrent_runs = '
+                                    '3\n')
     d = ok(dispatch(ctx, p.plan_id))
     assert d.approval_channel == "policy" and len(runs(emu)) == 1
     # A policy the agent could write (inside the project folder) authorizes nothing; the host is asked instead.
     inside = write(tmp_path, "policy.toml", "max_usd_per_run = 1000.0\n")
     inside.chmod(0o600)
-    agent_ctx = make_ctx(emu, tmp_path, env={"MODEL_FACTORY_POLICY": str(inside)}, approver=lambda r: asked.append(r) or False)
+    agent_ctx = make_ctx(emu, tmp_path, env={"MODEL_FACTORY_POLICY": str(inside)},
+                         approver=lambda r: asked.append(r) or False)
     q = plan(agent_ctx, cfg, team="personal")
     err(dispatch(agent_ctx, q.plan_id), "approval_refused")
     assert len(asked) == 1 and len(runs(emu)) == 1
@@ -536,7 +544,8 @@ def test_list_launches_shows_the_ledger_scrubbed(emu, tmp_path):
     listed = ok(list_launches(ListLaunchesInput(limit=10), ctx))
     first, second = listed.launches
     assert (first.plan_id, first.status, first.outcome) == (q.plan_id, "planned", None)
-    assert (second.plan_id, second.status, second.outcome, second.run_id) == (p.plan_id, "dispatched", "created", d.run_id)
+    assert (second.plan_id, second.status, second.outcome, second.run_id) == \
+        (p.plan_id, "dispatched", "created", d.run_id)
     assert (second.approval_channel, second.attempts, second.gpu_type) == ("host_callback", 1, p.gpu_type)
     assert second.usd_per_gpu_hour == p.usd_per_gpu_hour and second.config_sha256 == p.config_sha256
     assert emu.state.run(d.run_id).wandb_api_key == fake_wandb  # the value reached the run...

@@ -129,8 +129,8 @@ def test_unanswered_create_is_never_resent_and_is_found_when_it_appears(emu, tmp
     assert refused.value.error.code == "ambiguous_launch"
 
     # The platform turns out to have created it after all (late): reconciliation finds it by fingerprint.
-    late = ctx.platform().create_run(wire.build_create_body({"model": {"name": "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT"},
-                                                             "inference": {}}, name=p.run_name))
+    late_config = {"model": {"name": "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT"}, "inference": {}}
+    late = ctx.platform().create_run(wire.build_create_body(late_config, name=p.run_name))
     found = dispatch(ctx, p.plan_id)
     assert (found.status, found.run_id) == ("reconciled", late.run_id)
     assert outcomes(ctx, p.plan_id) == ["reconciled"]
@@ -212,6 +212,7 @@ def test_two_processes_dispatching_the_same_plan_create_one_run(emu, tmp_path, c
     losers = [r for r in results if r.get("status") != "created"]
     assert len(winners) == 1 and winners[0]["run_id"] == run_id
     loser = losers[0]
-    assert loser.get("code") == "ambiguous_launch" or (loser["status"], loser["run_id"]) == ("already_dispatched", run_id)
+    assert loser.get("code") == "ambiguous_launch" or \
+        (loser["status"], loser["run_id"]) == ("already_dispatched", run_id)
     assert dispatch(ctx, p.plan_id).run_id == run_id
     assert [a.outcome for a in gate.launch_state(Ledger.for_context(ctx), p.plan_id).attempts] == ["created"]

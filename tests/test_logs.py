@@ -59,7 +59,8 @@ def size(result) -> int:
 
 def test_json_entries_prefixes_progress_and_tqdm_as_the_cli():
     text = "\n".join([
-        '{"timestamp":"2026-08-20T12:06:01.120Z","level":"info","message":"Step 12 | reward 0.41","tag":"orchestrator"}',
+        '{"timestamp":"2026-08-20T12:06:01.120Z","level":"info","message":"Step 12 | reward 0.41",'
+        '"tag":"orchestrator"}',
         '{"timestamp":"2026-08-20T12:06:02Z","level":"info","type":"progress","message":"42%"}',
         '[rank0]: {"timestamp":"2026-08-20T12:06:03Z","level":"WARNING","message":"slow batch"}',
         '[adminlog] (Worker pid=123) {"timestamp":"t","level":"error","message":{"k":1},"exception":"Traceback x"}',
@@ -136,7 +137,8 @@ def test_lines_are_parsed_and_progress_hidden(ctx, emulator, launch):
     assert orch.lines[-1].message.startswith("Step 4/20 | reward")
     trainer = call(ctx, "mf_get_logs", run_id=run_id, component="trainer", tail_lines=2)
     assert [ln.message.split(" |")[0] for ln in trainer.lines] == ["Step 3/20", "Step 4/20"]
-    assert all(ln.source == "rank0 trainer" and ln.level == "INFO" and ln.component == "trainer" for ln in trainer.lines)
+    assert all(ln.source == "rank0 trainer" and ln.level == "INFO" and ln.component == "trainer"
+               for ln in trainer.lines)
     env = call(ctx, "mf_get_logs", run_id=run_id, env_name="reverse-text", tail_lines=1)
     assert env.component == "env-server" and env.lines[0].component == "env-server/reverse-text"
     assert env.lines[0].message == "reverse-text: served 128 rollouts for step 4"
@@ -241,7 +243,8 @@ def test_summary_of_a_failure_names_the_oom(ctx, emulator, launch):
     trainer, orch = result.components
     assert trainer.component == "trainer" and trainer.counts.error == 2
     assert trainer.messages[0].level == "ERROR"
-    assert "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate <n> GiB" in {g.pattern for g in trainer.messages}
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate <n> GiB"
+    assert oom in {g.pattern for g in trainer.messages}
     assert [g.example for g in orch.messages] == ["Trainer exited unexpectedly during step 4: trainer pod OOMKilled"]
 
 

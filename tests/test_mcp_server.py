@@ -164,7 +164,8 @@ def test_elicitation_accept_launches_and_decline_refuses(emu: EmulatorServer, en
 
     async def scenario(client: Client) -> dict[str, Any]:
         await prepare(client, workdir, "elicit")
-        plan = structured(await client.call_tool("mf_plan_run", {"config_path": str(workdir / "elicit.toml"), "team": "personal"}))
+        arguments = {"config_path": str(workdir / "elicit.toml"), "team": "personal"}
+        plan = structured(await client.call_tool("mf_plan_run", arguments))
         declined = await client.call_tool("mf_dispatch_run", {"plan_id": plan["plan_id"]})
         runs_after_decline = len(emu.state.runs)
         unticked = await client.call_tool("mf_dispatch_run", {"plan_id": plan["plan_id"]})
@@ -360,7 +361,8 @@ def test_fast_start_serves_the_cache_and_ignores_a_stale_one(env: dict[str, str]
     first.close()
     [cache] = _cache_files(env)
     data = json.loads(cache.read_text())
-    data["versions"]["2025-06-18"]["tools/list"] = {"tools": [{"name": "from-cache", "inputSchema": {"type": "object"}}]}
+    cached_tool = {"name": "from-cache", "inputSchema": {"type": "object"}}
+    data["versions"]["2025-06-18"]["tools/list"] = {"tools": [cached_tool]}
     cache.write_text(json.dumps(data))
     marked = RawServer(env)
     _, tools, _ = marked.handshake("2025-06-18")

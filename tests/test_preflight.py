@@ -170,7 +170,7 @@ def test_traces_host_down_does_not_block(env: dict[str, str], tmp_path: Path):
 ])
 def test_prime_cli(scripts: dict[str, str], code: str, mf_env: dict[str, str], tmp_path: Path):
     folders = [tmp_path / folder for folder in scripts]
-    for folder, body in zip(folders, scripts.values()):
+    for folder, body in zip(folders, scripts.values(), strict=True):
         script(folder, "prime", body)
     path = os.pathsep.join(str(f) for f in folders) or str(tmp_path / "empty")
     check = by_name(run({**mf_env, "PATH": path}, tmp_path, check_api=False))["prime_cli"]
@@ -207,7 +207,6 @@ def test_uv_and_prime_rl(env: dict[str, str], tmp_path: Path):
 
 def test_many_teams_are_capped(env: dict[str, str], tmp_path: Path, emulator: EmulatorServer):
     from skill.emulator.seed import DEFAULT_USER_ID, Team, cuid
-
     from tools.preflight import MAX_TEAMS_SHOWN
 
     emulator.state.seed.teams.extend(

@@ -161,7 +161,8 @@ def test_cli_export_prints_the_registry_specs(fmt: str) -> None:
 
 def test_chat_assistant_helpers_run_tool_calls(run_id: str, ctx: Context) -> None:
     message = registry.openai_tool_message(
-        {"id": "call_1", "type": "function", "function": {"name": "mf_get_run", "arguments": json.dumps({"run_id": run_id})}},
+        {"id": "call_1", "type": "function",
+         "function": {"name": "mf_get_run", "arguments": json.dumps({"run_id": run_id})}},
         ctx)
     assert message["role"] == "tool" and message["tool_call_id"] == "call_1"
     assert json.loads(message["content"])["run_id"] == run_id

@@ -229,7 +229,8 @@ def _obj(**props: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("schema", "expected"), [
-    ({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}, "additionalProperties must be false"),
+    ({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+     "additionalProperties must be false"),
     ({**_obj(a={"type": "string"}), "required": []}, "every property must be required"),
     (_obj(meta={"type": "object"}), "free-form dict"),
     (_obj(meta={"type": "object", "properties": {}, "additionalProperties": True, "required": []}),
@@ -252,7 +253,8 @@ def test_anthropic_and_mcp_lints_catch() -> None:
     assert any("name must match" in p for p in problems)
     assert any("no description" in p for p in problems)
     assert any("type: object at the root" in p for p in problems)
-    invalid = {"name": "ok", "description": "d", "input_schema": {"type": "object", "properties": {"a": {"type": "text"}}}}
+    invalid = {"name": "ok", "description": "d",
+               "input_schema": {"type": "object", "properties": {"a": {"type": "text"}}}}
     assert any("not a valid JSON Schema" in p for p in anthropic_tool_problems(invalid))
     tool = {"name": "ok", "description": "d", "inputSchema": {"type": "object", "properties": {"a": {"type": 5}}},
             "outputSchema": {"type": "array"}, "annotations": {"readOnlyHint": True, "destructiveHint": True,
@@ -295,7 +297,8 @@ def test_portable_schema_passes_every_target_and_keeps_meaning() -> None:
     Draft202012Validator.check_schema(schema)
     props = schema["properties"]
     assert "$defs" not in schema and "$ref" not in str(schema)
-    assert props["run_id"] == {"type": "string", "description": 'Run id. (at least 5 characters; matching "^[a-z0-9]+$")'}
+    assert props["run_id"] == {"type": "string", "description": 'Run id. (at least 5 characters; matching '
+                                                                '"^[a-z0-9]+$")'}
     assert props["tail_lines"]["anyOf"] == [{"type": "integer"}, {"type": "null"}]
     assert "Default: 200." in props["tail_lines"]["description"]
     assert "minimum 1" in props["tail_lines"]["description"] and "maximum 2000" in props["tail_lines"]["description"]

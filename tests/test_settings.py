@@ -302,8 +302,10 @@ def test_resolving_and_using_clients_writes_nothing(with_context):
     for ctx in (None, "nokey", "production", "missing", "../x"):
         resolve_settings(env=env, home=with_context, context=ctx)
     settings = resolve_settings(env=env, home=with_context)
-    transport = httpx.MockTransport(lambda request: httpx.Response(200, json={"gpuTypes": [], "items": [], "next_cursor": None}))
-    with PlatformClient(settings, transport=transport) as platform, TracesClient(settings, transport=transport) as traces:
+    empty = {"gpuTypes": [], "items": [], "next_cursor": None}
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, json=empty))
+    with PlatformClient(settings, transport=transport) as platform, \
+            TracesClient(settings, transport=transport) as traces:
         platform.list_gpu_types()
         traces.list_traces()
     assert snapshot(root) == before

@@ -327,8 +327,9 @@ def test_missing_uploads_are_reported(ctx, emulator, launch, tmp_path):
     missing = result.missing
     assert not result.complete and result.traces_on_disk == result.expected_trace_count == 320 - 32 - 2
     assert missing.steps_without_traces == [2, 5]
-    assert [(g.episode_id, g.missing_count, sorted(g.missing_trace_ids)) for g in missing.episodes_with_missing_traces] \
-        == [(victim.episode_id, 2, sorted(lost))]
+    gaps = missing.episodes_with_missing_traces
+    assert [(g.episode_id, g.missing_count, sorted(g.missing_trace_ids)) for g in gaps] == \
+        [(victim.episode_id, 2, sorted(lost))]
     assert "2 completed step(s) with no traces" in missing.summary and "missing 2 member trace(s)" in missing.summary
     manifest = json.loads((tmp_path / "dl" / "manifest.json").read_text())
     assert manifest["missing"]["steps_without_traces"] == [2, 5]

@@ -44,7 +44,8 @@ def test_running_run():
     run = wire.RLRun.model_validate(RUNNING["run"])
     assert (run.id, run.user_id, run.team_id, run.prime_cluster_id, run.rft_cluster_id) == (
         RUN, "cmusr0000000000000000000u1", TEAM, "cmpcl000000000000000000c1", None)
-    assert (run.max_steps, run.batch_size, run.rollouts_per_example, run.seq_len, run.gpu_count) == (200, 128, 8, 4096, 8)
+    assert (run.max_steps, run.batch_size, run.rollouts_per_example, run.seq_len, run.gpu_count) == \
+        (200, 128, 8, 4096, 8)
     assert run.run_config["orchestrator"]["batch_size"] == 128
     assert run.started_at == datetime(2026, 8, 20, 12, 5, tzinfo=UTC)
     assert run.failure_analysis is None and not run.is_terminal() and not run.is_sft
@@ -60,7 +61,8 @@ def test_failed_run_with_analysis():
 
 def test_run_page_example_3():
     page = wire.RLRunPage.model_validate({
-        "runs": [{"id": RUN, "userId": "u", "status": "QUEUED", "runsAhead": 2, "queueReason": "waiting for H200 capacity",
+        "runs": [{"id": RUN, "userId": "u", "status": "QUEUED", "runsAhead": 2,
+                  "queueReason": "waiting for H200 capacity",
                   "kind": "DEDICATED_FULL_FT", "environments": [], "createdAt": "2026-08-20T12:00:00Z",
                   "updatedAt": "2026-08-20T12:00:00Z"}],
         "total": 41, "page": 1, "limit": 20, "total_pages": 3})
@@ -115,11 +117,13 @@ def test_environment_labels():
 
 def test_checkpoints_and_env_servers():
     body = {"checkpoints": [{"id": "cmckp0000000000000000000k1", "rftRunId": RUN, "step": 100,
-                             "storageUrl": "s3://prime-ckpt/cmrun-a1/step_100", "status": "READY", "sizeBytes": 16106127360,
+                             "storageUrl": "s3://prime-ckpt/cmrun-a1/step_100", "status": "READY",
+                             "sizeBytes": 16106127360,
                              "createdAt": "2026-08-20T14:00:00Z", "uploadedAt": "2026-08-20T14:03:00Z"}]}
     ckpt = wire.RLCheckpoint.model_validate(body["checkpoints"][0])
     assert ckpt.storage_url.startswith("s3://") and ckpt.size_bytes == 16106127360
-    env = wire.EnvServerInfo.model_validate({"env_name": None, "env_index": None, "pod_name": "p", "status": "CrashLoopBackOff"})
+    env = wire.EnvServerInfo.model_validate({"env_name": None, "env_index": None, "pod_name": "p",
+                                             "status": "CrashLoopBackOff"})
     assert env.status == "CrashLoopBackOff" and env.env_name is None
 
 
@@ -127,7 +131,8 @@ def test_prepare_example_4_and_contract_checks():
     body = {"contract_version": 1, "mode": "rl",
             "runtime": {"repository": "ghcr.io/primeintellect-ai/prime-rl", "digest": "sha256:" + "1" * 64,
                         "image_commit": "2" * 40, "source_commit": None, "schema_commit": "2" * 40},
-            "schema_install": {"python": "3.12", "requirements": ["prime-rl-configs @ x"], "constraints": ["pydantic==2.11.7"]},
+            "schema_install": {"python": "3.12", "requirements": ["prime-rl-configs @ x"],
+                               "constraints": ["pydantic==2.11.7"]},
             "submission_supported": True}
     prep = wire.LocalValidationPreparation.model_validate(body)
     assert prep.contract_problems() == [] and prep.schema_install.constraints == ["pydantic==2.11.7"]
@@ -140,7 +145,8 @@ def test_prepare_example_4_and_contract_checks():
 
 def test_created_example_5_hides_the_token():
     created = wire.HostedRunCreated.model_validate(
-        {"runId": "cmrun0000000000000000000a3", "tokenValue": "pit_run_fake_token", "onDemand": True, "gpuType": "H200_141GB",
+        {"runId": "cmrun0000000000000000000a3", "tokenValue": "pit_run_fake_token", "onDemand": True,
+         "gpuType": "H200_141GB",
          "pricePerGpuHour": 2.5, "estimatedCostPerHour": 20.0, "isBeta": True})
     assert created.price_per_gpu_hour == 2.5 and created.token_value.get_secret_value() == "pit_run_fake_token"
     for text in (repr(created), created.model_dump_json(), json.dumps(created.model_dump(mode="json"))):
@@ -155,14 +161,16 @@ def test_metrics_progress_logs_examples_6_to_8():
     metrics = wire.RunMetrics.model_validate({"metrics": [{"step": 1, "reward/all/mean": 0.12}]})
     assert metrics.metrics[0]["reward/all/mean"] == 0.12
     progress = wire.RunProgress.model_validate({"latestStep": 12, "stepsWithSamples": [5, 10],
-                                                "stepsWithDistributions": [5, 10, 12], "lastUpdatedAt": "2026-08-20T12:06:00Z"})
+                                                "stepsWithDistributions": [5, 10, 12],
+                                                "lastUpdatedAt": "2026-08-20T12:06:00Z"})
     assert progress.steps_with_distributions == [5, 10, 12] and progress.last_updated_at == "2026-08-20T12:06:00Z"
     assert wire.RunProgress.model_validate({}).latest_step is None
 
 
 def test_catalogue_example_9():
     models = wire.AvailableModels.model_validate(
-        {"models": [{"name": "Qwen/Qwen3-4B", "clusters": [{"clusterId": "c", "clusterName": "athens", "gpuType": "H200_141GB",
+        {"models": [{"name": "Qwen/Qwen3-4B", "clusters": [{"clusterId": "c", "clusterName": "athens",
+                                                            "gpuType": "H200_141GB",
                                                            "cacheSyncedAt": "2026-08-19T10:15:00Z"}]}],
          "onDemand": [{"gpuType": "H200_141GB", "pricePerGpuHour": 2.5, "discountLabel": "20% off through Sept",
                        "availableNow": True, "isBeta": True}],
@@ -183,12 +191,14 @@ def test_distributions_bins_resolution():
 
 def test_usage_teams_whoami_volumes():
     usage = wire.RunUsage.model_validate({"run_id": "r", "training": {"tokens": 5, "cost_usd": 0.5},
-                                          "inference": {"tokens": 1, "input_tokens": 1, "output_tokens": 0, "cost_usd": 0.1},
+                                          "inference": {"tokens": 1, "input_tokens": 1, "output_tokens": 0,
+                                                        "cost_usd": 0.1},
                                           "total_tokens": 6, "total_cost_usd": 0.6, "record_count": 2,
                                           "pricing": {"training_per_mtok": 1.0}})
     assert usage.training.input_tokens == 0 and usage.total_cost_usd == 0.6
     teams = wire.TeamList.model_validate({"data": [{"teamId": TEAM, "name": "R", "slug": "r", "role": "MEMBER",
-                                                    "createdAt": "2026-01-01T00:00:00Z"}], "total_count": 1, "offset": 0})
+                                                    "createdAt": "2026-01-01T00:00:00Z"}], "total_count": 1,
+                                          "offset": 0})
     assert teams.data[0].team_id == TEAM and teams.total_count == 1
     me = wire.WhoAmI.model_validate({"id": "u", "scope": {"training": None}, "account_limits": None})
     assert me.scope == {"training": None}
@@ -202,21 +212,25 @@ def test_traces_examples_11_and_12():
         "ingested_at": "2026-08-20T12:06:09Z", "run_id": RUN, "environment_id": "reverse-text",
         "model": {"provider": "prime", "id": "Qwen/Qwen3-4B"}, "task_id": "task-0007", "agent_name": "solver",
         "score": {"reward": None, "outcome": "done"}, "execution": {"has_error": False, "is_truncated": False},
-        "duration_ms": 1830, "total_tokens": 912, "size_bytes": 5120, "context": {"source": "prime-rl", "run_type": "train"},
+        "duration_ms": 1830, "total_tokens": 912, "size_bytes": 5120, "context": {"source": "prime-rl",
+                                                                                  "run_type": "train"},
         "run_step": 12, "user_id": "u1", "activity": {"model_turns": 3}}], "next_cursor": "c"})
     trace = page.items[0]
     assert trace.score.reward is None and trace.run_step == 12 and trace.model_extra == {"activity": {"model_turns": 3}}
     summary = wire.RunSummary.model_validate({
-        "run_id": RUN, "first_trace_created_at": "2026-08-20T12:04:00Z", "last_trace_created_at": "2026-08-20T12:06:00Z",
+        "run_id": RUN, "first_trace_created_at": "2026-08-20T12:04:00Z",
+                                              "last_trace_created_at": "2026-08-20T12:06:00Z",
         "last_trace_ingested_at": "2026-08-20T12:06:09Z", "trace_count": 2048, "episode_count": 256, "avg_reward": 0.41,
         "step_min": 1, "step_max": 12, "step_count": 12, "has_error": False, "first_user_id": "u",
-        "environment_ids": ["reverse-text"], "model_ids": ["Qwen/Qwen3-4B"], "context": {"source": "prime-rl", "run_type": "train"}})
+        "environment_ids": ["reverse-text"], "model_ids": ["Qwen/Qwen3-4B"], "context": {"source": "prime-rl",
+                                                                                         "run_type": "train"}})
     assert summary.trace_count == 2048 and summary.context["run_type"] == "train"
     steps = wire.RunStepList.model_validate({"step_min": 1, "step_max": 2, "step_count": 2, "items": [
         {"step": 1, "trace_count": 128, "episode_count": 16, "avg_reward": 0.12},
         {"step": 2, "trace_count": 128, "episode_count": 16, "avg_reward": None}]})
     assert [s.avg_reward for s in steps.items] == [0.12, None]
-    assert wire.RunStepList.model_validate({"step_min": None, "step_max": None, "step_count": 0, "items": []}).items == []
+    assert wire.RunStepList.model_validate({"step_min": None, "step_max": None, "step_count": 0,
+                                            "items": []}).items == []
 
 
 def test_episodes_and_search():
@@ -224,11 +238,13 @@ def test_episodes_and_search():
         "episode_id": "ep", "upload_id": "u", "schema_version": 1, "created_at": "2026-08-20T12:00:00Z",
         "ingested_at": "2026-08-20T12:00:01Z", "run_id": None, "environment_id": None, "outcome": None,
         "has_error": True, "error": {"type": "HookError", "message": "boom"},
-        "traces": {"trace_count": 0, "total_tokens": 0, "total_duration_ms": 0, "any_trace_error": False, "agent_names": []}})
+        "traces": {"trace_count": 0, "total_tokens": 0, "total_duration_ms": 0, "any_trace_error": False,
+                   "agent_names": []}})
     assert detail.error.type == "HookError" and detail.traces.trace_count == 0
     search = wire.TraceSearchPage.model_validate({"items": [{"trace_id": "t", "upload_id": "u", "generation": 1,
                                                              "episode_id": None, "node_idx": 0, "role": "user",
-                                                             "field": "content", "representation": "text", "match_start": 0,
+                                                             "field": "content", "representation": "text",
+                                                             "match_start": 0,
                                                              "match_end": 3, "excerpt": "abc", "excerpt_start": 0}],
                                                   "next_cursor": None})
     assert search.coverage is None and search.items[0].match_end == 3
@@ -249,7 +265,8 @@ def test_create_body_rl_matches_the_observed_example_exactly():
 
 
 def test_create_body_sft_and_optional_keys():
-    assert wire.build_create_body({"data": {}}, mode="sft", name="s") == {"config": {"data": {}}, "mode": "sft", "name": "s"}
+    assert wire.build_create_body({"data": {}}, mode="sft", name="s") == {"config": {"data": {}}, "mode": "sft",
+                                                                          "name": "s"}
     with_ref = wire.build_create_body({"data": {}}, mode="sft", name="s", source_ref="main")
     assert list(with_ref) == ["config", "mode", "name", "sourceRef"]
     minimal = wire.build_create_body({}, team_id=None, name="", image_tag="")

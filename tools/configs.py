@@ -113,7 +113,9 @@ class ValidateConfigInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    config_path: str = Field(description="Path of the prime-rl TOML (relative paths are from the working directory), or a bundled example id such as basic/reverse-text/rl.")
+    config_path: str = Field(description=(
+        "Path of the prime-rl TOML (relative paths are from the working directory), or a bundled example id such as "
+        "basic/reverse-text/rl."))
     mode: Mode | None = Field(
         default=None,
         description="Force rl or sft (like `prime train --sft`); null = decide like the prime CLI.",
@@ -204,7 +206,8 @@ def read_config(path: Path) -> tuple[bytes, dict[str, Any]]:
         raw = path.read_bytes()
     except IsADirectoryError:
         raise fail("config_not_found", f"{path} is a folder, not a config file.",
-                   "Pass the path of a .toml file, or call mf_list_examples and mf_prepare_config to create one.") from None
+                   "Pass the path of a .toml file, or call mf_list_examples and mf_prepare_config to create "
+                   "one.") from None
     except (FileNotFoundError, NotADirectoryError):
         raise fail("config_not_found", f"Config file not found: {path}",
                    "Check the path, or call mf_list_examples and mf_prepare_config to create one.") from None

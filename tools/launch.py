@@ -4,10 +4,11 @@ run, list what the local ledger knows.
 * ``mf_plan_run`` (:func:`plan_run`) - costs nothing: the summary, cost estimate and
   ``plan_id`` / ``plan_hash`` (planning in :mod:`tools.launch_plan`).
 * ``mf_dispatch_run`` (:func:`dispatch_run`) - re-checks the plan against the current config,
-  env files, owner and prices (``plan_changed`` names each fact that moved), gets a confirmation (given, budget policy, host approver; channels in
-  :mod:`tools.launch_approval`), claims the launch in the ledger and sends POST
-  ``/training/runs`` once. A create whose answer was lost is reconciled by listing the
-  owner's runs (GET ``/rft/runs``) for the run name's plan fingerprint, never re-sent.
+  env files, owner and prices (``plan_changed`` names each fact that moved), gets a confirmation
+  (given, budget policy, host approver; channels in :mod:`tools.launch_approval`), claims the
+  launch in the ledger and sends POST ``/training/runs`` once. A create whose answer was lost
+  is reconciled by listing the owner's runs (GET ``/rft/runs``) for the run name's plan
+  fingerprint, never re-sent.
 * ``mf_stop_run`` (:func:`stop_run`) - gated the same way; PUT ``/rft/runs/{id}/stop`` then
   polls GET ``/rft/runs/{id}`` until terminal, bounded.
 * ``mf_list_launches`` (:func:`list_launches`) - the ledger (``<state>/launches.jsonl``).
@@ -227,7 +228,8 @@ def _reconcile(ctx: Context, ledger: Ledger, state: gate.LaunchState) -> Dispatc
     extra = f" Several runs carry the fingerprint: {', '.join(r.id for r in found)}." if len(found) > 1 else ""
     state = gate.launch_state(ledger, state.plan_id)
     return _result(ctx, state, "reconciled", run.id,
-                   f"The launch's answer was lost, but run {run.id} ({run.name}) was found; it was not sent again.{extra}")
+                   f"The launch's answer was lost, but run {run.id} ({run.name}) was found; it was not sent "
+                   f"again.{extra}")
 
 
 def _policy_facts(draft: Draft) -> PlanFacts:

@@ -255,7 +255,8 @@ def obtain_confirmation(
         "confirmation_required",
         f"{verb} plan {request.plan_id} needs a person's confirmation; none was given and no approval channel "
         "is attached." + (" " + " ".join(notes) if notes else "") + shown,
-        f"Show the user the plan summary{' above' if shown else ''} and ask them to run `{request.approve_command}` in their own terminal "
+        f"Show the user the plan summary{' above' if shown else ''} and ask them to run `{request.approve_command}` in "
+        f"their own terminal "
         "(same project folder). It prints a confirmation code mfc_... (valid 15 minutes, works once); then call "
         f"{'mf_dispatch_run' if request.action == 'launch' else 'mf_stop_run'} again with that code as "
         "`confirmation`. Never invent or reuse a code.",

@@ -96,7 +96,7 @@ def estimate_cost(mode: str, count: int, price: float | None, steps: int | None,
         unknown.append("duration: the run has no max_steps, so it runs until stopped; set max_steps or "
                        "run_kind='smoke' for a bounded cost.")
     else:
-        hours = [round((steps * s + m * 60) / 3600, 4) for s, m in zip(sps, STARTUP_MINUTES)]
+        hours = [round((steps * s + m * 60) / 3600, 4) for s, m in zip(sps, STARTUP_MINUTES, strict=True)]
     usd = [round(usd_per_hour * h, 2) if usd_per_hour is not None and h is not None else None for h in hours]
     return CostEstimate(
         usd_per_gpu_hour=price, gpu_count=count, usd_per_hour=usd_per_hour, steps=steps,

@@ -186,7 +186,8 @@ def _secret_names(args: PlanRunInput, ctx: Context, files: list[Path], warnings:
         try:
             parsed = gsecrets.parse_env_file(path, ctx.env)
         except gsecrets.EnvFileError as exc:
-            raise fail("env_file_invalid", str(exc), "Fix or remove the env file, then call mf_plan_run again.") from None
+            raise fail("env_file_invalid", str(exc),
+                       "Fix or remove the env file, then call mf_plan_run again.") from None
         others = sorted(n for n in parsed.values if n not in gsecrets.FORWARDABLE)
         if others:
             raise fail("unsupported_secret",
@@ -219,15 +220,18 @@ def _prepare(ctx: Context, mode: str, owner: Owner, image_tag: str | None, sourc
                            "answered 404/405); it validates the config on submission.")
     except perr.Unavailable as exc:
         return RuntimeInfo(local_validation="unavailable",
-                           note=f"Local validation is unavailable ({exc.message}); the platform validates on submission.")
+                           note=f"Local validation is unavailable ({exc.message}); the platform validates on "
+                                f"submission.")
     if prep.mode and prep.mode != mode:
         warnings.append(f"The platform's prepare answered mode {prep.mode!r} for a {mode!r} config.")
     rt = prep.runtime
+    commits = ""
+    if rt and rt.image_commit:
+        source = f", source commit {rt.source_commit[:12]}" if rt.source_commit else ""
+        commits = f" (image commit {rt.image_commit[:12]}{source})"
     return RuntimeInfo(
         local_validation="available", submission_supported=prep.submission_supported,
-        note="prepare resolved the prime-rl runtime" + (f" (image commit {rt.image_commit[:12]}"
-                                                        + (f", source commit {rt.source_commit[:12]}" if rt.source_commit else "")
-                                                        + ")" if rt and rt.image_commit else "") + ".",
+        note=f"prepare resolved the prime-rl runtime{commits}.",
         image_commit=rt.image_commit if rt else None, source_commit=rt.source_commit if rt else None,
         schema_commit=rt.schema_commit if rt else None, digest=rt.digest if rt else None)
 
@@ -347,7 +351,8 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     settings = ctx.settings
     if settings.context_error:
         raise fail("invalid_context", f"The prime context could not be applied: {settings.context_error}",
-                   "Fix PRIME_CONTEXT (or the context file) so the owner and URLs are the intended ones, then plan again.")
+                   "Fix PRIME_CONTEXT (or the context file) so the owner and URLs are the intended ones, then plan "
+                   "again.")
     if settings.config_error:
         warnings.append(f"The prime config file was ignored ({settings.config_error}); its team is not applied.")
     owner = resolve_owner(ctx, args.team, strict=True)
@@ -422,8 +427,10 @@ def summary_text(d: Draft) -> str:
         f"  Assumptions:   {c.assumptions}",
     ]
     lines += [f"  Unknown:       {u}" for u in c.unknown]
+    secrets = (", ".join(d.secret_names) + " (by name; values read only at dispatch)") if d.secret_names \
+        else "none forwarded"
     lines += [
-        f"  Secrets:       {', '.join(d.secret_names) + ' (by name; values read only at dispatch)' if d.secret_names else 'none forwarded'}",
+        f"  Secrets:       {secrets}",
         f"  Volume:        {d.volume or 'none'}",
         f"  prime-rl:      image {d.image_tag or 'platform default'}, source ref {d.source_ref or 'none'}; {runtime}",
     ]

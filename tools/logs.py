@@ -250,13 +250,20 @@ class GetLogsInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     run_id: str = RUN_ID
-    component: Component | None = Field(default=None, description="orchestrator | trainer | inference | env-server. Default: env-server when env_name is given, else orchestrator.")
-    env_name: str | None = Field(default=None, min_length=1, max_length=200, description="Environment name for component env-server (required there), optionally 'name/N' for the N-th server.")
+    component: Component | None = Field(default=None, description=(
+        "orchestrator | trainer | inference | env-server. Default: env-server when env_name is given, else "
+        "orchestrator."))
+    env_name: str | None = Field(default=None, min_length=1, max_length=200, description=(
+        "Environment name for component env-server (required there), optionally 'name/N' for the N-th server."))
     tail_lines: int = Field(default=200, ge=1, le=1000, description="Newest lines to read (1..1000).")
-    search: str | None = Field(default=None, min_length=1, max_length=500, description="Only lines containing this text (or matching it, with regex=true).")
+    search: str | None = Field(default=None, min_length=1, max_length=500, description=(
+        "Only lines containing this text (or matching it, with regex=true)."))
     regex: bool = Field(default=False, description="Treat search as an RE2 regular expression (needs search).")
-    level: Level | None = Field(default=None, description="Only lines of this level: ERROR | WARNING | SUCCESS | INFO | DEBUG.")
-    since_seconds: int | None = Field(default=None, ge=60, le=86400, description="Only lines from the last N seconds (60..86400). Filters (search, level, since) default to the last 15 minutes on the server.")
+    level: Level | None = Field(default=None, description=(
+        "Only lines of this level: ERROR | WARNING | SUCCESS | INFO | DEBUG."))
+    since_seconds: int | None = Field(default=None, ge=60, le=86400, description=(
+        "Only lines from the last N seconds (60..86400). Filters (search, level, since) default to the last 15 "
+        "minutes on the server."))
 
     @model_validator(mode="after")
     def _combination(self) -> GetLogsInput:
@@ -273,11 +280,14 @@ class LogLine(BaseModel):
     """One log entry (JSON entries parsed; plain lines kept as text)."""
 
     timestamp: str | None = Field(default=None, description="The entry's timestamp (ISO text); null for plain lines.")
-    level: str | None = Field(default=None, description="ERROR, WARNING, INFO, ... (upper case); null when a plain line names none.")
+    level: str | None = Field(default=None, description=(
+        "ERROR, WARNING, INFO, ... (upper case); null when a plain line names none."))
     component: str = Field(description="Component the line was read from (env-server/<name> for env servers).")
     source: str | None = Field(default=None, description="Prefixes and tag of the entry, e.g. 'rank0 trainer'.")
-    message: str = Field(description=f"The message (at most {MAX_MESSAGE_CHARS} characters; longer ones keep start and end).")
-    exception: str | None = Field(default=None, description=f"Traceback text, if any (at most {MAX_TRACEBACK_CHARS} characters).")
+    message: str = Field(description=(
+        f"The message (at most {MAX_MESSAGE_CHARS} characters; longer ones keep start and end)."))
+    exception: str | None = Field(default=None, description=(
+        f"Traceback text, if any (at most {MAX_TRACEBACK_CHARS} characters)."))
 
 
 class GetLogsResult(BaseModel):
@@ -290,7 +300,8 @@ class GetLogsResult(BaseModel):
     note: str | None = Field(default=None, description="Why logs are unavailable or empty, and what to do.")
     lines: list[LogLine] = Field(default_factory=list, description="Visible lines, oldest first.")
     received_lines: int = Field(default=0, description="Raw lines the platform returned.")
-    hidden_progress_lines: int = Field(default=0, description="Progress entries and unfinished tqdm bars hidden (as the CLI does).")
+    hidden_progress_lines: int = Field(default=0, description=(
+        "Progress entries and unfinished tqdm bars hidden (as the CLI does)."))
     truncated: bool = Field(default=False, description="True when older lines were left out to fit the output budget.")
     omitted: int = Field(default=0, description="Older visible lines left out.")
     narrow_hint: str | None = Field(default=None, description="How to ask for less.")
@@ -365,8 +376,12 @@ class SummarizeLogsInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     run_id: str = RUN_ID
-    components: list[Component] | None = Field(default=None, description="Components to read. Default: orchestrator, trainer, inference and every env server (SFT runs: trainer and env servers).")
-    since_seconds: int | None = Field(default=None, ge=60, le=86400, description=f"Only the last N seconds (60..86400). Default: the newest {SUMMARY_TAIL_LINES} lines of each component (the orchestrator's unfiltered snapshot holds 200).")
+    components: list[Component] | None = Field(default=None, description=(
+        "Components to read. Default: orchestrator, trainer, inference and every env server (SFT runs: trainer and "
+        "env servers)."))
+    since_seconds: int | None = Field(default=None, ge=60, le=86400, description=(
+        f"Only the last N seconds (60..86400). Default: the newest {SUMMARY_TAIL_LINES} lines of each component "
+        "(the orchestrator's unfiltered snapshot holds 200)."))
 
 
 class LevelCounts(BaseModel):
@@ -385,7 +400,8 @@ class MessageGroup(BaseModel):
     """Error/warning lines whose messages are equal once numbers and ids are masked."""
 
     level: str = Field(description="CRITICAL, ERROR or WARNING.")
-    pattern: str = Field(description="The message with numbers (<n>), ids (<id>, <hex>, <uuid>) and times (<time>) masked.")
+    pattern: str = Field(description=(
+        "The message with numbers (<n>), ids (<id>, <hex>, <uuid>) and times (<time>) masked."))
     example: str = Field(description="One real message of the group (at most 300 characters).")
     count: int = Field(description="Lines in the group.")
     first_seen: str | None = Field(default=None, description="Timestamp of the first line.")
@@ -402,7 +418,8 @@ class ComponentSummary(BaseModel):
     counts: LevelCounts = Field(default_factory=LevelCounts, description="Lines per level.")
     first_timestamp: str | None = Field(default=None, description="Oldest line digested.")
     last_timestamp: str | None = Field(default=None, description="Newest line digested.")
-    messages: list[MessageGroup] = Field(default_factory=list, description="Distinct error and warning messages, most severe then most frequent first.")
+    messages: list[MessageGroup] = Field(default_factory=list, description=(
+        "Distinct error and warning messages, most severe then most frequent first."))
     messages_omitted: int = Field(default=0, description="Distinct messages left out to fit the budget.")
     last_traceback: str | None = Field(default=None, description="The newest traceback (start and end kept).")
 

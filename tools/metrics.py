@@ -85,8 +85,11 @@ class GetMetricsInput(BaseModel):
     run_id: str = RUN_ID
     min_step: int | None = Field(default=None, ge=0, description="First step to include.")
     max_step: int | None = Field(default=None, ge=0, description="Last step to include.")
-    names: list[str] | None = Field(default=None, description=f"Metric names (or prefixes such as 'reward') to include. Default: all, or the first {DEFAULT_METRIC_COLUMNS} (rewards, loss, entropy first) when there are more.")
-    max_points: int = Field(default=50, ge=2, le=500, description="Rows (steps) to return at most, spread evenly; the first and last step are always kept.")
+    names: list[str] | None = Field(default=None, description=(
+        f"Metric names (or prefixes such as 'reward') to include. Default: all, or the first {DEFAULT_METRIC_COLUMNS} "
+        "(rewards, loss, entropy first) when there are more."))
+    max_points: int = Field(default=50, ge=2, le=500, description=(
+        "Rows (steps) to return at most, spread evenly; the first and last step are always kept."))
 
 
 class MetricStats(BaseModel):
@@ -104,15 +107,19 @@ class GetMetricsResult(BaseModel):
     """Per-step metrics (GET ``/rft/runs/{id}/metrics``), downsampled to the budget."""
 
     run_id: str = Field(description="Run id.")
-    metric_names: list[str] = Field(description="Metrics the run logged in the range (rewards, losses first; at most 100 listed).")
+    metric_names: list[str] = Field(description=(
+        "Metrics the run logged in the range (rewards, losses first; at most 100 listed)."))
     columns: list[str] = Field(description="Column names of rows: 'step' then the selected metrics.")
-    rows: list[list[float | None]] = Field(description="One row per kept step, values in the order of columns (null = not logged at that step).")
+    rows: list[list[float | None]] = Field(description=(
+        "One row per kept step, values in the order of columns (null = not logged at that step)."))
     steps_available: int = Field(description="Steps with metrics in the range.")
     first_step: int | None = Field(default=None, description="First step in the range.")
     last_step: int | None = Field(default=None, description="Last step in the range.")
-    final: dict[str, float] = Field(description="Last logged value of each selected metric, e.g. final['reward/all/mean'].")
+    final: dict[str, float] = Field(description=(
+        "Last logged value of each selected metric, e.g. final['reward/all/mean']."))
     stats: list[MetricStats] = Field(description="first/last/min/max of each selected metric.")
-    truncated: bool = Field(default=False, description="True when steps (or metric names) were left out to fit max_points or the budget.")
+    truncated: bool = Field(default=False, description=(
+        "True when steps (or metric names) were left out to fit max_points or the budget."))
     omitted: int = Field(default=0, description="Steps of the range not in rows.")
     narrow_hint: str | None = Field(default=None, description="How to see more detail.")
 
@@ -160,8 +167,11 @@ class PlotMetricsInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     run_id: str = RUN_ID
-    names: list[str] | None = Field(default=None, description="Metric names or prefixes to plot (at most 6 panels). Default: the reward mean, loss and entropy when logged.")
-    dest: str | None = Field(default=None, description="PNG file to write ('.png'; folders are created; an existing file is replaced only if it is a PNG). Default: <state dir>/plots/<run_id>-metrics.png.")
+    names: list[str] | None = Field(default=None, description=(
+        "Metric names or prefixes to plot (at most 6 panels). Default: the reward mean, loss and entropy when logged."))
+    dest: str | None = Field(default=None, description=(
+        "PNG file to write ('.png'; folders are created; an existing file is replaced only if it is a PNG). Default: "
+        "<state dir>/plots/<run_id>-metrics.png."))
 
 
 class PlotMetricsResult(BaseModel):
@@ -207,7 +217,7 @@ def _render_png(target: Path, title: str, series: dict[str, list[tuple[int, floa
     fig = Figure(figsize=(8.0, 1.2 + 2.0 * len(series)), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(len(series), 1, sharex=True, squeeze=False)[:, 0]
-    for ax, (name, points) in zip(axes, series.items()):
+    for ax, (name, points) in zip(axes, series.items(), strict=True):
         steps = [s for s, _ in points]
         values = [v for _, v in points]
         ax.plot(steps, values, marker="." if len(points) < 60 else None, linewidth=1.4)

@@ -67,7 +67,8 @@ class GetRunInput(BaseModel):
 class FailureAnalysisView(BaseModel):
     """The platform's ``failureAnalysis`` of a FAILED run."""
 
-    root_cause: str | None = Field(default=None, description="The platform's diagnosis, e.g. 'CUDA OOM in trainer at step 37'.")
+    root_cause: str | None = Field(default=None, description=(
+        "The platform's diagnosis, e.g. 'CUDA OOM in trainer at step 37'."))
     evidence: list[str] = Field(default_factory=list, description="Log lines or facts behind the diagnosis.")
     confidence: float | None = Field(default=None, description="Confidence of the diagnosis, 0..1.")
 
@@ -77,7 +78,9 @@ class GetRunResult(BaseModel):
 
     run_id: str = Field(description="Run id.")
     name: str | None = Field(default=None, description="Run name (the TOML top-level name).")
-    status: str = Field(description="Status as the platform sends it: QUEUED, PENDING, RUNNING, COMPLETED, FAILED, STOPPED, PAUSING, PAUSED or another value.")
+    status: str = Field(description=(
+        "Status as the platform sends it: QUEUED, PENDING, RUNNING, COMPLETED, FAILED, STOPPED, PAUSING, PAUSED or "
+        "another value."))
     terminal: bool = Field(description="True for STOPPED, FAILED, COMPLETED, PAUSED (the prime CLI's terminal set).")
     runs_ahead: int | None = Field(default=None, description="While QUEUED: runs ahead in the queue.")
     queue_reason: str | None = Field(default=None, description="While QUEUED: why.")
@@ -85,7 +88,8 @@ class GetRunResult(BaseModel):
     kind: str | None = Field(default=None, description="SHARED_RFT_HOSTED | DEDICATED_FULL_FT | EXTERNAL.")
     mode: str = Field(description="rl or sft (sft when the wire loss is 'sft').")
     model: str | None = Field(default=None, description="Base model (baseModel).")
-    environments: list[str] = Field(default_factory=list, description="Environment labels (slug, name, id or taskset.id).")
+    environments: list[str] = Field(default_factory=list, description=(
+        "Environment labels (slug, name, id or taskset.id)."))
     max_steps: int | None = Field(default=None, description="Training steps planned.")
     batch_size: int | None = Field(default=None, description="Rollouts (RL) or samples (SFT) per step.")
     rollouts_per_example: int | None = Field(default=None, description="Rollouts per prompt (RL group size).")
@@ -101,9 +105,11 @@ class GetRunResult(BaseModel):
     started_at: datetime | None = Field(default=None, description="Start time (UTC); null while queued.")
     completed_at: datetime | None = Field(default=None, description="End time (UTC) of a terminal run.")
     updated_at: datetime | None = Field(default=None, description="Last change (UTC).")
-    running_seconds: float | None = Field(default=None, description="Seconds since start (to the end for a finished run), on the server's clock.")
+    running_seconds: float | None = Field(default=None, description=(
+        "Seconds since start (to the end for a finished run), on the server's clock."))
     error_message: str | None = Field(default=None, description="The platform's error text of a failed run.")
-    failure_analysis: FailureAnalysisView | None = Field(default=None, description="Diagnosis of a FAILED run, when the platform has one.")
+    failure_analysis: FailureAnalysisView | None = Field(default=None, description=(
+        "Diagnosis of a FAILED run, when the platform has one."))
     dashboard_url: str = Field(description="The run's page in the Prime Intellect dashboard.")
 
 
@@ -119,8 +125,8 @@ def _clip(text: str | None, limit: int = MAX_TEXT_CHARS) -> str | None:
 def _analysis(fa: wire.FailureAnalysis | None) -> FailureAnalysisView | None:
     if fa is None:
         return None
-    return FailureAnalysisView(root_cause=_clip(fa.root_cause), evidence=[_clip(e) or "" for e in fa.evidence[:MAX_EVIDENCE]],
-                               confidence=fa.confidence)
+    return FailureAnalysisView(root_cause=_clip(fa.root_cause),
+                               evidence=[_clip(e) or "" for e in fa.evidence[:MAX_EVIDENCE]], confidence=fa.confidence)
 
 
 def _run_view(run: wire.RLRun, ctx: Context, now: datetime) -> GetRunResult:
@@ -156,10 +162,13 @@ class ListRunsInput(BaseModel):
     """Which runs to list."""
 
     model_config = ConfigDict(extra="forbid")
-    team: str | None = Field(default=None, description="'personal', a team id, or null for the configured owner (PRIME_TEAM_ID, then ~/.prime/config.json).")
+    team: str | None = Field(default=None, description=(
+        "'personal', a team id, or null for the configured owner (PRIME_TEAM_ID, then ~/.prime/config.json)."))
     page: int = Field(default=1, ge=1, description="Page number, from 1.")
     limit: int = Field(default=20, ge=1, le=100, description="Runs per page (1..100).")
-    status: str | None = Field(default=None, max_length=40, description="Only runs with this status (e.g. RUNNING, FAILED; any case). Filtered here: the newest 1000 runs are scanned.")
+    status: str | None = Field(default=None, max_length=40, description=(
+        "Only runs with this status (e.g. RUNNING, FAILED; any case). Filtered here: the newest 1000 runs are "
+        "scanned."))
 
 
 class RunRow(BaseModel):
@@ -184,8 +193,10 @@ class ListRunsResult(BaseModel):
     total: int = Field(description="Runs in all pages (matching status, when filtered).")
     page: int = Field(description="This page number.")
     next_page: int | None = Field(default=None, description="The next page number, null on the last page.")
-    scan_complete: bool = Field(default=True, description="False when a status filter scanned only the newest 1000 runs.")
-    truncated: bool = Field(default=False, description="True when rows of this page were left out to fit the output budget.")
+    scan_complete: bool = Field(default=True, description=(
+        "False when a status filter scanned only the newest 1000 runs."))
+    truncated: bool = Field(default=False, description=(
+        "True when rows of this page were left out to fit the output budget."))
     omitted: int = Field(default=0, description="Rows of this page left out.")
     narrow_hint: str | None = Field(default=None, description="How to ask for less.")
 
@@ -195,7 +206,8 @@ _STATUS_SCAN_PAGES = 10
 
 def _row(run: wire.RLRun) -> RunRow:
     return RunRow(run_id=run.id, name=run.name, status=run.status, terminal=run.is_terminal(), model=run.base_model,
-                  max_steps=run.max_steps, gpu_count=run.gpu_count, runs_ahead=run.runs_ahead, created_at=run.created_at)
+                  max_steps=run.max_steps, gpu_count=run.gpu_count, runs_ahead=run.runs_ahead,
+                  created_at=run.created_at)
 
 
 def _newest_first(runs: list[wire.RLRun]) -> list[wire.RLRun]:
@@ -274,7 +286,9 @@ class CheckProgressInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     run_id: str = RUN_ID
-    stall_after_seconds: int | None = Field(default=None, ge=60, le=86400, description="Seconds without a new step after which a RUNNING run is 'stalled' (60..86400). Default: 5 x the recent step time, at least 600.")
+    stall_after_seconds: int | None = Field(default=None, ge=60, le=86400, description=(
+        "Seconds without a new step after which a RUNNING run is 'stalled' (60..86400). Default: 5 x the recent step "
+        "time, at least 600."))
 
 
 class EnvServerView(BaseModel):
@@ -291,20 +305,29 @@ class CheckProgressResult(BaseModel):
     run_id: str = Field(description="Run id.")
     status: str = Field(description="Wire status.")
     terminal: bool = Field(description="True for a terminal status.")
-    verdict: Verdict = Field(description="queued | starting | progressing | stalled | failing | crash_looping | completed | failed | stopped | paused | unknown.")
+    verdict: Verdict = Field(description=(
+        "queued | starting | progressing | stalled | failing | crash_looping | completed | failed | stopped | paused "
+        "| unknown."))
     healthy: bool = Field(description="True for queued, starting, progressing and completed.")
     latest_step: int | None = Field(default=None, description="Latest step with results (GET /progress latestStep).")
     max_steps: int | None = Field(default=None, description="Steps planned.")
     percent_complete: float | None = Field(default=None, description="latest_step / max_steps x 100.")
-    last_step_age_seconds: float | None = Field(default=None, description="Seconds since the latest step was recorded (progress lastUpdatedAt vs the server's clock).")
-    stall_threshold_seconds: float | None = Field(default=None, description="No new step for longer than this means stalled.")
-    seconds_per_step: float | None = Field(default=None, description="Median step time of the recent steps (metric timestamps).")
+    last_step_age_seconds: float | None = Field(default=None, description=(
+        "Seconds since the latest step was recorded (progress lastUpdatedAt vs the server's clock)."))
+    stall_threshold_seconds: float | None = Field(default=None, description=(
+        "No new step for longer than this means stalled."))
+    seconds_per_step: float | None = Field(default=None, description=(
+        "Median step time of the recent steps (metric timestamps)."))
     reward_metric: str | None = Field(default=None, description="Metric used for the reward trend.")
     reward_last: float | None = Field(default=None, description="Latest value of reward_metric.")
-    reward_trend: Literal["rising", "flat", "falling", "unknown"] = Field(default="unknown", description="Second half vs first half of the recent steps (difference above 0.02).")
-    recent_error_lines: int | None = Field(default=None, description="ERROR lines of orchestrator + trainer in the last 15 minutes (null when not read).")
-    env_servers: list[EnvServerView] = Field(default_factory=list, description="Environment-server pods and their status.")
-    failure_analysis: FailureAnalysisView | None = Field(default=None, description="The platform's diagnosis of a FAILED run.")
+    reward_trend: Literal["rising", "flat", "falling", "unknown"] = Field(default="unknown", description=(
+        "Second half vs first half of the recent steps (difference above 0.02)."))
+    recent_error_lines: int | None = Field(default=None, description=(
+        "ERROR lines of orchestrator + trainer in the last 15 minutes (null when not read)."))
+    env_servers: list[EnvServerView] = Field(default_factory=list, description=(
+        "Environment-server pods and their status."))
+    failure_analysis: FailureAnalysisView | None = Field(default=None, description=(
+        "The platform's diagnosis of a FAILED run."))
     error_message: str | None = Field(default=None, description="The platform's error text.")
     evidence: list[str] = Field(description="Facts behind the verdict, one per line.")
     next_step: str = Field(description="What to call next.")
@@ -402,13 +425,13 @@ def check_progress(inp: CheckProgressInput, ctx: Context) -> CheckProgressResult
             if values:
                 result.reward_metric, result.reward_last, result.reward_trend = key, values[-1], _trend(values)
             result.last_step_age_seconds = seconds_since(parse_time(progress.last_updated_at), now)
+            pace = f"; {result.seconds_per_step:.0f} s per step recently" if result.seconds_per_step else ""
             evidence.append(f"Latest step {progress.latest_step}/{run.max_steps or '?'}, recorded "
-                            f"{_minutes(result.last_step_age_seconds)} ago"
-                            + (f"; {result.seconds_per_step:.0f} s per step recently" if result.seconds_per_step else "")
-                            + ".")
+                            f"{_minutes(result.last_step_age_seconds)} ago{pace}.")
             if values:
                 trend = f" ({result.reward_trend})" if result.reward_trend != "unknown" else ""
-                evidence.append(f"{key} {values[0]:.4g} -> {values[-1]:.4g} over the last {len(values)} step(s){trend}.")
+                evidence.append(f"{key} {values[0]:.4g} -> {values[-1]:.4g} over the last {len(values)} "
+                                f"step(s){trend}.")
         if status == "RUNNING":
             _judge_running(inp, run, platform, now, result)
     if result.verdict == "unknown":
@@ -477,7 +500,8 @@ class ListCheckpointsInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     run_id: str = RUN_ID
-    status: Literal["READY", "PENDING", "UPLOADING", "FAILED"] | None = Field(default=None, description="Only checkpoints with this status (sent as status_filter).")
+    status: Literal["READY", "PENDING", "UPLOADING", "FAILED"] | None = Field(default=None, description=(
+        "Only checkpoints with this status (sent as status_filter)."))
 
 
 class CheckpointRow(BaseModel):
@@ -542,8 +566,10 @@ class WaitForRunInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     run_id: str = RUN_ID
-    timeout_seconds: int = Field(default=60, ge=1, le=MAX_WAIT_SECONDS, description=f"Wall-clock seconds to wait at most (1..{MAX_WAIT_SECONDS}); call again to keep waiting.")
-    until: Literal["terminal", "running", "step"] = Field(default="terminal", description="terminal: a final status; running: the run has started; step: latest step >= step.")
+    timeout_seconds: int = Field(default=60, ge=1, le=MAX_WAIT_SECONDS, description=(
+        f"Wall-clock seconds to wait at most (1..{MAX_WAIT_SECONDS}); call again to keep waiting."))
+    until: Literal["terminal", "running", "step"] = Field(default="terminal", description=(
+        "terminal: a final status; running: the run has started; step: latest step >= step."))
     step: int | None = Field(default=None, ge=1, description="Target step, with until='step' only.")
 
     @model_validator(mode="after")

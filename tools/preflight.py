@@ -4,19 +4,22 @@ One call, bounded in time: every HTTP request uses a short timeout and no retrie
 subprocess a short timeout, and the three groups (local programs, platform API, traces
 host) run side by side. Nothing is written and no key is ever shown.
 
-Checks (``name``: what it looks at; ``required`` ones decide ``ok``):
+Checks (name: what it looks at; the required ones decide ``ok``):
 
-| name | required | source |
-|---|---|---|
-| ``api_key`` | yes | settings (``PRIME_API_KEY`` / context / ``~/.prime/config.json``): where the key came from |
-| ``config_file`` | yes | ``~/.prime/config.json`` and the active context parse (settings ``config_error`` / ``context_error``) |
-| ``api_reachable`` | yes | GET ``/user/whoami`` answered at all (any HTTP status) |
-| ``api_key_valid`` | yes | GET ``/user/whoami`` not 401/403 |
-| ``owner`` | yes | :func:`tools.owner.resolve_owner` (non-strict) + GET ``/user/teams``; a configured team must be one of the key's teams. An owner that a launch would call ambiguous is a warning (pass ``team`` when planning) |
-| ``traces_host`` | no | GET ``/runs?limit=1`` on the traces host answered |
-| ``prime_cli`` | no | ``prime`` on ``PATH`` of the context env, ``prime --version`` = 0.18.x, no second ``prime`` shadowing it |
-| ``uv`` | no | ``uv --version`` (``prime train validate`` needs uv for the prime-rl schema venv) |
-| ``prime_rl_checkout`` | no | a built prime-rl schema venv (``~/.cache/prime/training-schemas/*/.ready``) or a checkout at ``$PRIME_RL_DIR`` |
+- ``api_key`` (required): settings (``PRIME_API_KEY`` / context / ``~/.prime/config.json``): where the key came from.
+- ``config_file`` (required): ``~/.prime/config.json`` and the active context parse (settings ``config_error`` /
+  ``context_error``).
+- ``api_reachable`` (required): GET ``/user/whoami`` answered at all (any HTTP status).
+- ``api_key_valid`` (required): GET ``/user/whoami`` not 401/403.
+- ``owner`` (required): the owner (resolved non-strictly, with the CLI's precedence) + GET ``/user/teams``; a
+  configured team must be one of the key's teams. An owner that a launch would call ambiguous is a warning (pass
+  ``team`` when planning).
+- ``traces_host``: GET ``/runs?limit=1`` on the traces host answered.
+- ``prime_cli``: ``prime`` on ``PATH`` of the context env, ``prime --version`` = 0.18.x, no second ``prime``
+  shadowing it.
+- ``uv``: ``uv --version`` (``prime train validate`` needs uv for the prime-rl schema venv).
+- ``prime_rl_checkout``: a built prime-rl schema venv (``~/.cache/prime/training-schemas/*/.ready``) or a checkout
+  at ``$PRIME_RL_DIR``.
 """
 
 from __future__ import annotations
@@ -182,7 +185,8 @@ def check_uv(ctx: Context, timeout: float) -> Check:
 
 def check_prime_rl(ctx: Context) -> Check:
     """A ready prime-rl schema venv in the prime CLI's cache, or a checkout at ``$PRIME_RL_DIR``."""
-    cache = Path(ctx.env["XDG_CACHE_HOME"]) if ctx.env.get("XDG_CACHE_HOME") else home_folder(ctx.env, ctx.home) / ".cache"
+    xdg = ctx.env.get("XDG_CACHE_HOME")
+    cache = Path(xdg) if xdg else home_folder(ctx.env, ctx.home) / ".cache"
     schemas = cache / "prime" / "training-schemas"
     ready = sorted(p.parent for p in schemas.glob("*/.ready")) if schemas.is_dir() else []
     found: list[str] = [f"schema venv {p}" for p in ready[:3]]

@@ -88,12 +88,19 @@ class ListTracesInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     run_id: str = RUN_ID
-    kind: Literal["traces", "episodes", "eval_runs"] = Field(default="traces", description="traces (one rollout each), episodes (groups of traces) or eval_runs (the run's evaluation runs on the traces host).")
-    step: int | None = Field(default=None, ge=0, description="Only this training step (run_step). traces: members of the step's episodes; episodes: server filter run_step; eval_runs: runs covering the step.")
-    cursor: str | None = Field(default=None, max_length=4000, description="next_cursor of the previous page (valid only with the same other arguments).")
-    limit: int = Field(default=20, ge=1, le=100, description="Rows per page (1..100); fewer when the output budget needs it.")
+    kind: Literal["traces", "episodes", "eval_runs"] = Field(default="traces", description=(
+        "traces (one rollout each), episodes (groups of traces) or eval_runs (the run's evaluation runs on the "
+        "traces host)."))
+    step: int | None = Field(default=None, ge=0, description=(
+        "Only this training step (run_step). traces: members of the step's episodes; episodes: server filter "
+        "run_step; eval_runs: runs covering the step."))
+    cursor: str | None = Field(default=None, max_length=4000, description=(
+        "next_cursor of the previous page (valid only with the same other arguments)."))
+    limit: int = Field(default=20, ge=1, le=100, description=(
+        "Rows per page (1..100); fewer when the output budget needs it."))
     has_error: bool | None = Field(default=None, description="Only rows with (true) or without (false) an error.")
-    reward_min: float | None = Field(default=None, description="Only traces with reward >= this (unscored traces excluded). Not for episodes.")
+    reward_min: float | None = Field(default=None, description=(
+        "Only traces with reward >= this (unscored traces excluded). Not for episodes."))
     reward_max: float | None = Field(default=None, description="Only traces with reward <= this. Not for episodes.")
 
 
@@ -118,7 +125,8 @@ class EpisodeRow(BaseModel):
     episode_id: str = Field(description="Episode id.")
     outcome: str | None = Field(default=None, description="Outcome.")
     has_error: bool | None = Field(default=None, description="The episode's own error flag.")
-    error: str | None = Field(default=None, description="'type: message' of the episode's error (at most 200 characters).")
+    error: str | None = Field(default=None, description=(
+        "'type: message' of the episode's error (at most 200 characters)."))
     environment_id: str | None = Field(default=None, description="Environment.")
     created_at: datetime | None = Field(default=None, description="Creation time (UTC).")
 
@@ -143,11 +151,16 @@ class ListTracesResult(BaseModel):
     kind: str = Field(description="traces, episodes or eval_runs.")
     traces: list[TraceRow] = Field(default_factory=list, description="Trace rows (kind traces), newest first.")
     episodes: list[EpisodeRow] = Field(default_factory=list, description="Episode rows (kind episodes), newest first.")
-    eval_runs: list[EvalRunRow] = Field(default_factory=list, description="Eval runs (kind eval_runs), most recent first.")
+    eval_runs: list[EvalRunRow] = Field(default_factory=list, description=(
+        "Eval runs (kind eval_runs), most recent first."))
     count: int = Field(description="Rows on this page.")
-    next_cursor: str | None = Field(default=None, description="Pass as cursor (same other arguments) for the next page; null on the last page.")
-    truncated: bool = Field(default=False, description="True when the page holds fewer rows than limit to fit the output budget (nothing is skipped: next_cursor continues after the last row).")
-    omitted: int = Field(default=0, description="Rows left out of this page and not reachable by next_cursor (always 0 here).")
+    next_cursor: str | None = Field(default=None, description=(
+        "Pass as cursor (same other arguments) for the next page; null on the last page."))
+    truncated: bool = Field(default=False, description=(
+        "True when the page holds fewer rows than limit to fit the output budget (nothing is skipped: next_cursor "
+        "continues after the last row)."))
+    omitted: int = Field(default=0, description=(
+        "Rows left out of this page and not reachable by next_cursor (always 0 here)."))
     narrow_hint: str | None = Field(default=None, description="How to get smaller pages.")
 
 
@@ -338,10 +351,16 @@ class DownloadTracesInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     run_id: str = RUN_ID
-    dest: str = Field(min_length=1, max_length=1000, description="Folder to write (created if missing). It must be new, empty, or a folder this tool wrote for the same run (it holds our manifest.json).")
-    resume: bool = Field(default=True, description="Skip files already downloaded whose sha256 matches the manifest (corrupted, missing or unrecorded ones are fetched again). false: fetch everything again.")
-    include_episodes: bool = Field(default=True, description="Also write each episode's raw envelope to episodes/<episode_id>.json and check its member traces.")
-    max_traces: int | None = Field(default=None, ge=1, description="Stop after this many traces (newest first); the result then says complete=false.")
+    dest: str = Field(min_length=1, max_length=1000, description=(
+        "Folder to write (created if missing). It must be new, empty, or a folder this tool wrote for the same run "
+        "(it holds our manifest.json)."))
+    resume: bool = Field(default=True, description=(
+        "Skip files already downloaded whose sha256 matches the manifest (corrupted, missing or unrecorded ones are "
+        "fetched again). false: fetch everything again."))
+    include_episodes: bool = Field(default=True, description=(
+        "Also write each episode's raw envelope to episodes/<episode_id>.json and check its member traces."))
+    max_traces: int | None = Field(default=None, ge=1, description=(
+        "Stop after this many traces (newest first); the result then says complete=false."))
 
 
 class StepGap(BaseModel):
@@ -364,12 +383,18 @@ class MissingReport(BaseModel):
     """What the platform has not uploaded (or not listed), compared with what it says exists."""
 
     summary: str = Field(description="One line: complete, or what is missing.")
-    trace_count_gap: int = Field(description="RunSummary.trace_count minus traces listed (positive = the host counts traces it did not list).")
-    episode_count_gap: int = Field(description="RunSummary.episode_count minus episodes found (0 when episodes were not read).")
-    steps_without_traces: list[int] = Field(default_factory=list, description="Steps the run completed (GET /rft/runs/{id}/progress) that have no traces on the host.")
-    steps_short: list[StepGap] = Field(default_factory=list, description="Steps with fewer traces on disk than the host counts.")
-    episodes_with_missing_traces: list[EpisodeGap] = Field(default_factory=list, description="Episodes whose raw envelope lists traces that were not found.")
-    gone_trace_ids: list[str] = Field(default_factory=list, description="Listed traces whose download answered 404 (deleted meanwhile).")
+    trace_count_gap: int = Field(description=(
+        "RunSummary.trace_count minus traces listed (positive = the host counts traces it did not list)."))
+    episode_count_gap: int = Field(description=(
+        "RunSummary.episode_count minus episodes found (0 when episodes were not read)."))
+    steps_without_traces: list[int] = Field(default_factory=list, description=(
+        "Steps the run completed (GET /rft/runs/{id}/progress) that have no traces on the host."))
+    steps_short: list[StepGap] = Field(default_factory=list, description=(
+        "Steps with fewer traces on disk than the host counts."))
+    episodes_with_missing_traces: list[EpisodeGap] = Field(default_factory=list, description=(
+        "Episodes whose raw envelope lists traces that were not found."))
+    gone_trace_ids: list[str] = Field(default_factory=list, description=(
+        "Listed traces whose download answered 404 (deleted meanwhile)."))
     truncated: bool = Field(default=False, description="True when lists were cut; manifest.json has the full report.")
     omitted: int = Field(default=0, description="List items left out here (all are in manifest.json).")
 
@@ -379,19 +404,25 @@ class DownloadTracesResult(BaseModel):
 
     run_id: str = Field(description="Run id.")
     dest: str = Field(description="Absolute folder written.")
-    manifest_path: str = Field(description="dest/manifest.json: run id, state (in_progress while a call runs or after it was killed, interrupted, finished), time, per-file trace_id/episode_id/run_step/bytes/sha256, expected totals, full missing report.")
-    traces_downloaded: int = Field(description="Trace files fetched by this call (including files on disk the manifest did not record, e.g. after a killed call).")
+    manifest_path: str = Field(description=(
+        "dest/manifest.json: run id, state (in_progress while a call runs or after it was killed, interrupted, "
+        "finished), time, per-file trace_id/episode_id/run_step/bytes/sha256, expected totals, full missing report."))
+    traces_downloaded: int = Field(description=(
+        "Trace files fetched by this call (including files on disk the manifest did not record, e.g. after a killed "
+        "call)."))
     episodes_downloaded: int = Field(description="Episode envelopes fetched by this call.")
     skipped_existing: int = Field(description="Files already present with a matching sha256 (not fetched again).")
     refetched_corrupted: int = Field(description="Files present whose sha256 did not match: fetched again.")
     bytes_written: int = Field(description="Bytes written by this call.")
     traces_on_disk: int = Field(description="Trace files of this run in dest after the call.")
     episodes_on_disk: int = Field(description="Episode files in dest after the call.")
-    expected_trace_count: int | None = Field(default=None, description="RunSummary.trace_count (GET /runs/{id}); null when the host has no traces for the run.")
+    expected_trace_count: int | None = Field(default=None, description=(
+        "RunSummary.trace_count (GET /runs/{id}); null when the host has no traces for the run."))
     expected_episode_count: int | None = Field(default=None, description="RunSummary.episode_count.")
     complete: bool = Field(description="True when every listed trace is on disk and nothing is missing.")
     stopped_at_max: bool = Field(default=False, description="True when max_traces stopped the walk.")
-    unsafe_ids: list[str] = Field(default_factory=list, description="Ids not usable as file names (path separators, reserved characters): not written.")
+    unsafe_ids: list[str] = Field(default_factory=list, description=(
+        "Ids not usable as file names (path separators, reserved characters): not written."))
     missing: MissingReport = Field(description="Missing-upload report (compact; full in the manifest).")
     note: str | None = Field(default=None, description="Anything to know, e.g. the run is still uploading.")
 

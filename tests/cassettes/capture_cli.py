@@ -52,8 +52,10 @@ RUN_RUNNING = {
     "startedAt": "2026-08-20T12:05:00Z", "completedAt": None, "errorMessage": None, "failureAnalysis": None,
     "createdAt": "2026-08-20T12:00:00Z", "updatedAt": "2026-08-20T12:05:00Z",
 }
-RUN_SHARED = {**RUN_RUNNING, "kind": "SHARED_RFT_HOSTED", "rftClusterId": "cmrcl000000000000000000r1", "primeClusterId": None}
-RUN_STOPPED = {**RUN_RUNNING, "status": "STOPPED", "completedAt": "2026-08-20T13:00:00Z", "updatedAt": "2026-08-20T13:00:00Z"}
+RUN_SHARED = {**RUN_RUNNING, "kind": "SHARED_RFT_HOSTED", "rftClusterId": "cmrcl000000000000000000r1",
+              "primeClusterId": None}
+RUN_STOPPED = {**RUN_RUNNING, "status": "STOPPED", "completedAt": "2026-08-20T13:00:00Z",
+               "updatedAt": "2026-08-20T13:00:00Z"}
 RUN_PAGE = {
     "runs": [{"id": RUN, "userId": USER, "status": "QUEUED", "runsAhead": 2, "queueReason": "waiting for H200 capacity",
               "kind": "DEDICATED_FULL_FT", "environments": [], "createdAt": "2026-08-20T12:00:00Z",
@@ -72,26 +74,32 @@ PREPARE = {
 }
 CREATED = {"runId": "cmrun0000000000000000000a3", "tokenValue": "pit_run_fake_token", "onDemand": True,
            "gpuType": "H200_141GB", "pricePerGpuHour": 2.5, "estimatedCostPerHour": 20.0, "isBeta": True}
-LOGS = {"logs": "{\"timestamp\":\"2026-08-20T12:06:01.120Z\",\"level\":\"INFO\",\"message\":\"Step 12 | reward 0.41\",\"tag\":\"orchestrator\"}\n"
+LOGS = {"logs": "{\"timestamp\":\"2026-08-20T12:06:01.120Z\",\"level\":\"INFO\",\"message\":\"Step 12 | reward 0.41\","
+                "\"tag\":\"orchestrator\"}\n"
                 "{\"timestamp\":\"2026-08-20T12:06:02Z\",\"level\":\"info\",\"type\":\"progress\",\"message\":\"42%\"}\n"
-                "[rank0]: {\"timestamp\":\"2026-08-20T12:06:03Z\",\"level\":\"WARNING\",\"message\":\"slow batch\"}\nplain text line"}
+                "[rank0]: {\"timestamp\":\"2026-08-20T12:06:03Z\",\"level\":\"WARNING\",\"message\":\"slow batch\"}\n"
+                "plain text line"}
 METRICS = {"metrics": [{"step": 1, "reward/all/mean": 0.12, "loss": 0.83, "timestamp": "2026-08-20T12:04:00Z"},
                        {"step": 2, "reward/all/mean": 0.19, "loss": 0.77, "timestamp": "2026-08-20T12:05:00Z"}]}
 PROGRESS = {"latestStep": 12, "stepsWithSamples": [5, 10], "stepsWithDistributions": [5, 10, 12],
             "lastUpdatedAt": "2026-08-20T12:06:00Z"}
 ENV_SERVERS = {"env_servers": [{"env_name": "primeintellect/reverse-text", "env_index": 0,
                                 "pod_name": "rft-cmrun-a1-env-reverse-text-0", "status": "Running"}]}
-MODELS = {"models": [{"name": "Qwen/Qwen3-4B", "clusters": [{"clusterId": "cmpcl000000000000000000c1", "clusterName": "athens",
-                                                            "gpuType": "H200_141GB", "cacheSyncedAt": "2026-08-19T10:15:00Z"}]}],
+MODELS = {"models": [{"name": "Qwen/Qwen3-4B", "clusters": [{"clusterId": "cmpcl000000000000000000c1",
+                                                             "clusterName": "athens",
+                                                            "gpuType": "H200_141GB",
+                                                             "cacheSyncedAt": "2026-08-19T10:15:00Z"}]}],
           "onDemand": [{"gpuType": "H200_141GB", "pricePerGpuHour": 2.5, "discountLabel": "20% off through Sept",
                         "availableNow": True, "isBeta": True}],
           "onDemandBetaAccess": True}
 GPUS = {"gpuTypes": ["B200_180GB", "H200_141GB"]}
 CHECKPOINTS = {"checkpoints": [{"id": "cmckp0000000000000000000k1", "rftRunId": RUN, "step": 100,
-                                "storageUrl": "s3://prime-ckpt/cmrun-a1/step_100", "status": "READY", "sizeBytes": 16106127360,
+                                "storageUrl": "s3://prime-ckpt/cmrun-a1/step_100", "status": "READY",
+                                "sizeBytes": 16106127360,
                                 "createdAt": "2026-08-20T14:00:00Z", "uploadedAt": "2026-08-20T14:03:00Z"}]}
 PAUSED = {"runId": RUN, "status": "PAUSING"}
-SAMPLES = {"run_id": RUN, "samples": [{"step": 5, "example_id": 7, "reward": 0.75, "prompt": [{"role": "user", "content": "abc"}],
+SAMPLES = {"run_id": RUN, "samples": [{"step": 5, "example_id": 7, "reward": 0.75, "prompt": [{"role": "user",
+                                                                                               "content": "abc"}],
                                        "completion": [{"role": "assistant", "content": "cba"}]}],
            "total": 1, "page": 1, "limit": 100, "total_pages": 1}
 DISTRIBUTIONS = {"chartData": {"histogramData": [{"binStart": 0.0, "binEnd": 0.5, "count": 40, "range": "0.0-0.5"},
@@ -104,22 +112,26 @@ USAGE = {"run_id": RUN, "run_name": "qwen3-4b-reverse", "base_model": "Qwen/Qwen
          "pricing": {"training_per_mtok": 1.0, "inference_input_per_mtok": 0.5, "inference_output_per_mtok": 0.85}}
 TEAMS = {"data": [{"teamId": TEAM, "name": "Research", "slug": "research", "role": "ADMIN",
                    "createdAt": "2026-01-02T03:04:05Z"}], "total_count": 1}
-VOLUMES = {"volumes": [{"name": "research", "size": "5Ti", "status": "RUNNING", "clusterId": "cmpcl000000000000000000c1",
+VOLUMES = {"volumes": [{"name": "research", "size": "5Ti", "status": "RUNNING",
+                        "clusterId": "cmpcl000000000000000000c1",
                         "cluster": "athens", "pvcName": "vol-research", "createdBy": USER, "createdByName": "Ada",
                         "createdByEmail": "ada@example.invalid", "createdAt": "2026-08-01T00:00:00Z"}]}
 WHOAMI = {"data": {"id": USER, "email": "ada@example.invalid", "name": "Ada", "slug": "ada",
                    "scope": {"training": {"read": True, "write": True}}, "account_limits": {}, "key_limits": None}}
 TRACE = {"trace_id": "tr_01", "upload_id": "3f0c" + "0" * 58 + "aa", "episode_id": "ep_01",
          "created_at": "2026-08-20T12:06:00.120Z", "ingested_at": "2026-08-20T12:06:09Z", "run_id": RUN,
-         "environment_id": "reverse-text", "model": {"provider": "prime", "id": "Qwen/Qwen3-4B"}, "task_id": "task-0007",
+         "environment_id": "reverse-text", "model": {"provider": "prime", "id": "Qwen/Qwen3-4B"},
+         "task_id": "task-0007",
          "agent_name": "solver", "score": {"reward": 0.75, "outcome": "done"},
          "execution": {"has_error": False, "is_truncated": False}, "duration_ms": 1830, "total_tokens": 912,
          "size_bytes": 5120, "context": {"source": "prime-rl", "run_type": "train"}, "run_step": 12, "user_id": USER}
 TRACE_PAGE = {"items": [TRACE], "next_cursor": "eyJrIjoiMjAyNi0wOC0yMFQxMjowNjowMCJ9"}
 TRACE_LAST_PAGE = {"items": [TRACE], "next_cursor": None}
 RAW_TRACE = b'{"version":4,"id":"tr_01","nodes":[{"role":"user","content":"abc"}]}'
-RUN_SUMMARY = {"run_id": RUN, "first_trace_created_at": "2026-08-20T12:04:00Z", "last_trace_created_at": "2026-08-20T12:06:00Z",
-               "last_trace_ingested_at": "2026-08-20T12:06:09Z", "trace_count": 2048, "episode_count": 256, "avg_reward": 0.41,
+RUN_SUMMARY = {"run_id": RUN, "first_trace_created_at": "2026-08-20T12:04:00Z",
+               "last_trace_created_at": "2026-08-20T12:06:00Z",
+               "last_trace_ingested_at": "2026-08-20T12:06:09Z", "trace_count": 2048, "episode_count": 256,
+               "avg_reward": 0.41,
                "step_min": 1, "step_max": 12, "step_count": 12, "has_error": False, "first_user_id": USER,
                "environment_ids": ["reverse-text"], "model_ids": ["Qwen/Qwen3-4B"],
                "context": {"source": "prime-rl", "run_type": "train"}}
@@ -128,10 +140,12 @@ RUN_STEPS = {"step_min": 1, "step_max": 2, "step_count": 2,
                        {"step": 2, "trace_count": 128, "episode_count": 16, "avg_reward": None}]}
 EPISODE = {"episode_id": "ep_01", "upload_id": "3f0c" + "0" * 58 + "aa", "schema_version": 1,
            "created_at": "2026-08-20T12:06:00Z", "ingested_at": "2026-08-20T12:06:09Z", "run_id": RUN,
-           "environment_id": "reverse-text", "outcome": "done", "has_error": False, "error": {"type": None, "message": None}}
+           "environment_id": "reverse-text", "outcome": "done", "has_error": False, "error": {"type": None,
+                                                                                              "message": None}}
 EPISODE_DETAIL = {**EPISODE, "traces": {"trace_count": 8, "total_tokens": 7296, "total_duration_ms": 14640,
                                         "any_trace_error": False, "agent_names": ["solver"]}}
-SEARCH_PAGE = {"items": [{"trace_id": "tr_01", "upload_id": "3f0c" + "0" * 58 + "aa", "generation": 1, "episode_id": "ep_01",
+SEARCH_PAGE = {"items": [{"trace_id": "tr_01", "upload_id": "3f0c" + "0" * 58 + "aa", "generation": 1,
+                          "episode_id": "ep_01",
                           "node_idx": 3, "role": "assistant", "field": "content", "representation": "text",
                           "match_start": 10, "match_end": 19, "excerpt": "...Traceback (most recent call last)",
                           "excerpt_start": 7}],
@@ -202,15 +216,18 @@ SCENARIOS = [
         "dispatch_sft",
         ["train", "run", "{dir}/sft.toml", "-y", "-o", "json"],
         [("POST", "/api/v1/training/runs/prepare", [ok({**PREPARE, "mode": "sft", "submission_supported": True})]),
-         ("POST", "/api/v1/training/runs", [ok({"runId": "cmrun0000000000000000000a4", "tokenValue": "pit_run_fake_token"})])],
+         ("POST", "/api/v1/training/runs", [ok({"runId": "cmrun0000000000000000000a4",
+                                                "tokenValue": "pit_run_fake_token"})])],
         files={"sft.toml": SFT_TOML},
-        note="SFT dispatch, no team (prepare teamId null; create without teamId); no uv on PATH so no normalizedConfig.",
+        note="SFT dispatch, no team (prepare teamId null; create without teamId); no uv on PATH so no "
+             "normalizedConfig.",
     ),
     Scenario(
         "dispatch_sft_ref",
         ["train", "run", "{dir}/sft.toml", "-y", "-o", "json", "--ref", "main"],
         [("POST", "/api/v1/training/runs/prepare", [err(404, {"detail": "Not Found"})]),
-         ("POST", "/api/v1/training/runs", [ok({"runId": "cmrun0000000000000000000a5", "tokenValue": "pit_run_fake_token"})])],
+         ("POST", "/api/v1/training/runs", [ok({"runId": "cmrun0000000000000000000a5",
+                                                "tokenValue": "pit_run_fake_token"})])],
         files={"sft.toml": SFT_TOML},
         note="SFT dispatch with --ref main: sourceRef in prepare and create; prepare 404 = old platform, skipped.",
     ),
@@ -236,17 +253,21 @@ SCENARIOS = [
                                                 **{"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"})])],
              note="429 with an HTTP-date Retry-After in the past (= retry now)."),
     Scenario("get_run", ["train", "get", RUN, "-o", "json"], [("GET", R, [ok({"run": RUN_RUNNING})])]),
-    Scenario("get_run_401", ["train", "get", RUN, "-o", "json"], [("GET", R, [err(401, {"detail": "Invalid API key"})])]),
+    Scenario("get_run_401", ["train", "get", RUN, "-o", "json"], [("GET", R,
+                                                                   [err(401, {"detail": "Invalid API key"})])]),
     Scenario("get_run_404", ["train", "get", "cmrun-missing", "-o", "json"],
              [("GET", "/api/v1/rft/runs/cmrun-missing", [err(404, {"detail": "Run not found"})])]),
     Scenario("stop_run", ["train", "stop", RUN, "-f"], [("PUT", R + "/stop", [ok({"run": RUN_STOPPED})])]),
-    Scenario("pause_run", ["train", "pause", RUN, "-f"], [("POST", f"/api/v1/training/runs/{RUN}/pause", [ok(PAUSED)])]),
+    Scenario("pause_run", ["train", "pause", RUN, "-f"], [("POST", f"/api/v1/training/runs/{RUN}/pause",
+                                                           [ok(PAUSED)])]),
     Scenario("resume_run",
-             ["train", "resume", RUN, "-e", "WANDB_API_KEY=fake-wandb-key", "--gpu-type", "H200_141GB", "-y", "-o", "json"],
+             ["train", "resume", RUN, "-e", "WANDB_API_KEY=fake-wandb-key", "--gpu-type", "H200_141GB", "-y", "-o",
+              "json"],
              [("POST", f"/api/v1/training/runs/{RUN}/resume", [ok(CREATED)])]),
     Scenario("logs_default", ["train", "logs", RUN], [("GET", R + "/logs", [ok(LOGS)])]),
     Scenario("logs_filtered",
-             ["train", "logs", RUN, "-n", "200", "--search", "Step \\d", "--regex", "--level", "error", "--since", "2h"],
+             ["train", "logs", RUN, "-n", "200", "--search", "Step \\d", "--regex", "--level", "error", "--since",
+              "2h"],
              [("GET", R + "/logs", [ok(LOGS)])]),
     Scenario("logs_all_trainer", ["train", "logs", RUN, "--all", "-c", "trainer"], [("GET", R + "/logs", [ok(LOGS)])]),
     Scenario("logs_env_component", ["train", "logs", RUN, "--env", "reverse-text"], [("GET", R + "/logs", [ok(LOGS)])]),
@@ -255,19 +276,23 @@ SCENARIOS = [
              note="A non-dedicated run: the CLI probes the run kind, then reads /env-server-logs."),
     Scenario("env_servers", ["train", "components", RUN],
              [("GET", R, [ok({"run": RUN_RUNNING})]), ("GET", R + "/env-servers", [ok(ENV_SERVERS)])]),
-    Scenario("metrics", ["train", "metrics", RUN, "--min-step", "1", "-n", "2"], [("GET", R + "/metrics", [ok(METRICS)])]),
+    Scenario("metrics", ["train", "metrics", RUN, "--min-step", "1", "-n", "2"], [("GET", R + "/metrics",
+                                                                                   [ok(METRICS)])]),
     Scenario("progress", ["train", "progress", RUN], [("GET", R + "/progress", [ok(PROGRESS)])]),
     Scenario("checkpoints", ["train", "checkpoints", RUN, "-s", "READY", "-o", "json"],
              [("GET", R + "/checkpoints", [ok(CHECKPOINTS)])]),
-    Scenario("samples", ["train", "rollouts", RUN, "-s", "5", "-p", "1", "-n", "100"], [("GET", R + "/samples", [ok(SAMPLES)])]),
+    Scenario("samples", ["train", "rollouts", RUN, "-s", "5", "-p", "1", "-n", "100"], [("GET", R + "/samples",
+                                                                                         [ok(SAMPLES)])]),
     Scenario("distributions", ["train", "distributions", RUN, "-t", "rewards", "-s", "160"],
              [("GET", R + "/distributions", [ok(DISTRIBUTIONS)])]),
-    Scenario("usage", ["train", "usage", RUN, "-o", "json"], [("GET", f"/api/v1/billing/runs/{RUN}/usage", [ok(USAGE)])]),
+    Scenario("usage", ["train", "usage", RUN, "-o", "json"], [("GET", f"/api/v1/billing/runs/{RUN}/usage",
+                                                               [ok(USAGE)])]),
     Scenario("models", ["train", "models"], [("GET", "/api/v1/training/available-fft-models", [ok(MODELS)])],
              env={"PRIME_TEAM_ID": TEAM}),
     Scenario("gpus", ["train", "gpus", "-o", "json"], [("GET", "/api/v1/training/available-gpu-types", [ok(GPUS)])],
              env={"PRIME_TEAM_ID": TEAM}),
-    Scenario("teams", ["teams", "list", "--offset", "0", "--limit", "100", "-o", "json"], [("GET", "/api/v1/user/teams", [ok(TEAMS)])]),
+    Scenario("teams", ["teams", "list", "--offset", "0", "--limit", "100", "-o", "json"],
+             [("GET", "/api/v1/user/teams", [ok(TEAMS)])]),
     Scenario("volumes", ["volumes", "list", "-o", "json"], [("GET", "/api/v1/training/volumes", [ok(VOLUMES)])],
              env={"PRIME_TEAM_ID": TEAM}),
     Scenario("whoami", ["whoami"], [("GET", "/api/v1/user/whoami", [ok(WHOAMI)])], env={"PRIME_TEAM_ID": TEAM}),
@@ -279,7 +304,8 @@ SCENARIOS = [
               "--reward-min", "0.5", "--limit", "50", "--cursor", "c1", "-o", "json"],
              [("GET", "/api/v1/traces", [ok(TRACE_LAST_PAGE)])], traces=True,
              note="Query encoding: context.* keys, boolean false, float, cursor; no team (no X-Prime-Team-ID)."),
-    Scenario("traces_list_pages", ["traces", "list", "--run-id", RUN, "--has-error", "--limit", "20", "--page", "2", "-o", "json"],
+    Scenario("traces_list_pages", ["traces", "list", "--run-id", RUN, "--has-error", "--limit", "20", "--page", "2",
+                                   "-o", "json"],
              [("GET", "/api/v1/traces", [ok({**TRACE_PAGE, "next_cursor": "c1"}), ok(TRACE_LAST_PAGE)])], traces=True,
              note="--page 2 walks the cursor: two GETs, the second with cursor=c1; boolean true."),
     Scenario("traces_get", ["traces", "get", "tr_01", "-o", "json"], [("GET", "/api/v1/traces/tr_01", [ok(TRACE)])],
@@ -291,15 +317,16 @@ SCENARIOS = [
              [("GET", f"/api/v1/runs/{RUN}/steps", [ok(RUN_STEPS)]), ("GET", f"/api/v1/runs/{RUN}", [ok(RUN_SUMMARY)])],
              env={"PRIME_TEAM_ID": TEAM}, traces=True),
     Scenario("traces_run_not_found", ["traces", "get", "cmrun-missing", "--runs", "-o", "json"],
-             [("GET", "/api/v1/runs/cmrun-missing", [err(404, {"error": {"code": "run_not_found",
-                                                                          "message": "no traces for run cmrun-missing"}})])],
+             [("GET", "/api/v1/runs/cmrun-missing",
+               [err(404, {"error": {"code": "run_not_found", "message": "no traces for run cmrun-missing"}})])],
              env={"PRIME_TEAM_ID": TEAM}, traces=True),
     Scenario("traces_episodes", ["traces", "list", "--episodes", "--run-id", RUN, "--run-step", "12", "-o", "json"],
              [("GET", "/api/v1/episodes", [ok({"items": [EPISODE], "next_cursor": None})])], traces=True),
     Scenario("traces_episode_get", ["traces", "get", "ep_01", "--episodes", "-o", "json"],
              [("GET", "/api/v1/episodes/ep_01", [ok(EPISODE_DETAIL)])], traces=True),
     Scenario("traces_runs_list", ["traces", "list", "--runs", "--run-type", "eval", "-o", "json"],
-             [("GET", "/api/v1/runs", [ok({"items": [{**RUN_SUMMARY, "context": {"source": "hosted_eval", "run_type": "eval"}}],
+             [("GET", "/api/v1/runs", [ok({"items": [{**RUN_SUMMARY, "context": {"source": "hosted_eval",
+                                                                                 "run_type": "eval"}}],
                                            "next_cursor": None})])], traces=True),
     Scenario("traces_search", ["traces", "search", "Traceback", "--run-id", RUN, "--has-error", "-o", "json"],
              [("GET", f"/api/v1/runs/{RUN}/search", [ok(SEARCH_PAGE)])], traces=True),

@@ -177,7 +177,8 @@ class AttemptView(BaseModel):
     attempt_id: str
     started_at: str = Field(description="ISO 8601 time the attempt was claimed.")
     channel: str | None = Field(default=None, description="Channel of the approval it used.")
-    outcome: str | None = Field(default=None, description="Latest outcome; None = in flight or crashed before recording.")
+    outcome: str | None = Field(default=None, description=(
+        "Latest outcome; None = in flight or crashed before recording."))
     outcome_at: str | None = None
     run_id: str | None = None
     facts: dict[str, Any] = Field(default_factory=dict, description="Facts recorded with the latest outcome.")

@@ -31,7 +31,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-
 from tools.errors import fail
 
 if TYPE_CHECKING:

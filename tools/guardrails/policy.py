@@ -89,7 +89,8 @@ class PlanFacts(BaseModel):
     model: str | None = Field(default=None, description="Model name, e.g. Qwen/Qwen3-4B.")
     steps: int | None = Field(default=None, description="Step cap of the run (max_steps).")
     owner: str | None = Field(default=None, description="Team id, or 'personal'.")
-    active_runs: int | None = Field(default=None, description="Queued or running runs of the owner now, excluding this one.")
+    active_runs: int | None = Field(default=None, description=(
+        "Queued or running runs of the owner now, excluding this one."))
 
 
 class PolicyDecision(BaseModel):

@@ -555,7 +555,7 @@ class Scrubber:
             return obj if same else new
         if isinstance(obj, (list, tuple, set, frozenset)):
             items = [self.scrub_obj(v) for v in obj]
-            if all(a is b for a, b in zip(items, obj)):
+            if all(a is b for a, b in zip(items, obj, strict=True)):
                 return obj
             return type(obj)(items)
         return obj

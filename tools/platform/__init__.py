@@ -18,11 +18,6 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-# httpx imports its optional command-line client (click, rich, pygments: ~40 ms) when those
-# happen to be installed; we never use it. A None entry makes that import fail as if they were
-# absent, so httpx falls back to its stub ``httpx.main``. Nothing else changes.
-sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-
 from tools.platform.errors import (
     Ambiguous,
     Conflict,
@@ -37,6 +32,11 @@ from tools.platform.errors import (
     Unavailable,
 )
 from tools.platform.settings import Settings, resolve_settings
+
+# httpx imports its optional command-line client (click, rich, pygments: ~40 ms) when those
+# happen to be installed; we never use it. A None entry makes that import fail as if they were
+# absent, so httpx falls back to its stub ``httpx.main``. Nothing else changes.
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 if TYPE_CHECKING:
     from tools.platform.client import PlatformClient, RetryPolicy, TracesClient

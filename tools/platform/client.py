@@ -145,7 +145,8 @@ class PlatformClient(BaseClient):
         Body: whichever of ``gpuType``, ``imageTag``, ``wandbApiKey``, ``hfToken`` are set.
         Same timeout and ambiguity rules as :meth:`create_run`.
         """
-        body = wire.build_resume_body(gpu_type=gpu_type, image_tag=image_tag, wandb_api_key=wandb_api_key, hf_token=hf_token)
+        body = wire.build_resume_body(gpu_type=gpu_type, image_tag=image_tag, wandb_api_key=wandb_api_key,
+                                      hf_token=hf_token)
         path = f"/training/runs/{self._run(run_id)}/resume"
         data = self._write("POST", path, body=body, timeout=self._create_timeout, creates=True)
         return self._parse(wire.HostedRunCreated, data, f"POST {path}", creates=True)
@@ -326,7 +327,8 @@ class PlatformClient(BaseClient):
     # -- account (rows 23, 25) -----------------------------------------------------------
     def list_teams(self, *, offset: int = 0, limit: int = 100) -> wire.TeamList:
         """GET ``/user/teams?offset=&limit=`` (row 23): one page of the user's teams."""
-        return self._parse(wire.TeamList, self._get("/user/teams", {"offset": offset, "limit": limit}), "GET /user/teams")
+        teams = self._get("/user/teams", {"offset": offset, "limit": limit})
+        return self._parse(wire.TeamList, teams, "GET /user/teams")
 
     def list_all_teams(self, *, page_size: int = 100, max_pages: int = 50) -> list[wire.Team]:
         """Every team, paging like the CLI's ``fetch_teams`` (offset += page_size until ``total_count``)."""
@@ -583,7 +585,8 @@ class TracesClient(BaseClient):
         limit: int | None = None,
         cursor: str | None = None,
     ) -> wire.RunListPage:
-        """GET ``/runs`` (row 32): runs with trace totals; ``run_type`` ``eval`` | ``train`` | ``unknown`` (repeatable)."""
+        """GET ``/runs`` (row 32): runs with trace totals; ``run_type`` ``eval`` | ``train`` | ``unknown``
+        (repeatable)."""
         pairs = {
             "run_type": run_type,
             "created_by": created_by,
@@ -644,7 +647,8 @@ class TracesClient(BaseClient):
         self, path: str, params: Mapping[str, Any], team_id: str | None, chunk_size: int | None
     ) -> tuple[httpx.Response, Iterator[bytes], bytes]:
         endpoint = f"GET {path}"
-        request = self._http.build_request("GET", self.url(path), params=clean_params(params), headers=self._team(team_id))
+        request = self._http.build_request("GET", self.url(path), params=clean_params(params),
+                                           headers=self._team(team_id))
         secrets = self._secrets(None)
         failure: perr.PlatformError | None = None
         try:

@@ -13,8 +13,8 @@ is kept in ``status`` (``None`` for transport failures).
 | :class:`NotFound` | ``not_found`` | HTTP 404 |
 | :class:`Conflict` | ``conflict`` | HTTP 409 |
 | :class:`RateLimited` | ``rate_limited`` | HTTP 429 (``retry_after`` in seconds when the server sent ``Retry-After``) |
-| :class:`Unavailable` | ``unavailable`` | HTTP 5xx, or a transport failure (``sent`` tells whether the request left this machine) |
-| :class:`InvalidRequest` | ``invalid_request`` | HTTP 400/405/422 and other 4xx, or a 2xx body that is not the documented shape |
+| :class:`Unavailable` | ``unavailable`` | HTTP 5xx, or a transport failure (``sent``: the request left this machine) |
+| :class:`InvalidRequest` | ``invalid_request`` | HTTP 400/405/422 and other 4xx, or a 2xx body of the wrong shape |
 | :class:`Ambiguous` | ``ambiguous`` | a non-idempotent request (run create) was sent and its outcome is unknown |
 
 Source of the status mapping: reference/prime-api.md §1.3 (platform) and §6.1 (traces).

@@ -429,7 +429,8 @@ class BaseClient:
             raise perr.InvalidRequest(message, status=response.status_code, endpoint=endpoint)
         return data
 
-    def _get(self, path: str, params: Mapping[str, Any] | None = None, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+    def _get(self, path: str, params: Mapping[str, Any] | None = None,
+             headers: Mapping[str, str] | None = None) -> dict[str, Any]:
         """GET with the read retry policy."""
         self._require_key()
         for attempt in self._retrying():
