@@ -1,16 +1,41 @@
-"""The one error shape every tool returns: :class:`ToolError`.
+"""The one error shape every tool returns: :class:`ToolError`, and its codes, :data:`ErrorCode`.
 
 Tools never let an exception escape to the agent. Inside a tool, raise
 :class:`ToolFailure` (or let a :class:`~tools.platform.errors.PlatformError` propagate);
 the ``@tool`` wrapper in :mod:`tools.context` turns either into a :class:`ToolError`
 whose ``fix`` names the next call or command.
+
+Every code is named once, in :data:`ErrorCode` (the platform's own in
+:data:`tools.platform.errors.PlatformCode`); ``ToolError.code`` is typed with it, so agents see
+an enum in each tool's output schema, and docs/ARCHITECTURE.md says what each one means (a test
+keeps the two lists equal).
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 from tools.platform import errors as perr
+
+#: Every ``ToolError.code``. A new code goes here and in docs/ARCHITECTURE.md ("Error codes"); the
+#: CLI's exit code for it is 3 unless skill.exit_codes maps it to another.
+ErrorCode = Literal[
+    perr.PlatformCode,  # the platform's answers, mapped by from_platform()
+    # calls and arguments (skill.registry, the @tool wrapper)
+    "bad_arguments", "unknown_tool", "internal_error", "file_error", "dependency_missing",
+    # secrets by name (tools.guardrails.secrets)
+    "secret_in_input", "unsupported_secret", "secret_not_set", "env_file_invalid",
+    # configs
+    "config_not_found", "invalid_toml", "invalid_config", "dest_exists", "write_failed",
+    # owner and plan facts
+    "invalid_team", "owner_ambiguous", "invalid_context", "volume_not_found",
+    # the confirmation gate and the launch ledger
+    "unknown_plan", "plan_changed", "plan_expired", "confirmation_required", "confirmation_invalid",
+    "confirmation_expired", "confirmation_used", "approval_refused", "already_dispatched", "ambiguous_launch",
+    "ledger_busy",
+]
 
 
 class FieldProblem(BaseModel):
@@ -29,7 +54,7 @@ class ToolError(BaseModel):
     """
 
     error: bool = Field(default=True, description="Always true; tells a ToolError apart from a result.")
-    code: str = Field(description="Stable machine code, e.g. not_found, unauthorized, confirmation_required.")
+    code: ErrorCode = Field(description="Stable machine code, e.g. not_found, unauthorized, confirmation_required.")
     message: str = Field(description="What went wrong, for a human.")
     retryable: bool = Field(default=False, description="True when the same call may succeed later.")
     ambiguous: bool = Field(default=False, description="True when the call may have taken effect; never repeat it.")
@@ -46,7 +71,7 @@ class ToolFailure(Exception):
         self.error = error
 
 
-def fail(code: str, message: str, fix: str, **extra) -> ToolFailure:
+def fail(code: ErrorCode, message: str, fix: str, **extra) -> ToolFailure:
     """Build a :class:`ToolFailure` in one line: ``raise fail("not_found", "...", "call mf_list_runs")``."""
     return ToolFailure(ToolError(code=code, message=message, fix=fix, **extra))
 

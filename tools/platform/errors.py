@@ -22,6 +22,14 @@ Source of the status mapping: reference/prime-api.md §1.3 (platform) and §6.1 
 
 from __future__ import annotations
 
+from typing import ClassVar, Literal
+
+#: The ``code`` of every class in the table above (part of ``tools.errors.ErrorCode``).
+PlatformCode = Literal[
+    "platform_error", "credentials_missing", "unauthorized", "payment_required", "forbidden", "not_found",
+    "conflict", "rate_limited", "unavailable", "invalid_request", "ambiguous",
+]
+
 
 class PlatformError(Exception):
     """Base class: a Model Factory request failed.
@@ -39,7 +47,7 @@ class PlatformError(Exception):
         endpoint: ``"METHOD /path"`` of the failed request (no query, no host), if known.
     """
 
-    code = "platform_error"
+    code: ClassVar[PlatformCode] = "platform_error"
     retryable = False
     ambiguous = False
 
