@@ -179,7 +179,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from skill import registry
-    from tools.context import Context
+    from tools.core import Context
     from tools.platform import wire
     from tools.platform.client import PlatformClient
     from tools.platform.settings import resolve_settings

@@ -46,7 +46,7 @@ def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
              "stdout are not both a terminal here). Agents cannot approve plans.", sys.stderr)
         return EXIT_CONFIRMATION
 
-    from tools.context import Context
+    from tools.core import Context
     from tools.errors import ToolFailure
     from tools.launch_approval import approve_plan, plan_request
 

@@ -68,7 +68,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse, with usage errors scrubbed of secret values (a bad value is quoted back)."""
 
     def error(self, message: str) -> typing.NoReturn:
-        from tools.context import Context
+        from tools.core import Context
 
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {Context.from_environment().scrubber.scrub_text(message)}\n")
@@ -112,7 +112,7 @@ def run_tool_command(spec: Any, argv: list[str]) -> int:
 def run_tool(name: str, arguments: dict[str, Any], *, as_json: bool, long_running: bool = False) -> int:
     """Call a tool through the registry, print its result, return the exit code."""
     from skill import registry
-    from tools.context import Context
+    from tools.core import Context
 
     ctx = Context.from_environment()
     bar = None

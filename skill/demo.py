@@ -49,7 +49,7 @@ def run_demo(*, as_json: bool = False, dest: Path | None = None, speed: float | 
     ``traces_downloaded``, ``dest`` (and ``plan_id``, ``approval_channel``).
     """
     from skill.emulator import EmulatorServer
-    from tools.context import Context
+    from tools.core import Context
 
     console = Console(stderr=True, highlight=False)
     say = console.print

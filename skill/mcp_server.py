@@ -190,7 +190,7 @@ def _tool_context(request_ctx: Any, params: Any, approvals: Approvals) -> Any:
 
     import anyio.from_thread
 
-    from tools.context import Context
+    from tools.core import Context
 
     log = logging.getLogger("model_factory.mcp")
     session = request_ctx.session

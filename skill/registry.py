@@ -573,7 +573,7 @@ def call_tool(name: str, arguments: Mapping[str, Any] | str | None = None, ctx: 
     """Run tool ``name`` with ``arguments``; return its result model or a ToolError.
 
     The single entry point of every surface (MCP server, CLI, chat-assistant helpers).
-    ``ctx`` is a :class:`tools.context.Context` (default: one over the process
+    ``ctx`` is a :class:`tools.core.Context` (default: one over the process
     environment). An unknown tool name or malformed arguments give a ToolError
     (``unknown_tool``, ``bad_arguments``); an unexpected exception gives
     ``internal_error`` with its type and message (scrubbed), never a traceback.
@@ -601,6 +601,6 @@ def call_tool(name: str, arguments: Mapping[str, Any] | str | None = None, ctx: 
 
 def _scrubbed(error: ToolError, ctx: Any) -> ToolError:
     """``error`` with every secret value the context knows replaced (``ctx`` None: the process environment's)."""
-    from tools.context import Context
+    from tools.core import Context
 
     return (ctx or Context.from_environment()).scrubber.scrub_model(error)

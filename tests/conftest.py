@@ -14,7 +14,7 @@ from urllib.parse import parse_qs
 import pytest
 
 from skill.emulator import DEMO_SPEED, EmulatorServer
-from tools.context import Context
+from tools.core import Context
 
 ROOT = Path(__file__).resolve().parent.parent
 

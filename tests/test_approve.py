@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from skill.emulator import DEMO_SPEED, EmulatorServer
-from tools.context import Context
+from tools.core import Context
 from tools.errors import ToolError, ToolFailure
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger, utc_now

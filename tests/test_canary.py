@@ -41,7 +41,7 @@ from conftest import Recorder
 
 from skill import registry
 from skill.emulator import DEMO_SPEED, TEAM_RESEARCH_ID, EmulatorServer, default_seed
-from tools.context import Context
+from tools.core import Context
 from tools.errors import ToolError
 from tools.launch_approval import approve_plan
 

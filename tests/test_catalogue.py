@@ -22,9 +22,8 @@ from tools.catalogue import (
     list_teams,
     list_volumes,
 )
-from tools.context import Context
+from tools.core import OUTPUT_BUDGET_CHARS, Context
 from tools.errors import ToolError
-from tools.reads import OUTPUT_BUDGET_CHARS
 
 UNUSED_TEAM = "c" + "z" * 24
 

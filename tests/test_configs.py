@@ -30,7 +30,7 @@ from tools.configs import (
     validate_config,
     write_new_file,
 )
-from tools.context import Context
+from tools.core import Context
 from tools.errors import ToolError, ToolFailure
 
 ROOT = Path(__file__).resolve().parent.parent

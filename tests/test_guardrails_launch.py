@@ -27,7 +27,7 @@ import pytest
 from conftest import Recorder
 
 from skill.emulator import DEMO_SPEED, TEAM_RESEARCH_ID, EmulatorServer
-from tools.context import Context
+from tools.core import Context
 from tools.errors import ToolError, ToolFailure
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.context import Context
+from tools.core import Context
 from tools.errors import ToolFailure
 from tools.guardrails.ledger import LEDGER_FILE, Ledger
 from tools.guardrails.secrets import Scrubber

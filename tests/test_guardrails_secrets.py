@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 from pydantic import BaseModel, ConfigDict, SecretStr
 
-from tools.context import Context
+from tools.core import Context
 from tools.errors import FieldProblem, ToolError, ToolFailure
 from tools.guardrails.secrets import (
     FORWARDABLE,

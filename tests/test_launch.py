@@ -21,7 +21,7 @@ from conftest import Recorder
 
 from skill.cli import EXIT_CONFIRMATION, exit_code_for
 from skill.emulator import DEMO_SPEED, TEAM_EVALS_ID, TEAM_RESEARCH_ID, EmulatorServer
-from tools.context import Context
+from tools.core import Context
 from tools.errors import ToolError, ToolFailure
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger, utc_now

@@ -21,7 +21,7 @@ import pytest
 
 from skill.cli import EXIT_AMBIGUOUS, exit_code_for
 from skill.emulator import DEMO_SPEED, EmulatorServer
-from tools.context import Context
+from tools.core import Context
 from tools.errors import ToolError, ToolFailure
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger
@@ -178,7 +178,7 @@ def test_nothing_sent_then_retry_creates_one_run_without_new_approval(emu, tmp_p
 
 def _race_worker(env: dict[str, str], home: str, state: str, plan_id: str, token: str | None,
                  barrier: Any, out: Any) -> None:
-    from tools.context import Context as Ctx
+    from tools.core import Context as Ctx
     from tools.launch import DispatchRunInput as Input
     from tools.launch import dispatch_run as run
 

@@ -16,10 +16,9 @@ import pytest
 from skill import registry
 from skill.emulator.logs import make_line
 from tools import logs
-from tools.context import Context
+from tools.core import OUTPUT_BUDGET_CHARS, Context
 from tools.errors import ToolError
 from tools.platform import wire
-from tools.reads import OUTPUT_BUDGET_CHARS
 
 QUEUE, STARTUP, STEP = 60.0, 90.0, 30.0
 

@@ -20,11 +20,10 @@ import pytest
 from skill import registry
 from skill.emulator import TEAM_EVALS_ID, EmulatorServer, TraceShape
 from skill.emulator.logs import make_line
-from tools.context import Context
+from tools.core import OUTPUT_BUDGET_CHARS, Context
 from tools.errors import ToolError
 from tools.metrics import PNG_SIGNATURE
 from tools.platform import wire
-from tools.reads import OUTPUT_BUDGET_CHARS
 
 QUEUE, STARTUP, STEP, FINALIZE = 60.0, 90.0, 30.0, 10.0
 

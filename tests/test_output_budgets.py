@@ -18,7 +18,7 @@ import pytest
 
 from skill import registry
 from skill.emulator import EmulatorServer
-from tools.context import Context
+from tools.core import Context
 from tools.platform import wire
 
 ROOT = Path(__file__).resolve().parent.parent

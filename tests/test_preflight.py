@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from skill.emulator import OTHER_API_KEY, TEAM_EVALS_ID, TEAM_RESEARCH_ID, EmulatorServer
-from tools.context import Context
+from tools.core import Context
 from tools.preflight import PreflightInput, PreflightReport, preflight
 
 UNUSED_TEAM = "c" + "z" * 24  # well-formed team id nobody belongs to

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from skill import registry
 from skill.emulator import EmulatorServer
-from tools.context import Context, tool
+from tools.core import Context, tool
 from tools.errors import ToolError
 from tools.platform import wire
 

@@ -23,10 +23,9 @@ from pathlib import Path
 import pytest
 
 from skill import registry
-from tools.context import Context
+from tools.core import OUTPUT_BUDGET_CHARS, Context
 from tools.errors import ToolError
 from tools.platform import wire
-from tools.reads import OUTPUT_BUDGET_CHARS
 
 DONE = 60 + 90 + 30 * 20 + 10 + 5  # queued + start-up + 20 steps + finalize + ingest, simulated seconds
 

@@ -1,7 +1,7 @@
 """Catalogue reads: models, GPU types with prices, volumes, teams.
 
 ``team`` on every input: ``"personal"``, a team id, or null for the configured owner
-(:func:`tools.owner.resolve_owner`, non-strict: the CLI's precedence). Sources:
+(:func:`tools.core.resolve_owner`, non-strict: the CLI's precedence). Sources:
 GET ``/training/available-fft-models`` (models, on-demand offers, beta access),
 GET ``/training/available-gpu-types``, GET ``/training/volumes``, GET ``/user/teams``
 (reference/prime-api.md §2.1 rows 6, 7, 23, 26; §2.4, §2.5, §2.7).
@@ -10,7 +10,7 @@ Prices are USD per GPU-hour for on-demand capacity. ``null`` means unknown (rese
 capacity has no on-demand price), never zero. ``on_demand_beta_access`` null means the
 platform did not say: it is not a denial.
 
-Results stay under the output budget (:data:`tools.reads.OUTPUT_BUDGET_CHARS` characters of
+Results stay under the output budget (:data:`tools.core.OUTPUT_BUDGET_CHARS` characters of
 JSON); when items are cut, ``truncated`` is true and ``omitted`` / ``narrow_hint`` say what and how to narrow.
 Errors: platform errors (``unauthorized``, ``forbidden``, ``unavailable``...), and
 ``invalid_team`` for a malformed team id.
@@ -20,10 +20,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.context import Context, tool
-from tools.owner import Owner, resolve_owner
+from tools.core import Context, Owner, fit_largest, resolve_owner, tool
 from tools.platform import wire
-from tools.reads import fit_largest
 
 _TEAM = ("Owner: 'personal', a team id (see mf_list_teams), or null for the configured owner "
          "(PRIME_TEAM_ID, then ~/.prime/config.json, else personal).")
@@ -282,7 +280,7 @@ class ListTeamsInput(BaseModel):
 def list_teams(inp: ListTeamsInput, ctx: Context) -> TeamList:
     """Teams of this API key and the currently selected owner (with its source).
 
-    Sources: GET ``/user/teams`` (all pages) and :func:`tools.owner.resolve_owner`
+    Sources: GET ``/user/teams`` (all pages) and :func:`tools.core.resolve_owner`
     (``PRIME_TEAM_ID``, then the context / ``~/.prime/config.json`` ``team_id``, else personal).
     """
     teams = ctx.platform().list_all_teams()

@@ -30,7 +30,7 @@ from typing import Any, Literal
 import tomlkit
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.context import Context, tool
+from tools.core import OUTPUT_BUDGET_CHARS, Context, fit_largest, tool
 from tools.errors import FieldProblem, fail
 from tools.guardrails.secrets import (
     FORWARDABLE,
@@ -40,7 +40,6 @@ from tools.guardrails.secrets import (
     scan_for_secrets,
     toml_env_files,
 )
-from tools.reads import OUTPUT_BUDGET_CHARS, fit_largest
 
 #: The bundled prime-rl examples (verbatim, see examples/PROVENANCE.md).
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"

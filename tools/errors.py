@@ -2,7 +2,7 @@
 
 Tools never let an exception escape to the agent. Inside a tool, raise
 :class:`ToolFailure` (or let a :class:`~tools.platform.errors.PlatformError` propagate);
-the ``@tool`` wrapper in :mod:`tools.context` turns either into a :class:`ToolError`
+the ``@tool`` wrapper in :mod:`tools.core` turns either into a :class:`ToolError`
 whose ``fix`` names the next call or command.
 
 Every code is named once, in :data:`ErrorCode` (the platform's own in

@@ -26,7 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.context import Context, tool
+from tools.core import Context, Owner, dashboard_url, fit_largest, owner_label, tool
 from tools.errors import ToolFailure, fail, from_platform
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger
@@ -49,10 +49,8 @@ from tools.launch_plan import (
     build_plan,
     summary_text,
 )
-from tools.owner import Owner, owner_label
 from tools.platform import errors as perr
 from tools.platform import wire
-from tools.reads import dashboard_url, fit_largest
 
 __all__ = ["PlanRunInput", "plan_run", "dispatch_run", "stop_run", "list_launches"]
 

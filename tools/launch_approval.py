@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from tools.context import Context
+from tools.core import Context
 from tools.errors import FieldProblem, ToolFailure, fail
 from tools.guardrails.confirmation import LaunchState, launch_state, material_changes, mint
 from tools.guardrails.ledger import Ledger, utc_now

@@ -26,13 +26,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools import configs
-from tools.context import Context
+from tools.core import Context, Owner, resolve_owner
 from tools.errors import FieldProblem, ToolFailure, fail
 from tools.guardrails import secrets as gsecrets
 from tools.guardrails.confirmation import config_sha256, plan_hash
 from tools.guardrails.policy import load_for_context
 from tools.launch_cost import CostEstimate, estimate_cost, magnitude_warnings
-from tools.owner import Owner, resolve_owner
 from tools.platform import errors as perr
 
 #: Step cap of a smoke run unless the user asks otherwise.

@@ -27,11 +27,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from tools.context import Context, tool
+from tools.core import OUTPUT_BUDGET_CHARS, RUN_ID, Context, fit_largest, json_chars, require_run, tool
 from tools.platform import errors as perr
 from tools.platform import wire
 from tools.platform.client import PlatformClient
-from tools.reads import OUTPUT_BUDGET_CHARS, RUN_ID, fit_largest, json_chars, require_run
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 LOG_PREFIX = re.compile(r"^(?:\[adminlog\]\s+|\[[a-zA-Z_]+\d+\]:\s*|\(\w+ pid=\d+\)\s+)")

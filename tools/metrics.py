@@ -15,11 +15,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.context import Context, tool
+from tools.core import RUN_ID, Context, fit_largest, is_number, require_run_on_404, tool
 from tools.errors import fail
 from tools.platform.client import PlatformClient
 from tools.platform.files import write_atomic
-from tools.reads import RUN_ID, fit_largest, is_number, require_run_on_404
 
 #: Columns shown by default when a run logs more metrics than this.
 DEFAULT_METRIC_COLUMNS = 12

@@ -1,12 +1,12 @@
 """Monitoring tools: read a run, list runs, decide whether a run is progressing, list its
 checkpoints, and wait for it, all bounded in time and in output size. Log tools live in
-:mod:`tools.logs`, metric tools in :mod:`tools.metrics`, shared pieces in :mod:`tools.reads`.
+:mod:`tools.logs`, metric tools in :mod:`tools.metrics`, shared pieces in :mod:`tools.core`.
 
 Sources (reference/prime-api.md): GET ``/rft/runs/{id}`` (§2.2, §5.1), ``/rft/runs``
 (§5.2), ``/logs`` (§5.5), ``/env-servers`` (§2.3, §5.6), ``/metrics`` (§5.7),
 ``/progress`` (§5.8), ``/checkpoints`` (§2.3, §5.10). Ages ("no new step for 12 min")
 are measured against the server's clock (the ``Date`` header, see
-:meth:`tools.platform.http.BaseClient.server_now`), never the local one.
+:meth:`tools.platform._http.BaseClient.server_now`), never the local one.
 
 Output budget: every result's JSON stays under :data:`OUTPUT_BUDGET_CHARS`; a result
 that had to cut says so in ``truncated``, counts what it left out in ``omitted`` and says
@@ -24,24 +24,26 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tools import logs as logtext
-from tools.context import Context, tool
-from tools.metrics import reward_key
-from tools.owner import owner_label, resolve_owner
-from tools.platform import errors as perr
-from tools.platform import wire
-from tools.platform.client import PlatformClient, RetryPolicy
-from tools.reads import (
+from tools.core import (
     RUN_ID,
+    Context,
     dashboard_url,
     fit_largest,
     is_number,
     not_found,
+    owner_label,
     parse_time,
     require_run,
     require_run_on_404,
+    resolve_owner,
     seconds_since,
     server_now,
+    tool,
 )
+from tools.metrics import reward_key
+from tools.platform import errors as perr
+from tools.platform import wire
+from tools.platform.client import PlatformClient, RetryPolicy
 
 __all__ = ["check_progress", "get_run", "list_checkpoints", "list_runs", "wait_for_run"]
 
@@ -219,7 +221,7 @@ def _newest_first(runs: list[wire.RLRun]) -> list[wire.RLRun]:
 def list_runs(inp: ListRunsInput, ctx: Context) -> ListRunsResult:
     """List the owner's runs, newest first, one page (GET ``/rft/runs?page=&limit=&team_id=``).
 
-    The owner is resolved like the CLI (:func:`tools.owner.resolve_owner`). With ``status``
+    The owner is resolved like the CLI (:func:`tools.core.resolve_owner`). With ``status``
     the newest pages (up to 1000 runs) are read and filtered here. A backend that ignores
     paging (no ``total``) is paged locally, as the CLI does. Errors: ``invalid_team``,
     the platform codes.

@@ -32,9 +32,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.context import Context, tool
+from tools.core import Context, Owner, resolve_owner, tool
 from tools.errors import ToolFailure
-from tools.owner import Owner, resolve_owner
 from tools.platform import errors as perr
 from tools.platform.client import PlatformClient, RetryPolicy, TracesClient
 from tools.platform.settings import home_folder

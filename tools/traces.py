@@ -39,14 +39,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.context import Context, tool
+from tools.core import OUTPUT_BUDGET_CHARS, RUN_ID, Context, json_chars, not_found, resolve_owner, tool
 from tools.errors import fail
-from tools.owner import resolve_owner
 from tools.platform import errors as perr
 from tools.platform import wire
 from tools.platform.client import TracesClient
 from tools.platform.files import is_partial, write_atomic
-from tools.reads import OUTPUT_BUDGET_CHARS, RUN_ID, json_chars, not_found
 
 PAGE_LIMIT = 100
 #: Episodes per page when walking a step's episodes (fixed, so cursors stay valid).

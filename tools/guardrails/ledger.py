@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from tools.errors import fail
 
 if TYPE_CHECKING:
-    from tools.context import Context
+    from tools.core import Context
     from tools.guardrails.secrets import Scrubber
 
 LEDGER_FILE = "launches.jsonl"

@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tools.platform.settings import home_folder
 
 if TYPE_CHECKING:
-    from tools.context import Context
+    from tools.core import Context
 
 POLICY_ENV = "MODEL_FACTORY_POLICY"
 

@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from tools.errors import FieldProblem, ToolError, ToolFailure, fail
 
 if TYPE_CHECKING:
-    from tools.context import Context
+    from tools.core import Context
 
 #: Env names a run may receive -> their key in the create body (POST /training/runs).
 FORWARDABLE: dict[str, str] = {"WANDB_API_KEY": "wandbApiKey", "HF_TOKEN": "hfToken"}
@@ -83,7 +83,7 @@ def parse_env_file(path: str | Path, env: Mapping[str, str]) -> EnvFile:
     empty value counts as set). Later lines override earlier ones.
 
     Differences from the CLI, all about disclosure: expansion reads ``env`` (the agent's
-    environment as the :class:`~tools.context.Context` sees it) instead of ``os.environ``;
+    environment as the :class:`~tools.core.Context` sees it) instead of ``os.environ``;
     the invalid-key warning names file:line but not the key (the "key" of a mangled line
     may be a pasted secret); the file is read as UTF-8.
 

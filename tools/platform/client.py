@@ -18,7 +18,7 @@ Behaviour beyond the CLI, on purpose:
   request was sent and no usable answer came back (read timeout, connection reset,
   5xx, an unreadable 2xx); ``Unavailable(sent=False)`` when it provably never left.
 - Every failure is one of the typed errors of :mod:`tools.platform.errors` (mapping in
-  :func:`~tools.platform.http.error_from_response`). Messages never contain the API key
+  :func:`~tools.platform._http.error_from_response`). Messages never contain the API key
   or a request-body secret (``wandbApiKey``, ``hfToken``), and no httpx exception (whose
   request holds the ``Authorization`` header) is chained onto them.
 """
@@ -34,8 +34,7 @@ import httpx
 
 from tools.platform import errors as perr
 from tools.platform import wire
-from tools.platform.files import write_atomic
-from tools.platform.http import (
+from tools.platform._http import (
     NOT_THE_API,
     BaseClient,
     RetryPolicy,
@@ -45,6 +44,7 @@ from tools.platform.http import (
     parse_retry_after,
     path_segment,
 )
+from tools.platform.files import write_atomic
 from tools.platform.settings import Settings
 
 __all__ = [

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from tools.context import Context
+from tools.core._context import Context
 from tools.errors import fail
 from tools.platform.settings import looks_like_team_id
 

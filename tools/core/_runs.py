@@ -1,24 +1,20 @@
-"""Pieces shared by the read tools (:mod:`tools.monitor`, :mod:`tools.logs`,
-:mod:`tools.metrics`, :mod:`tools.traces`): the output budget, the run-id field, run
-lookup with an actionable ``not_found``, server time and timestamps, atomic file writes.
+"""Looking up a run the way every run tool does: the ``run_id`` input field, GET ``/rft/runs/{id}``
+with an actionable ``not_found``, and the run's dashboard link.
 
-Output budget: a read tool's JSON stays under :data:`OUTPUT_BUDGET_CHARS`. A tool builds
-its result for ``k`` kept items and :func:`fit_largest` finds the largest ``k`` that fits;
-the result then says ``truncated``, counts what it left out in ``omitted`` and gives a
-``narrow_hint``.
+Source: reference/prime-api.md §2.2 (GET ``/rft/runs/{id}``), §5.1.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from tools.context import Context
+from tools.core._context import Context
 from tools.errors import fail
 from tools.platform import errors as perr
 
@@ -26,38 +22,9 @@ if TYPE_CHECKING:  # annotations only: importing this module stays cheap (no htt
     from tools.platform import wire
     from tools.platform.client import PlatformClient
 
-#: Characters of JSON a read tool returns at most.
-OUTPUT_BUDGET_CHARS = 8000
-
-B = TypeVar("B", bound=BaseModel)
-
 #: The ``run_id`` input field of every run tool.
 RUN_ID = Field(min_length=1, max_length=200,
                description="Run id, as shown by mf_list_runs or returned by mf_dispatch_run.")
-
-
-def json_chars(model: BaseModel) -> int:
-    """Length of ``model`` as JSON (what the budget counts)."""
-    return len(model.model_dump_json())
-
-
-def fit_largest(build: Callable[[int], B], n: int, budget: int = OUTPUT_BUDGET_CHARS) -> B:
-    """``build(k)`` for the largest ``k <= n`` whose JSON fits ``budget`` (``build(0)`` if none does).
-
-    ``build(k)`` keeps ``k`` items, sets its own truncation fields, and must grow with ``k``.
-    Binary search: about log2(n) builds.
-    """
-    full = build(n)
-    if n == 0 or json_chars(full) <= budget:
-        return full
-    lo, hi = 0, n - 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if json_chars(build(mid)) <= budget:
-            lo = mid
-        else:
-            hi = mid - 1
-    return build(lo)
 
 
 def not_found(run_id: str) -> Exception:

@@ -7,6 +7,11 @@ A :class:`Context` is cheap to build and resolves everything lazily, so importin
 The :func:`tool` decorator is the single place where a tool's outcome is normalised:
 a result model, or a :class:`~tools.errors.ToolError` (from ``ToolFailure`` or a
 ``PlatformError``), always scrubbed of every known secret value.
+
+The secrets guardrail is applied here, at runtime: :attr:`Context.scrubber` is a
+:class:`tools.guardrails.secrets.Scrubber` and :func:`tool` calls
+:func:`tools.guardrails.secrets.refuse_secret_values` (hence core sits above the guardrails;
+see :mod:`tools.core`).
 """
 
 from __future__ import annotations
@@ -21,10 +26,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from tools.errors import ToolError, ToolFailure, from_os_error, from_platform
+from tools.guardrails.secrets import Scrubber, refuse_secret_values
 from tools.platform.errors import PlatformError
 
 if TYPE_CHECKING:
-    from tools.guardrails.secrets import Scrubber
     from tools.platform.client import PlatformClient, TracesClient
     from tools.platform.settings import Settings
 
@@ -102,8 +107,6 @@ class Context:
     def scrubber(self) -> Scrubber:
         """Replaces every known secret value in outputs (see :mod:`tools.guardrails.secrets`)."""
         if self._scrubber is None:
-            from tools.guardrails.secrets import Scrubber
-
             self._scrubber = Scrubber.from_context(self)
         return self._scrubber
 
@@ -176,8 +179,6 @@ def tool(fn: Callable[[Any, Context], M]) -> Callable[..., M | ToolError]:
         own = ctx is None
         ctx = ctx or Context.from_environment()
         try:
-            from tools.guardrails.secrets import refuse_secret_values
-
             refuse_secret_values(inp, root="arguments", known_values=ctx.scrubber.known_values())
             result: BaseModel = fn(inp, ctx)
         except ToolFailure as failure:

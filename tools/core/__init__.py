@@ -1,0 +1,49 @@
+"""What every tool shares: the :class:`Context` a call runs with, the :func:`tool` decorator,
+the output budget, run lookups and owner resolution.
+
+This is the layer that applies the guardrails to every call: the context's scrubber (built from
+:mod:`tools.guardrails.secrets`) cleans every result, error and progress message and every
+platform answer on arrival, and :func:`tool` refuses arguments holding a secret-looking value
+before the body runs. So ``tools.core`` sits above ``tools.guardrails`` (pure local checks over
+plain values, which only need the error shape of :mod:`tools.errors`) and below the phase
+packages. The definitions live in private modules; import them from here.
+"""
+
+from tools.core._budget import OUTPUT_BUDGET_CHARS, fit_largest, json_chars
+from tools.core._context import STATE_DIR_ENV, Approver, Context, ProgressCallback, tool
+from tools.core._owner import PERSONAL, Owner, owner_label, resolve_owner
+from tools.core._runs import (
+    RUN_ID,
+    dashboard_url,
+    is_number,
+    not_found,
+    parse_time,
+    require_run,
+    require_run_on_404,
+    seconds_since,
+    server_now,
+)
+
+__all__ = [
+    "OUTPUT_BUDGET_CHARS",
+    "PERSONAL",
+    "RUN_ID",
+    "STATE_DIR_ENV",
+    "Approver",
+    "Context",
+    "Owner",
+    "ProgressCallback",
+    "dashboard_url",
+    "fit_largest",
+    "is_number",
+    "json_chars",
+    "not_found",
+    "owner_label",
+    "parse_time",
+    "require_run",
+    "require_run_on_404",
+    "resolve_owner",
+    "seconds_since",
+    "server_now",
+    "tool",
+]
