@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from skill.emulator import EmulatorServer  # noqa: E402
+from tools.configs import EXAMPLES_DIR  # noqa: E402
 
 PRIME_VERSION = "0.18.0"
 PRIME_VENV = Path(os.environ.get("MF_PRIME_VENV") or
@@ -193,7 +194,7 @@ def main() -> None:
             "MODEL_FACTORY_STATE_DIR": str(Path(tmp) / "state"), "PATH": os.environ.get("PATH", ""),
             "NO_COLOR": "1", "COLUMNS": "200",
         }
-        config = tomllib.loads((ROOT / "tools/examples/basic/reverse-text/rl.toml").read_text())
+        config = tomllib.loads((EXAMPLES_DIR / "basic/reverse-text/rl.toml").read_text())
         settings = resolve_settings(env=env, home=home)
         with PlatformClient(settings) as client:
             run_id = client.create_run(wire.build_create_body(config, name="bench")).run_id

@@ -19,9 +19,10 @@ from typing import Any
 from rich.console import Console
 
 from skill import registry
+from tools.configs import EXAMPLES_DIR
 from tools.errors import ToolError
 
-DEMO_CONFIG = Path(__file__).resolve().parent.parent / "tools" / "examples" / "basic" / "reverse-text" / "rl.toml"
+DEMO_CONFIG = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
 DEFAULT_SPEED = 100.0
 WAIT_SLICE_SECONDS = 1
 

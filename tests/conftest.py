@@ -14,6 +14,7 @@ from urllib.parse import parse_qs
 import pytest
 
 from skill.emulator import DEMO_SPEED, EmulatorServer
+from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,8 +59,8 @@ def frozen_ctx(emulator: EmulatorServer, mf_env: dict[str, str], tmp_path: Path)
 
 @pytest.fixture(scope="session")
 def examples_dir() -> Path:
-    """``tools/examples``: the verbatim prime-rl example configs bundled with the package."""
-    return ROOT / "tools" / "examples"
+    """``tools/configs/examples``: the verbatim prime-rl example configs bundled with the package."""
+    return EXAMPLES_DIR
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from skill.emulator import DEMO_SPEED, EmulatorServer
+from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import ToolError, ToolFailure
 from tools.guardrails import confirmation as gate
@@ -30,7 +31,7 @@ from tools.launch import DispatchRunInput, PlanRunInput, StopRunInput, dispatch_
 from tools.launch_approval import PLAN_MAX_AGE_SECONDS, approve_plan
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "tools" / "examples" / "basic" / "reverse-text" / "rl.toml"
+EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
 CLI = Path(sys.executable).parent / "model-factory"
 TOKEN = re.compile(r"mfc_\S+_[0-9a-f]{40}")
 

@@ -41,12 +41,13 @@ from conftest import Recorder
 
 from skill import registry
 from skill.emulator import DEMO_SPEED, TEAM_RESEARCH_ID, EmulatorServer, default_seed
+from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import ToolError
 from tools.launch_approval import approve_plan
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "tools" / "examples" / "basic" / "reverse-text" / "rl.toml"
+EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
 
 # Each canary: a kind prefix, then 12 letters outside a-f (so no hex/number mask touches them)
 # and digits (which log summaries mask, so an unscrubbed masked copy still shows the letters).

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from skill.cli import EXIT_AMBIGUOUS, EXIT_CHECK_FAILED, EXIT_CONFIRMATION, EXIT_TOOL_ERROR, EXIT_USAGE
+from tools.configs import EXAMPLES_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
-RT_RL = ROOT / "tools" / "examples" / "basic" / "reverse-text" / "rl.toml"
+RT_RL = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
 
 
 def mf(*args: str, env: dict[str, str], cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -21,6 +21,7 @@ import tomlkit
 
 from skill.registry import call_tool
 from tools.configs import (
+    EXAMPLES_DIR,
     RULES,
     ListExamplesInput,
     PrepareConfigInput,
@@ -34,7 +35,7 @@ from tools.core import Context
 from tools.errors import ToolError, ToolFailure
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "tools" / "examples"
+EXAMPLES = EXAMPLES_DIR
 
 #: §9.2 column C: the error rules each example must raise (empty = passes); plus the hosted SFT
 #: rule of prime 0.18.0's `train --sft` help (trainer only: reverse-text/sft has online eval).

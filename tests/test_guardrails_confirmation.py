@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tools.configs import EXAMPLES_DIR
 from tools.errors import ToolFailure
 from tools.guardrails.confirmation import (
     PLAN_MATERIAL_KEYS,
@@ -28,7 +29,7 @@ from tools.guardrails.confirmation import (
 )
 from tools.guardrails.ledger import Ledger
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "tools" / "examples" / "basic" / "reverse-text" / "rl.toml"
+EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
 TEAM_A = "cteam0000000000000000000001"
 TEAM_B = "cteam0000000000000000000002"
 

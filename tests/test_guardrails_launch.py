@@ -27,6 +27,7 @@ import pytest
 from conftest import Recorder
 
 from skill.emulator import DEMO_SPEED, TEAM_RESEARCH_ID, EmulatorServer
+from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import ToolError, ToolFailure
 from tools.guardrails import confirmation as gate
@@ -35,7 +36,7 @@ from tools.launch import DispatchRunInput, PlanRunInput, StopRunInput, dispatch_
 from tools.launch_approval import approve_plan
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "tools" / "examples" / "basic" / "reverse-text" / "rl.toml"
+EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 from pydantic import BaseModel, ConfigDict, SecretStr
 
+from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import FieldProblem, ToolError, ToolFailure
 from tools.guardrails.secrets import (
@@ -27,7 +28,7 @@ from tools.guardrails.secrets import (
     wire_secrets,
 )
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "tools" / "examples"
+EXAMPLES = EXAMPLES_DIR
 CANARY = "canary-value-0123456789"
 HF_FAKE = "hf_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE00"  # fake
 WANDB_FAKE = "0123456789abcdef0123456789abcdef01234567"  # fake 40-hex W&B key

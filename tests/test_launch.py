@@ -21,6 +21,7 @@ from conftest import Recorder
 
 from skill.cli import EXIT_CONFIRMATION, exit_code_for
 from skill.emulator import DEMO_SPEED, TEAM_EVALS_ID, TEAM_RESEARCH_ID, EmulatorServer
+from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import ToolError, ToolFailure
 from tools.guardrails import confirmation as gate
@@ -38,7 +39,7 @@ from tools.launch import (
 from tools.launch_approval import ApprovalRequest, approve_plan
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "tools" / "examples" / "basic"
+EXAMPLES = EXAMPLES_DIR / "basic"
 CASSETTES = ROOT / "tests" / "cassettes"
 
 # The TOMLs prime 0.18.0 dispatched when the contract cassettes were captured (tests/cassettes/capture_cli.py).

@@ -21,6 +21,7 @@ import pytest
 
 from skill.cli import EXIT_AMBIGUOUS, exit_code_for
 from skill.emulator import DEMO_SPEED, EmulatorServer
+from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import ToolError, ToolFailure
 from tools.guardrails import confirmation as gate
@@ -32,7 +33,7 @@ from tools.platform.client import PlatformClient, RetryPolicy
 from tools.platform.settings import resolve_settings
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "tools" / "examples" / "basic" / "reverse-text" / "rl.toml"
+EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
 CLI = Path(sys.executable).parent / "model-factory"
 
 

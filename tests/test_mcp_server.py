@@ -27,6 +27,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from skill import registry
 from skill.emulator import EmulatorServer
+from tools.configs import EXAMPLES_DIR
 from tools.platform import wire
 from tools.platform.client import PlatformClient
 from tools.platform.settings import resolve_settings
@@ -79,7 +80,7 @@ def structured(result: Any) -> dict[str, Any]:
 
 
 def create_run(emu: EmulatorServer, env: dict[str, str], workdir: Path) -> str:
-    config = tomllib.loads((ROOT / "tools/examples/basic/reverse-text/rl.toml").read_text())
+    config = tomllib.loads((EXAMPLES_DIR / "basic/reverse-text/rl.toml").read_text())
     with PlatformClient(resolve_settings(env=env, home=workdir / "home")) as client:
         return client.create_run(wire.build_create_body(config, name="mcp-test")).run_id
 

@@ -18,6 +18,7 @@ import pytest
 
 from skill import registry
 from skill.emulator import EmulatorServer
+from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.platform import wire
 
@@ -32,7 +33,7 @@ def busy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         env = {"PRIME_API_KEY": emu.api_key, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url,
                "PRIME_DISABLE_VERSION_CHECK": "1"}
         ctx = Context(env=env, home=work, state_dir=work / "state", cwd=work)
-        example = ROOT / "tools/examples/basic/reverse-text/rl.toml"
+        example = EXAMPLES_DIR / "basic/reverse-text/rl.toml"
         config = tomllib.loads(example.read_text())
         long_run = {**config, "max_steps": 300, "ckpt": {"interval": 2}}
         platform = ctx.platform()

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from skill import registry
 from skill.emulator import EmulatorServer
+from tools.configs import EXAMPLES_DIR
 from tools.core import Context, tool
 from tools.errors import ToolError
 from tools.platform import wire
@@ -33,7 +34,7 @@ def ctx(mf_env: dict[str, str], tmp_path: Path) -> Context:
 
 @pytest.fixture
 def run_id(emulator: EmulatorServer, ctx: Context) -> str:
-    config = tomllib.loads((ROOT / "tools/examples/basic/reverse-text/rl.toml").read_text())
+    config = tomllib.loads((EXAMPLES_DIR / "basic/reverse-text/rl.toml").read_text())
     created = ctx.platform().create_run(wire.build_create_body(config, name="registry-test"))
     emulator.state.set_speed(0)
     emulator.state.advance(300)

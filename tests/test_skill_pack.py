@@ -199,10 +199,10 @@ def test_the_rule_table_matches_the_validation_rules():
 
 
 def test_bundled_example_ids_in_configs_md_are_the_bundled_examples():
-    from tools.configs import _example_paths
+    from tools.configs import example_paths
 
     ids = [c for c in first_column(section(ROOT / "references" / "configs.md", "The bundled examples"))]
-    assert sorted(ids) == sorted(_example_paths())
+    assert sorted(ids) == sorted(example_paths())
 
 
 # -- install-skill ----------------------------------------------------------------------
