@@ -48,7 +48,7 @@ def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
 
     from tools.core import Context
     from tools.errors import ToolFailure
-    from tools.launch_approval import approve_plan, plan_request
+    from tools.launch import approve_plan, plan_request
 
     ctx = Context.from_environment()
     try:

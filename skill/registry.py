@@ -1,6 +1,6 @@
 """The tool catalogue: one registry served as MCP tools, OpenAI/Anthropic tool specs and CLI.
 
-Each :class:`ToolSpec` names a tool function (``tools.<module>:<function>``), its
+Each :class:`ToolSpec` names a tool function (``tools.<phase>:<function>``), its
 agent-facing name (``mf_`` prefix), a description saying when to use it and when not, and
 truthful MCP annotations. Input and output JSON Schemas are generated from the function's
 pydantic models and normalised once (:func:`input_schema`) so that the same schema passes
@@ -53,7 +53,8 @@ class ToolSpec:
 
     Attributes:
         name: agent-facing name, ``mf_`` + the function name.
-        target: ``"tools.<module>:<function>"``; imported on first use.
+        target: ``"tools.<phase>:<function>"`` (the phase module or package re-exports it);
+            imported on first use.
         description: when to use it, when not, and what it costs or changes.
         read_only / destructive / idempotent / open_world: MCP tool annotations
             (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``, ``openWorldHint``).
@@ -112,8 +113,8 @@ class ToolSpec:
         }
 
 
-def _spec(name: str, module: str, description: str, **kw: Any) -> ToolSpec:
-    return ToolSpec(name=f"mf_{name}", target=f"tools.{module}:{name}", description=description, **kw)
+def _spec(name: str, phase: str, description: str, **kw: Any) -> ToolSpec:
+    return ToolSpec(name=f"mf_{name}", target=f"tools.{phase}:{name}", description=description, **kw)
 
 
 #: The whole catalogue, in workflow order.
@@ -186,19 +187,19 @@ TOOLS: tuple[ToolSpec, ...] = (
           "servers healthy), not just RUNNING. Returns a verdict with evidence and next step. Use it "
           "when a run looks stuck or before waiting longer; for a finished run use mf_get_run.",
           positional=("run_id",)),
-    _spec("get_logs", "logs",
+    _spec("get_logs", "monitor",
           "Read a bounded tail of one component's logs (orchestrator, trainer, inference, "
           "env-server) with optional search/level/since filters. Prefer mf_summarize_logs "
           "first; never pull everything.", positional=("run_id",)),
-    _spec("summarize_logs", "logs",
+    _spec("summarize_logs", "monitor",
           "Summarize recent logs of every component: counts by level, distinct errors and "
           "warnings with first/last seen, tracebacks. Use before mf_get_logs.",
           positional=("run_id",)),
-    _spec("get_metrics", "metrics",
+    _spec("get_metrics", "monitor",
           "Read per-step metrics (reward, loss, entropy, ...) for a step range, downsampled to "
           "fit the output budget. Use it to judge whether the model learns; for a picture use "
           "mf_plot_metrics.", positional=("run_id",)),
-    _spec("plot_metrics", "metrics",
+    _spec("plot_metrics", "monitor",
           "Render chosen metrics over steps as a PNG image (file path, and the image over MCP). Use "
           "it when a person wants to see the curves; for numbers use mf_get_metrics. Writes one PNG "
           "(replacing an existing PNG at dest).",

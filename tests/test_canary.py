@@ -44,7 +44,7 @@ from skill.emulator import DEMO_SPEED, TEAM_RESEARCH_ID, EmulatorServer, default
 from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import ToolError
-from tools.launch_approval import approve_plan
+from tools.launch import approve_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"

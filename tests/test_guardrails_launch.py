@@ -32,8 +32,7 @@ from tools.core import Context
 from tools.errors import ToolError, ToolFailure
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger
-from tools.launch import DispatchRunInput, PlanRunInput, StopRunInput, dispatch_run, plan_run, stop_run
-from tools.launch_approval import approve_plan
+from tools.launch import DispatchRunInput, PlanRunInput, StopRunInput, approve_plan, dispatch_run, plan_run, stop_run
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"

@@ -27,16 +27,17 @@ from tools.errors import ToolError, ToolFailure
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger, utc_now
 from tools.launch import (
+    ApprovalRequest,
     DispatchRunInput,
     ListLaunchesInput,
     PlanRunInput,
     StopRunInput,
+    approve_plan,
     dispatch_run,
     list_launches,
     plan_run,
     stop_run,
 )
-from tools.launch_approval import ApprovalRequest, approve_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = EXAMPLES_DIR / "basic"

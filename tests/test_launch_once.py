@@ -26,8 +26,7 @@ from tools.core import Context
 from tools.errors import ToolError, ToolFailure
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger
-from tools.launch import DispatchRunInput, PlanRunInput, dispatch_run, plan_run
-from tools.launch_approval import approve_plan
+from tools.launch import DispatchRunInput, PlanRunInput, approve_plan, dispatch_run, plan_run
 from tools.platform import wire
 from tools.platform.client import PlatformClient, RetryPolicy
 from tools.platform.settings import resolve_settings

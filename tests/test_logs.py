@@ -15,7 +15,7 @@ import pytest
 
 from skill import registry
 from skill.emulator.logs import make_line
-from tools import logs
+from tools import monitor
 from tools.core import OUTPUT_BUDGET_CHARS, Context
 from tools.errors import ToolError
 from tools.platform import wire
@@ -69,7 +69,7 @@ def test_json_entries_prefixes_progress_and_tqdm_as_the_cli():
         '{"timestamp":"t","level":"INFO"}',
         "",
     ])
-    parsed = logs.parse_logs(text)
+    parsed = monitor.parse_logs(text)
     assert parsed.hidden_progress == 2
     first, warn, err, plain, done, no_message = parsed.lines
     assert (first.level, first.message, first.source) == ("INFO", "Step 12 | reward 0.41", "orchestrator")
@@ -90,7 +90,7 @@ def test_plain_traceback_is_one_error_entry_and_levels_are_read_from_plain_lines
         "RuntimeError: CUDA error: device-side assert triggered",
         "after the traceback",
     ])
-    lines = logs.parse_logs(text).lines
+    lines = monitor.parse_logs(text).lines
     assert [ln.level for ln in lines] == ["WARNING", "ERROR", None]
     assert lines[1].message == "RuntimeError: CUDA error: device-side assert triggered"
     assert lines[1].exception.splitlines()[0] == "Traceback (most recent call last):"
@@ -98,11 +98,11 @@ def test_plain_traceback_is_one_error_entry_and_levels_are_read_from_plain_lines
 
 
 def test_normalise_masks_numbers_ids_and_times_so_repeats_group():
-    a = logs.normalise("Back-off restarting failed container env-7 (restart 12) at 2026-08-20T12:00:01Z")
-    b = logs.normalise("Back-off restarting failed container env-7 (restart 13) at 2026-08-20T12:05:09Z")
+    a = monitor.normalise("Back-off restarting failed container env-7 (restart 12) at 2026-08-20T12:00:01Z")
+    b = monitor.normalise("Back-off restarting failed container env-7 (restart 13) at 2026-08-20T12:05:09Z")
     assert a == b == "Back-off restarting failed container env-<n> (restart <n>) at <time>"
-    assert logs.normalise("run cabcdefghijklmnopqrstuvw1 upload 3f0c00aa11bb") == "run <id> upload <hex>"
-    d = logs.digest(logs.parse_logs("\n".join(
+    assert monitor.normalise("run cabcdefghijklmnopqrstuvw1 upload 3f0c00aa11bb") == "run <id> upload <hex>"
+    d = monitor.digest(monitor.parse_logs("\n".join(
         json.dumps({"timestamp": f"t{i}", "level": "ERROR", "message": f"restart {i}"}) for i in range(5))).lines)
     assert [(g.pattern, g.count, g.first_seen, g.last_seen) for g in d.groups] == [("restart <n>", 5, "t0", "t4")]
     assert d.counts == {"ERROR": 5}

@@ -22,7 +22,7 @@ from skill.emulator import TEAM_EVALS_ID, EmulatorServer, TraceShape
 from skill.emulator.logs import make_line
 from tools.core import OUTPUT_BUDGET_CHARS, Context
 from tools.errors import ToolError
-from tools.metrics import PNG_SIGNATURE
+from tools.monitor import PNG_SIGNATURE
 from tools.platform import wire
 
 QUEUE, STARTUP, STEP, FINALIZE = 60.0, 90.0, 30.0, 10.0

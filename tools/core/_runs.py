@@ -7,9 +7,7 @@ Source: reference/prime-api.md §2.2 (GET ``/rft/runs/{id}``), §5.1.
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from pydantic import Field
@@ -20,7 +18,6 @@ from tools.platform import errors as perr
 
 if TYPE_CHECKING:  # annotations only: importing this module stays cheap (no httpx)
     from tools.platform import wire
-    from tools.platform.client import PlatformClient
 
 #: The ``run_id`` input field of every run tool.
 RUN_ID = Field(min_length=1, max_length=200,
@@ -59,29 +56,3 @@ def require_run_on_404(ctx: Context, run_id: str) -> Iterator[None]:
 def dashboard_url(ctx: Context, run_id: str) -> str:
     """The run's page in the Prime Intellect dashboard: ``{frontend_url}/dashboard/training/{run_id}``."""
     return f"{ctx.settings.frontend_url.rstrip('/')}/dashboard/training/{run_id}"
-
-
-def parse_time(value: str | datetime | None) -> datetime | None:
-    """An ISO timestamp (``Z`` or offset; naive = UTC) as an aware datetime; ``None`` if unparsable."""
-    if value is None or isinstance(value, datetime):
-        return value
-    try:
-        parsed = datetime.fromisoformat(value)  # Python >= 3.11 reads a "Z" suffix
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def server_now(platform: PlatformClient) -> datetime:
-    """The platform's clock (last ``Date`` header), else the local clock."""
-    return platform.server_now() or datetime.now(UTC)
-
-
-def seconds_since(then: datetime | None, now: datetime) -> float | None:
-    """``now - then`` in seconds (one decimal), ``None`` when ``then`` is unknown."""
-    return None if then is None else round((now - then).total_seconds(), 1)
-
-
-def is_number(value: object) -> bool:
-    """A finite int or float (booleans excluded): what counts as a metric value."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

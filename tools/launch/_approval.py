@@ -42,7 +42,7 @@ from tools.errors import FieldProblem, ToolFailure, fail
 from tools.guardrails.confirmation import LaunchState, launch_state, material_changes, mint
 from tools.guardrails.ledger import Ledger, utc_now
 from tools.guardrails.policy import PlanFacts, evaluate, load_for_context
-from tools.launch_plan import APPROVAL_TTL_SECONDS, Draft, PlanRunInput, build_plan
+from tools.launch._plan import APPROVAL_TTL_SECONDS, Draft, PlanRunInput, build_plan
 
 #: A plan older than this (seconds since it was recorded) is not approved: its prices and
 #: summary may be stale. The person asks the agent to plan again.
@@ -190,7 +190,7 @@ def approve_plan(plan_id: str, channel: str, ctx: Context, *, plan_hash: str | N
     ``channel``: ``terminal`` | ``mcp_elicitation`` | ``host_callback`` | ``policy``. Call it
     only after a person said yes to the summary of :func:`plan_request`; pass that request's
     ``plan_hash`` so a different plan record cannot be approved in its place. Valid
-    :data:`~tools.launch_plan.APPROVAL_TTL_SECONDS`, single use; ``mf_dispatch_run`` refuses it
+    :data:`~tools.launch._plan.APPROVAL_TTL_SECONDS`, single use; ``mf_dispatch_run`` refuses it
     (``plan_changed``) if the plan rebuilt then differs. Raises like :func:`plan_request`.
     """
     request = plan_request(plan_id, ctx, now=now)

@@ -4,7 +4,7 @@
 Source: GET ``/rft/runs/{id}/metrics?min_step=&max_step=`` (reference/prime-api.md §5.7).
 The records pass through from prime-rl untouched: flat objects with ``step`` (and often
 ``timestamp``) and numeric keys such as ``reward/all/mean``, ``loss``, ``entropy``. Records
-of the same step are merged. The registry reaches these tools as ``tools.metrics:...``.
+of the same step are merged.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.core import RUN_ID, Context, fit_largest, is_number, require_run_on_404, tool
+from tools.core import RUN_ID, Context, fit_largest, require_run_on_404, tool
 from tools.errors import fail
+from tools.monitor._series import is_number, reward_key
 from tools.platform.client import PlatformClient
 from tools.platform.files import write_atomic
 
@@ -266,12 +267,3 @@ def plot_metrics(inp: PlotMetricsInput, ctx: Context) -> PlotMetricsResult:
     steps = sorted({s for points in series.values() for s, _ in points})
     return PlotMetricsResult(run_id=inp.run_id, path=str(target), size_bytes=size, metrics=chosen, steps=len(steps),
                              first_step=steps[0] if steps else None, last_step=steps[-1] if steps else None)
-
-
-def reward_key(records: list[dict]) -> str | None:
-    """The reward metric to follow: ``reward/all/mean``, else the first ``reward...mean``, else ``reward...``."""
-    keys = {k for r in records for k, v in r.items() if is_number(v)}
-    if "reward/all/mean" in keys:
-        return "reward/all/mean"
-    candidates = sorted(k for k in keys if "reward" in k and k.endswith("mean"))
-    return candidates[0] if candidates else next((k for k in sorted(keys) if k.startswith("reward")), None)

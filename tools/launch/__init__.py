@@ -2,16 +2,21 @@
 run, list what the local ledger knows.
 
 * ``mf_plan_run`` (:func:`plan_run`) - costs nothing: the summary, cost estimate and
-  ``plan_id`` / ``plan_hash`` (planning in :mod:`tools.launch_plan`).
+  ``plan_id`` / ``plan_hash`` (planning in ``_plan``, the estimate in ``_cost``).
 * ``mf_dispatch_run`` (:func:`dispatch_run`) - re-checks the plan against the current config,
   env files, owner and prices (``plan_changed`` names each fact that moved), gets a confirmation
-  (given, budget policy, host approver; channels in :mod:`tools.launch_approval`), claims the
+  (given, budget policy, host approver; channels in ``_approval``), claims the
   launch in the ledger and sends POST ``/training/runs`` once. A create whose answer was lost
   is reconciled by listing the owner's runs (GET ``/rft/runs``) for the run name's plan
   fingerprint, never re-sent.
 * ``mf_stop_run`` (:func:`stop_run`) - gated the same way; PUT ``/rft/runs/{id}/stop`` then
   polls GET ``/rft/runs/{id}`` until terminal, bounded.
 * ``mf_list_launches`` (:func:`list_launches`) - the ledger (``<state>/launches.jsonl``).
+
+The tools and their models are here; the work is in private modules: ``_plan`` (the facts a
+plan shows and dispatch re-checks), ``_cost`` (the low/expected/high estimate), ``_approval``
+(the approval channels and the checks before minting; ``model-factory approve`` uses
+:func:`plan_request` and :func:`approve_plan`).
 
 Errors returned (codes): see each tool. Ledger events: :mod:`tools.guardrails.confirmation`.
 """
@@ -32,16 +37,19 @@ from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger
 from tools.guardrails.policy import PlanFacts
 from tools.guardrails.secrets import resolve_forwarded
-from tools.launch_approval import (
+from tools.launch._approval import (
+    PLAN_MAX_AGE_SECONDS,
     ApprovalRequest,
     approve_command,
+    approve_plan,
     check_unchanged,
     obtain_confirmation,
+    plan_request,
     rebuild,
     request_from_state,
 )
-from tools.launch_cost import CostEstimate
-from tools.launch_plan import (
+from tools.launch._cost import CostEstimate
+from tools.launch._plan import (
     APPROVAL_TTL_SECONDS,
     Draft,
     PlanRunInput,
@@ -52,7 +60,27 @@ from tools.launch_plan import (
 from tools.platform import errors as perr
 from tools.platform import wire
 
-__all__ = ["PlanRunInput", "plan_run", "dispatch_run", "stop_run", "list_launches"]
+__all__ = [
+    "ApprovalRequest",
+    "CostEstimate",
+    "DispatchResult",
+    "DispatchRunInput",
+    "LaunchEntry",
+    "LaunchList",
+    "ListLaunchesInput",
+    "PLAN_MAX_AGE_SECONDS",
+    "PlanRunInput",
+    "RunPlan",
+    "RuntimeInfo",
+    "StopRunInput",
+    "StopRunResult",
+    "approve_plan",
+    "dispatch_run",
+    "list_launches",
+    "plan_request",
+    "plan_run",
+    "stop_run",
+]
 
 #: Created runs are looked for among this many of the owner's newest runs (2 pages).
 RECONCILE_PAGES, RECONCILE_PAGE_SIZE = 2, 50

@@ -4,7 +4,7 @@
 (the TOML as ``prime train`` 0.18.0 ships it, with the step cap applied), the owner, GPU
 type and count, price, cost estimate, forwarded secret *names*, volume, image/source pins,
 run name and the ``plan_hash`` that an approval is bound to (the estimate itself:
-:mod:`tools.launch_cost`). It sends no create and spends
+:mod:`tools.launch._cost`). It sends no create and spends
 nothing; it is run again at dispatch (and by approval channels) over the *current* config
 file, owner and prices, so that any change voids an approval.
 
@@ -31,7 +31,7 @@ from tools.errors import FieldProblem, ToolFailure, fail
 from tools.guardrails import secrets as gsecrets
 from tools.guardrails.confirmation import config_sha256, plan_hash
 from tools.guardrails.policy import load_for_context
-from tools.launch_cost import CostEstimate, estimate_cost, magnitude_warnings
+from tools.launch._cost import CostEstimate, estimate_cost, magnitude_warnings
 from tools.platform import errors as perr
 
 #: Step cap of a smoke run unless the user asks otherwise.

@@ -1,0 +1,79 @@
+"""Monitoring tools: read a run, list runs, decide whether a run is progressing, list its
+checkpoints, wait for it, read and summarise its logs, read and plot its metrics, all bounded
+in time and in output size (output budget: :mod:`tools.core`).
+
+Public modules hold the tools: ``runs`` (get_run, list_runs, list_checkpoints, wait_for_run),
+``progress`` (check_progress), ``logs`` (get_logs, summarize_logs), ``metrics`` (get_metrics,
+plot_metrics). Private helpers: ``_logtext`` (log lines parsed as ``prime train logs`` reads
+them), ``_views`` (clipped server text, failure analysis), ``_clock`` (the server's clock),
+``_series`` (metric values, the reward key). Everything other packages use is re-exported here.
+"""
+
+from tools.monitor._logtext import digest, normalise, parse_logs
+from tools.monitor.logs import (
+    GetLogsInput,
+    GetLogsResult,
+    SummarizeLogsInput,
+    SummarizeLogsResult,
+    get_logs,
+    summarize_logs,
+)
+from tools.monitor.metrics import (
+    PNG_SIGNATURE,
+    GetMetricsInput,
+    GetMetricsResult,
+    PlotMetricsInput,
+    PlotMetricsResult,
+    get_metrics,
+    plot_metrics,
+)
+from tools.monitor.progress import CheckProgressInput, CheckProgressResult, Verdict, check_progress
+from tools.monitor.runs import (
+    GetRunInput,
+    GetRunResult,
+    ListCheckpointsInput,
+    ListCheckpointsResult,
+    ListRunsInput,
+    ListRunsResult,
+    WaitForRunInput,
+    WaitForRunResult,
+    get_run,
+    list_checkpoints,
+    list_runs,
+    wait_for_run,
+)
+
+__all__ = [
+    "CheckProgressInput",
+    "CheckProgressResult",
+    "GetLogsInput",
+    "GetLogsResult",
+    "GetMetricsInput",
+    "GetMetricsResult",
+    "GetRunInput",
+    "GetRunResult",
+    "ListCheckpointsInput",
+    "ListCheckpointsResult",
+    "ListRunsInput",
+    "ListRunsResult",
+    "PNG_SIGNATURE",
+    "PlotMetricsInput",
+    "PlotMetricsResult",
+    "SummarizeLogsInput",
+    "SummarizeLogsResult",
+    "Verdict",
+    "WaitForRunInput",
+    "WaitForRunResult",
+    "check_progress",
+    "digest",
+    "get_logs",
+    "get_metrics",
+    "get_run",
+    "list_checkpoints",
+    "list_runs",
+    "normalise",
+    "parse_logs",
+    "plot_metrics",
+    "summarize_logs",
+    "wait_for_run",
+]
