@@ -26,7 +26,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from skill.cli import EXIT_CONFIRMATION, EXIT_OK, EXIT_TOOL_ERROR
+from skill.exit_codes import EXIT_CONFIRMATION, EXIT_OK, EXIT_TOOL_ERROR
 
 _REFUSED_CODES = frozenset({"plan_changed", "confirmation_required", "approval_refused"})
 

@@ -1,56 +1,167 @@
-"""The ``model-factory`` command: every registry tool as a subcommand, plus demo, emulator,
-approve, mcp, install-skill and tools export.
+"""The ``model-factory`` command: every registry tool as a subcommand, plus demo, approve,
+emulator, mcp, install-skill and tools export.
 
-Tool subcommands are built on demand from the registry with argparse (only the invoked
-tool's module is imported, and neither typer nor rich on the ``--json`` path: a tool call
-as a subprocess starts fast), take the tool's input fields as options (``--tail-lines 200``)
-or positional arguments, and print a human rendering or, with ``--json``, the result model
-as JSON. The other commands (demo, emulator, approve, mcp, install-skill, tools export)
-are typer commands in :mod:`skill.commands`.
+One parser and one help style for every command: argparse with :class:`_HelpFormatter`
+(wrapped to the terminal, at most 100 columns; 80-column terminals get 80). Tool commands are
+built on demand from the registry (only the invoked tool's module is imported, and neither rich
+nor the MCP SDK on the ``--json`` path: a tool call as a subprocess starts fast); they take the
+tool's input fields as options (``--tail-lines 200``) or positional arguments and print a human
+rendering or, with ``--json``, the result model as JSON.
 
-Exit codes (also in README.md):
-
-| code | meaning |
-|---|---|
-| 0 | success |
-| 1 | the check ran and failed: validate-config found errors (valid false), preflight not ready (ok false) |
-| 2 | usage error (unknown option, bad or out-of-range value) |
-| 3 | the tool returned an error (ToolError on stdout with --json) |
-| 4 | a human confirmation is required or was refused/invalid |
-| 5 | ambiguous outcome: a launch may have happened; reconcile, never repeat |
-| 130 | interrupted |
+Argument values are checked in one place, the registry (:func:`skill.registry.check_arguments`):
+the parser passes them on as text, so a bad value gives the same ``bad_arguments`` ToolError on
+every surface. Usage errors never quote a value back (it may be a pasted secret): they name the
+argument and what it expects. With ``--json`` a usage error is a ToolError-shaped JSON object
+(``code: bad_arguments``) on stdout; without it, argparse's usage line and message on stderr.
+Exit codes: :mod:`skill.exit_codes` (usage errors exit 2).
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
+import json
+import re
+import shutil
 import signal
 import sys
+import textwrap
 import types
 import typing
-from typing import Any, Literal
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, NoReturn
 
-EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_TOOL_ERROR, EXIT_CONFIRMATION, EXIT_AMBIGUOUS = 0, 1, 2, 3, 4, 5
-EXIT_INTERRUPTED = 130
-CONFIRMATION_CODES = frozenset(
-    {"confirmation_required", "confirmation_invalid", "confirmation_expired", "confirmation_used",
-     "plan_changed", "approval_refused"}
-)
+from skill.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, exit_code_for
+
+PROG = "model-factory"
+#: Help is wrapped to the terminal's width, but never wider than this.
+MAX_HELP_COLUMNS = 100
 
 
-def exit_code_for(result: Any) -> int:
-    """The process exit code for a tool result (see module docstring): a check that ran and
-    failed (``valid``/``ok`` false) is 1, so ``model-factory validate-config X && ...`` stops."""
-    if not getattr(result, "error", False) or not hasattr(result, "code"):
-        failed = getattr(result, "valid", True) is False or getattr(result, "ok", True) is False
-        return EXIT_CHECK_FAILED if failed else EXIT_OK
-    if result.ambiguous:
-        return EXIT_AMBIGUOUS
-    if result.code in CONFIRMATION_CODES:
-        return EXIT_CONFIRMATION
-    if result.code == "bad_arguments":
-        return EXIT_USAGE
-    return EXIT_TOOL_ERROR
+# -- one parser, one help style -------------------------------------------------------------
+
+
+class UsageError(Exception):
+    """A command line that cannot be run: ``message`` names the argument, never its value;
+    ``fields`` are ``(input field, problem)`` pairs when known; ``usage`` is the usage line."""
+
+    def __init__(self, prog: str, message: str, usage: str = "", fields: list[tuple[str, str]] | None = None):
+        super().__init__(message)
+        self.prog, self.message, self.usage, self.fields = prog, message, usage, fields or []
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's layout at the terminal's width (``COLUMNS``), capped at :data:`MAX_HELP_COLUMNS`;
+    lines break at spaces only, so a path, id or command is never split."""
+
+    def __init__(self, prog: str) -> None:
+        columns = min(shutil.get_terminal_size((80, 24)).columns, MAX_HELP_COLUMNS)
+        super().__init__(prog, width=max(columns, 40) - 2, max_help_position=24)
+
+    def _format_usage(self, usage: Any, actions: Any, groups: Any, prefix: Any) -> str:
+        text = super()._format_usage(usage, actions, groups, prefix)
+        if usage is not None or max(map(len, text.splitlines())) <= self._width:
+            return text
+        # Too wide to wrap (an option with a long metavar): name the required arguments only.
+        words = [self._format_args(a, self._get_default_metavar_for_positional(a)) for a in actions
+                 if not a.option_strings]
+        words = [*(f"{a.option_strings[0]} {self._format_args(a, a.dest.upper())}" for a in actions
+                   if a.option_strings and a.required), *words]
+        return super()._format_usage(" ".join(["%(prog)s [options]", *words]), actions, groups, prefix)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_long_words=False, break_on_hyphens=False)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent,
+                             break_long_words=False, break_on_hyphens=False)
+
+
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+_REQUIRED = re.compile(r"the following arguments are required: (.+)")
+_ARGUMENT = re.compile(r"^argument ([^:]+): ")
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argparse parser that raises :class:`UsageError` instead of printing and exiting, with
+    values removed from argparse's own messages (it quotes a bad value back)."""
+
+    def __init__(self, *args: Any, fields: dict[str, str] | None = None, add_help: bool = True,
+                 **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        kwargs.setdefault("allow_abbrev", False)  # "--t" never silently means "--tail-lines"
+        super().__init__(*args, add_help=False, **kwargs)
+        self.fields = fields if fields is not None else {}  # option string or metavar -> field it sets
+        if add_help:
+            self.add_argument("-h", "--help", action="help", help="Show this help and exit.")
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        """argparse's, remembering which field each option string and metavar sets (error messages
+        name the option or metavar; usage errors report the field)."""
+        action = super().add_argument(*args, **kwargs)
+        for name in [*action.option_strings, *([action.metavar] if isinstance(action.metavar, str) else [])]:
+            self.fields.setdefault(name, action.dest)
+        return action
+
+    def error(self, message: str) -> NoReturn:
+        message = _QUOTED.sub("(value not shown)", message)
+        fields: list[tuple[str, str]] = []
+        if required := _REQUIRED.match(message):
+            fields = [(self.fields.get(n.strip(), n.strip()), "required") for n in required[1].split(",")]
+        elif named := _ARGUMENT.match(message):
+            name = named[1].split("/")[0].strip()
+            fields = [(self.fields.get(name, name), message[named.end():])]
+        raise UsageError(self.prog, message, self.format_usage(), fields)
+
+    def parse_all(self, argv: list[str]) -> dict[str, Any]:
+        """Parse ``argv``; anything left over is a usage error that names this command's own
+        options (the closest ones when there are) and never the words that were given."""
+        values, extra = self.parse_known_args(argv)
+        if extra:
+            ours = sorted({o for a in self._actions for o in a.option_strings if o.startswith("--")})
+            typed = [w.split("=", 1)[0] for w in extra if w.startswith("-")]
+            close = sorted({m for w in typed for m in difflib.get_close_matches(w, ours, n=2)})
+            what = [f"{len(typed)} unknown option(s)"] if typed else []
+            what += [f"{len(extra) - len(typed)} unexpected value(s)"] if len(extra) > len(typed) else []
+            hint = f"did you mean {' or '.join(close)}?" if close else f"its options: {', '.join(ours)}"
+            raise UsageError(self.prog, f"{' and '.join(what)} (not shown); {hint}", self.format_usage(),
+                             [("", f"{' and '.join(what)}; {hint}")])
+        return vars(values)
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    """An argparse ``type`` accepting one of ``allowed``; the error names them, not the value."""
+
+    def check(text: str) -> str:
+        if text not in allowed:
+            raise argparse.ArgumentTypeError(f"expected one of {', '.join(allowed)}")
+        return text
+
+    return check
+
+
+def _number(kind: type, low: float | None = None, high: float | None = None) -> Callable[[str], Any]:
+    """An argparse ``type`` for an int or float within ``low..high``; errors name the range."""
+    what = "an integer" if kind is int else "a number"
+    if low is not None and high is not None:
+        what += f" from {low:g} to {high:g}"
+
+    def check(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}") from None
+        if value != value or (low is not None and value < low) or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"expected {what}")
+        return value
+
+    return check
+
+
+def _json_option(parser: argparse.ArgumentParser,
+                 text: str = "Print the result (or the error) as JSON on stdout.") -> None:
+    parser.add_argument("--json", dest="as_json", action="store_true", help=text)
 
 
 # -- tool commands built from the registry ------------------------------------------------
@@ -64,20 +175,18 @@ def _unwrap_optional(annotation: Any) -> Any:
     return annotation
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, with usage errors scrubbed of secret values (a bad value is quoted back)."""
+def tool_spec(command: str) -> Any:
+    """The registry spec whose CLI command is ``command``, or None."""
+    from skill.registry import TOOLS
 
-    def error(self, message: str) -> typing.NoReturn:
-        from tools.core import Context
-
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {Context.from_environment().scrubber.scrub_text(message)}\n")
+    return next((spec for spec in TOOLS if spec.command == command), None)
 
 
-def tool_parser(spec: Any) -> argparse.ArgumentParser:
-    """The argument parser of registry tool ``spec``: positional fields first, in
-    ``spec.positional`` order, the others as ``--kebab-case`` options, plus ``--json``."""
-    parser = _Parser(prog=f"model-factory {spec.command}", description=spec.description)
+def tool_parser(spec: Any) -> _Parser:
+    """The parser of registry tool ``spec``: positional fields first, in ``spec.positional`` order,
+    the others as ``--kebab-case`` options (lists repeat the option, booleans have a ``--no-``
+    form), plus ``--json``. Values stay text: the registry checks and converts them."""
+    parser = _Parser(prog=f"{PROG} {spec.command}", description=spec.description)
     fields = spec.input_model.model_fields
     for name in [*spec.positional, *(n for n in fields if n not in spec.positional)]:
         info = fields[name]
@@ -85,25 +194,32 @@ def tool_parser(spec: Any) -> argparse.ArgumentParser:
         origin = typing.get_origin(annotation)
         kw: dict[str, Any] = {"help": (info.description or "").replace("%", "%%")}
         if origin is Literal:
-            kw["choices"] = [str(v) for v in typing.get_args(annotation)]
-        elif origin in (list, tuple):
+            choices = [str(v) for v in typing.get_args(annotation)]
+            if not any(c in kw["help"] for c in choices):
+                kw["help"] += f" One of: {', '.join(choices)}."
+        elif annotation in (int, float):
+            kw["metavar"] = "N"
+        if origin in (list, tuple):
             kw["action"] = "append"
+            kw["help"] += " Repeat the option for several values."
         elif annotation is bool:
             kw["action"] = argparse.BooleanOptionalAction
-        elif annotation in (int, float):
-            kw["type"] = annotation
         if name in spec.positional:
-            parser.add_argument(name, metavar=name.upper(), nargs=None if info.is_required() else "?", **kw)
+            kw["metavar"] = name.upper()
+            parser.add_argument(name, nargs=None if info.is_required() else "?", **kw)
         else:
-            parser.add_argument("--" + name.replace("_", "-"), dest=name, required=info.is_required(),
-                                default=None, **kw)
-    parser.add_argument("--json", dest="as_json", action="store_true", help="Print the result as JSON.")
+            option = "--" + name.replace("_", "-")
+            kw.setdefault("metavar", name.upper() if annotation is not bool else None)
+            if kw["metavar"] is None:
+                del kw["metavar"]
+            parser.add_argument(option, dest=name, required=info.is_required(), default=None, **kw)
+    _json_option(parser)
     return parser
 
 
 def run_tool_command(spec: Any, argv: list[str]) -> int:
     """Parse ``argv`` for tool ``spec``, call it, print the result; return the exit code."""
-    values = vars(tool_parser(spec).parse_args(argv))
+    values = tool_parser(spec).parse_all(argv)
     as_json = values.pop("as_json")
     arguments = {k: v for k, v in values.items() if v is not None}
     return run_tool(spec.name, arguments, as_json=as_json, long_running=spec.long_running)
@@ -135,46 +251,235 @@ def run_tool(name: str, arguments: dict[str, Any], *, as_json: bool, long_runnin
     return exit_code_for(result)
 
 
-def tool_spec(command: str) -> Any:
-    """The registry spec whose CLI command is ``command``, or None."""
+# -- the other commands ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command that is not a registry tool: its name, one-line summary, argument set-up and body."""
+
+    name: str
+    summary: str
+    description: str
+    arguments: Callable[[_Parser], None]
+    run: Callable[[dict[str, Any]], int]
+
+
+def _demo_arguments(parser: _Parser) -> None:
+    _json_option(parser, "Print the summary as one JSON object.")
+    parser.add_argument("--dest", metavar="DIR",
+                        help="Folder for the downloaded traces (default ./model-factory-demo/<run_id>).")
+    parser.add_argument("--speed", type=_number(float), metavar="N",
+                        help="Emulator clock speed (simulated seconds per second).")
+
+
+def _demo(values: dict[str, Any]) -> int:
+    from pathlib import Path
+
+    from skill.demo import run_demo
+
+    dest = Path(values["dest"]) if values["dest"] else None
+    return run_demo(as_json=values["as_json"], dest=dest, speed=values["speed"])
+
+
+def _emulator_arguments(parser: _Parser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="Interface to bind (default: 127.0.0.1, loopback).")
+    parser.add_argument("--port", type=_number(int, 1, 65535), default=8765, metavar="N",
+                        help="Port to listen on (default: 8765).")
+    parser.add_argument("--speed", type=_number(float, 0, 1_000_000), metavar="N",
+                        help="Clock speed (simulated seconds per wall second).")
+
+
+def _emulator(values: dict[str, Any]) -> int:
+    from skill.emulator import serve
+
+    try:
+        serve(host=values["host"], port=values["port"], speed=values["speed"])
+    except OSError as exc:
+        print(f"Cannot listen on {values['host']}:{values['port']}: {exc.strerror or exc}. Pick another --port "
+              "(or stop the process using it).", file=sys.stderr)
+        return 1
+    return EXIT_OK
+
+
+def _approve_arguments(parser: _Parser) -> None:
+    parser.add_argument("plan_id", metavar="PLAN_ID", help="The plan to approve (from plan-run).")
+    _json_option(parser, "Refused: approval needs a person at a terminal.")
+
+
+def _approve(values: dict[str, Any]) -> int:
+    from skill.approval import approve_at_terminal
+
+    return approve_at_terminal(values["plan_id"], as_json=values["as_json"])
+
+
+def _mcp(values: dict[str, Any]) -> int:
+    from skill.mcp_server import main as serve_mcp
+
+    serve_mcp()
+    return EXIT_OK
+
+
+def _install_arguments(parser: _Parser) -> None:
+    parser.add_argument("--dest", default="~/.claude/skills", metavar="DIR",
+                        help="Skills folder of your agent (default: ~/.claude/skills; Claude Code per project: "
+                             ".claude/skills; Codex: ~/.codex/skills).")
+    parser.add_argument("--force", action="store_true", help="Replace a different existing copy of the skill.")
+
+
+def _install(values: dict[str, Any]) -> int:
+    from skill.install import main as install_main
+
+    return install_main(values["dest"], force=values["force"])
+
+
+_EXPORT_FORMATS = ("openai", "anthropic", "mcp")
+
+
+def _tools_arguments(parser: _Parser) -> None:
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION", title="actions")
+    export = actions.add_parser("export", help="Print the tool specs as JSON for OpenAI, Anthropic or MCP hosts.",
+                                description="Print the tool specs as JSON for OpenAI, Anthropic or MCP hosts.")
+    export.add_argument("--format", dest="fmt", type=_choice(*_EXPORT_FORMATS), default="mcp",
+                        metavar="{" + ",".join(_EXPORT_FORMATS) + "}", help="Which host's format (default: mcp).")
+
+
+def _tools(values: dict[str, Any]) -> int:
+    from skill import registry
+
+    exporters = {"openai": registry.openai_tools, "anthropic": registry.anthropic_tools, "mcp": registry.mcp_tools}
+    print(json.dumps(exporters[values["fmt"]](), indent=2))
+    return EXIT_OK
+
+
+COMMANDS: dict[str, Command] = {c.name: c for c in (
+    Command("demo", "Run the whole workflow on the embedded emulator (no account needed).",
+            "Run the whole workflow on the embedded emulator: preflight, validate, plan, approve (automatic, "
+            "and shown as such), dispatch, monitor to COMPLETED, download traces.", _demo_arguments, _demo),
+    Command("approve", "Approve a plan as a person, at an interactive terminal.",
+            "Approve a plan as a human, at an interactive terminal; prints the confirmation code. Needs only "
+            "the agent's state folder (no API key or secrets); the agent's dispatch re-checks the plan.",
+            _approve_arguments, _approve),
+    Command("emulator", "Serve the local Model Factory emulator until interrupted.",
+            "Serve the local Model Factory emulator until interrupted (prints the env vars to export).",
+            _emulator_arguments, _emulator),
+    Command("mcp", "Serve every tool over MCP on stdio.",
+            "Serve every tool over MCP on stdio (for Claude Code, Claude Desktop, Cursor, Codex).",
+            lambda parser: None, _mcp),
+    Command("install-skill", "Install the skill text into an agent's skills folder.",
+            "Install the skill text (SKILL.md and references/) into DEST/model-factory.", _install_arguments,
+            _install),
+    Command("tools", "Export the tool catalogue for other hosts (tools export).",
+            "Export the tool catalogue for other hosts.", _tools_arguments, _tools),
+)}
+
+
+def command_parser(name: str) -> _Parser | None:
+    """The parser of command ``name`` (a registry tool's or one of :data:`COMMANDS`), or None."""
+    spec = tool_spec(name)
+    if spec is not None:
+        return tool_parser(spec)
+    command = COMMANDS.get(name)
+    if command is None:
+        return None
+    parser = _Parser(prog=f"{PROG} {name}", description=command.description)
+    command.arguments(parser)
+    return parser
+
+
+def top_parser() -> _Parser:
+    """The top-level parser: used for ``model-factory --help`` (the list of every command)."""
     from skill.registry import TOOLS
 
-    return next((spec for spec in TOOLS if spec.command == command), None)
+    parser = _Parser(prog=PROG, usage=f"{PROG} [-h] [--version] COMMAND [ARGS]", add_help=False,
+                     description="Train models on Prime Intellect's hosted Model Factory, with guardrails. "
+                                 f"`{PROG} COMMAND --help` shows a command's arguments.",
+                     epilog="Exit codes: 0 ok, 1 a check failed, 2 usage error, 3 tool error, 4 confirmation "
+                            "needed or refused, 5 ambiguous outcome (reconcile, never repeat), 130 interrupted.")
+    workflow = parser.add_argument_group("commands")
+    for command in COMMANDS.values():
+        workflow.add_argument(command.name, help=command.summary)
+    tools = parser.add_argument_group("tool commands (one per mf_ tool; add --json for the result as JSON)")
+    for spec in TOOLS:
+        tools.add_argument(spec.command, help=spec.description.split(". ")[0].rstrip(".") + ".")
+    options = parser.add_argument_group("options")
+    options.add_argument("-h", "--help", action="help", help="Show this help and exit.")
+    options.add_argument("--version", action="store_true", help="Print the version and exit.")
+    return parser
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point: a tool command runs on the fast argparse path, anything
-    else (and ``--help``) goes to the typer app of :mod:`skill.commands`."""
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--version"]:
+# -- entry point ----------------------------------------------------------------------------
+
+
+def _run(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(top_parser().format_help(), end="")
+        return EXIT_OK if argv else EXIT_USAGE
+    if argv[0] == "--version":
         from importlib.metadata import version
 
         print(f"model-factory-skill {version('model-factory-skill')}")
-        return
-    spec = tool_spec(argv[0]) if argv else None
+        return EXIT_OK
+    name = argv[0]
+    spec = tool_spec(name)
+    if spec is not None:
+        return run_tool_command(spec, argv[1:])
+    command = COMMANDS.get(name)
+    if command is not None:
+        parser = _Parser(prog=f"{PROG} {name}", description=command.description)
+        command.arguments(parser)
+        return command.run(parser.parse_all(argv[1:]))
+    from skill.registry import TOOLS
+
+    known = [*COMMANDS, *(s.command for s in TOOLS)]
+    close = difflib.get_close_matches(name, known, n=3) if not name.startswith("-") else []
+    what = "an option before the command" if name.startswith("-") else "unknown command"
+    hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+    raise UsageError(PROG, f"{what}{hint}", f"usage: {PROG} [-h] [--version] COMMAND [ARGS]\n")
+
+
+def _print_usage_error(error: UsageError, as_json: bool) -> None:
+    """Under ``--json``: the ToolError (``bad_arguments``) on stdout, as a tool's own error would
+    be; otherwise argparse's usage line and message on stderr, and how to get help."""
+    fix = (f"Run `{PROG} --help` for the list of commands." if error.prog == PROG else
+           f"Run `{error.prog} --help` for its arguments, then call again.")
+    if as_json:
+        from tools.errors import FieldProblem, ToolError
+
+        fields = [FieldProblem(path=path, problem=problem) for path, problem in error.fields]
+        print(ToolError(code="bad_arguments", message=f"{error.prog}: {error.message}", fix=fix,
+                        fields=fields).model_dump_json(indent=2))
+    else:
+        print(f"{error.usage}{error.prog}: error: {error.message}\n{fix}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point (exit codes: :mod:`skill.exit_codes`)."""
+    argv = sys.argv[1:] if argv is None else argv
     # SIGTERM like Ctrl-C: downloads save their manifest, launches say how to reconcile
     signal.signal(signal.SIGTERM, _terminate)
     try:
-        if spec is not None:
-            sys.exit(run_tool_command(spec, argv[1:]))
-        from skill.commands import app
-
-        app(args=argv, prog_name="model-factory")
+        code = _run(argv)
+    except UsageError as error:
+        _print_usage_error(error, as_json="--json" in argv)
+        code = EXIT_USAGE
     except KeyboardInterrupt:
-        print(_interrupted_hint(spec, argv), file=sys.stderr)
-        sys.exit(EXIT_INTERRUPTED)
+        print(_interrupted_hint(argv), file=sys.stderr)
+        code = EXIT_INTERRUPTED
+    sys.exit(code)
 
 
 def _terminate(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _interrupted_hint(spec: Any, argv: list[str]) -> str:
+def _interrupted_hint(argv: list[str]) -> str:
     """What to do after Ctrl-C; for a launch or stop the request's outcome may be unknown."""
-    if spec is not None and spec.name in ("mf_dispatch_run", "mf_stop_run"):
-        again = " ".join(["model-factory", *argv[:2]])
+    command = argv[0] if argv else ""
+    if command in ("dispatch-run", "stop-run"):
+        again = " ".join([PROG, *argv[:2]])
         return ("Interrupted. If the request was already sent, its outcome is unknown: do not plan again. "
-                f"Run `{again}` once more (it reconciles and never sends twice) or `model-factory list-launches`.")
-    if spec is not None and spec.name == "mf_download_traces":
+                f"Run `{again}` once more (it reconciles and never sends twice) or `{PROG} list-launches`.")
+    if command == "download-traces":
         return "Interrupted. The folder keeps what was downloaded: run the same command again to resume."
     return "Interrupted."

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO
 
-from skill.cli import EXIT_OK, EXIT_TOOL_ERROR
+from skill.exit_codes import EXIT_OK, EXIT_TOOL_ERROR
 
 #: Default skills folder (Claude Code, per user). Codex: ~/.codex/skills; per project: .claude/skills.
 DEFAULT_DEST = "~/.claude/skills"

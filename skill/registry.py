@@ -454,8 +454,17 @@ def _expected(schema: Mapping[str, Any]) -> str:
     return words.get(kind, "a valid value")
 
 
+def _kind(value: Any) -> str:
+    """What sort of value ``value`` is, in words (never the value itself: it may be a pasted secret)."""
+    if isinstance(value, bool):
+        return "true or false"
+    words = {str: "a string", int: "an integer", float: "a number", list: "a list", dict: "an object"}
+    return next((word for kind, word in words.items() if isinstance(value, kind)), "a value")
+
+
 def _problem(error: Any) -> FieldProblem:
-    """One jsonschema error as a field path + what was expected (without echoing long values)."""
+    """One jsonschema error as a field path + what was expected and what kind of value came; the
+    value itself is never quoted back (an argument may hold a pasted secret)."""
     path = ".".join(str(p) for p in error.absolute_path)
     if error.validator == "additionalProperties":
         allowed = ", ".join(error.schema.get("properties", {}))
@@ -465,10 +474,11 @@ def _problem(error: Any) -> FieldProblem:
     if error.validator in ("anyOf", "type", "enum", "const"):
         if error.instance is None:
             return FieldProblem(path=path, problem=f"required: missing or null; expected {_expected(error.schema)}")
-        got = json.dumps(error.instance)[:60] if isinstance(error.instance, (str, int, float, bool)) \
-            else f"a {'list' if isinstance(error.instance, list) else 'object'}"
-        return FieldProblem(path=path, problem=f"expected {_expected(error.schema)}, got {got}")
-    return FieldProblem(path=path, problem=error.message[:200])
+        return FieldProblem(path=path, problem=f"expected {_expected(error.schema)}, got {_kind(error.instance)}")
+    if error.validator == "required":
+        missing = [name for name in error.validator_value if name not in (error.instance or {})]
+        return FieldProblem(path=".".join(filter(None, [path, ",".join(missing)])), problem="required")
+    return FieldProblem(path=path, problem=f"not accepted by the input schema ({error.validator})")
 
 
 @functools.cache

@@ -14,8 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from skill.cli import EXIT_AMBIGUOUS, EXIT_CHECK_FAILED, EXIT_CONFIRMATION, EXIT_TOOL_ERROR, EXIT_USAGE
+from skill import registry
+from skill.cli import COMMANDS, main
+from skill.exit_codes import EXIT_AMBIGUOUS, EXIT_CHECK_FAILED, EXIT_CONFIRMATION, EXIT_TOOL_ERROR, EXIT_USAGE
 from tools.configs import EXAMPLES_DIR
+from tools.errors import ToolError
 
 ROOT = Path(__file__).resolve().parent.parent
 RT_RL = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
@@ -235,3 +238,92 @@ def test_human_next_and_fix_lines_read_as_commands():
         "call model-factory wait-for-run r --timeout-seconds 60"
     assert as_command("mf_list_runs team='personal'") == "model-factory list-runs --team personal"
     assert as_command("mf_not_a_tool x='1'") == "mf_not_a_tool x='1'"
+
+
+# -- one parser: usage errors and help ------------------------------------------------------
+
+SECRET_LIKE = "correct-horse-battery-staple-pw"
+
+
+@pytest.mark.parametrize("args", [
+    ["get-logs", "crun", "--since-seconds", SECRET_LIKE],
+    ["get-logs", "crun", "--component", SECRET_LIKE],
+    ["get-run", "crun", SECRET_LIKE],
+    ["get-run", "crun", f"--{SECRET_LIKE}={SECRET_LIKE}"],
+    ["get-run", "crun", f"--json={SECRET_LIKE}"],
+    ["emulator", "--port", SECRET_LIKE],
+    ["tools", "export", "--format", SECRET_LIKE],
+    [SECRET_LIKE],
+])
+def test_a_usage_error_names_the_argument_and_never_echoes_its_value(env, args):
+    for extra in ([], ["--json"]):
+        proc = mf(*args, *extra, env=env)
+        no_traceback(proc)
+        assert proc.returncode == EXIT_USAGE, (args, extra, proc.stdout, proc.stderr)
+        assert SECRET_LIKE not in proc.stdout + proc.stderr, (args, extra)
+
+
+def test_a_bad_value_says_which_field_and_what_type_it_expects(env):
+    error = tool_error(mf("get-logs", "crun", "--since-seconds", SECRET_LIKE, "--json", env=env), "bad_arguments")
+    assert [f["path"] for f in error["fields"]] == ["since_seconds"]
+    assert "expected an integer" in error["fields"][0]["problem"]
+    human = mf("get-logs", "crun", "--since-seconds", SECRET_LIKE, env=env)
+    assert human.returncode == EXIT_USAGE and "since_seconds" in human.stderr and "integer" in human.stderr
+
+
+@pytest.mark.parametrize(("args", "fields"), [
+    (["get-run", "--json"], ["run_id"]),
+    (["approve", "--json"], ["plan_id"]),
+    (["demo", "--speed", "fast", "--json"], ["speed"]),
+    (["list-runs", "--bogus", "--json"], [""]),
+    (["no-such-command", "--json"], []),
+])
+def test_under_json_a_usage_error_is_a_tool_error_object_on_stdout(env, args, fields):
+    proc = mf(*args, env=env)
+    assert proc.returncode == EXIT_USAGE
+    error = tool_error(proc, "bad_arguments")
+    assert set(error) == set(ToolError.model_fields)
+    assert [f["path"] for f in error["fields"]] == fields and "--help" in error["fix"]
+
+
+def test_usage_errors_without_json_print_the_usage_line_on_stderr(env):
+    proc = mf("get-run", env=env)
+    assert proc.returncode == EXIT_USAGE and proc.stdout == ""
+    assert proc.stderr.startswith("usage: model-factory get-run") and "required: RUN_ID" in proc.stderr
+    bare = mf(env=env)
+    assert bare.returncode == EXIT_USAGE and bare.stdout.startswith("usage: model-factory")
+    unknown = mf("get-rnu", "x", env=env)
+    assert unknown.returncode == EXIT_USAGE and "did you mean get-run?" in unknown.stderr
+
+
+def every_command() -> list[list[str]]:
+    return [[], *([name] for name in COMMANDS), ["tools", "export"], *([spec.command] for spec in registry.TOOLS)]
+
+
+@pytest.mark.parametrize("command", every_command(), ids=lambda c: " ".join(c) or "top")
+def test_every_help_fits_80_columns_in_one_style(command, monkeypatch, capsys):
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit) as done:
+        main([*command, "--help"])
+    text = capsys.readouterr().out
+    assert done.value.code == 0
+    assert text.startswith("usage: model-factory") and "  -h, --help" in text and "Show this help and exit." in text
+    assert max(map(len, text.splitlines())) <= 80, [line for line in text.splitlines() if len(line) > 80]
+
+
+def test_the_top_level_help_lists_every_command(env):
+    proc = mf("--help", env={**env, "COLUMNS": "80"})
+    assert proc.returncode == 0
+    listed = {line.split()[0] for line in proc.stdout.splitlines() if line.startswith("  ") and line.split()}
+    assert {*COMMANDS, *(spec.command for spec in registry.TOOLS)} <= listed
+
+
+def test_the_json_path_loads_neither_rich_nor_typer_nor_click(env):
+    """A tool call with --json starts fast: no human-output or option-framework module is imported."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "skill", "get-run", "crun", "--json"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == EXIT_TOOL_ERROR and json.loads(proc.stdout)["code"] == "not_found"
+    imported = {line.rsplit("|", 1)[1].strip().split(".")[0] for line in proc.stderr.splitlines()
+                if line.startswith("import time:") and "|" in line}
+    assert {"pydantic", "httpx", "skill", "tools"} <= imported
+    assert imported.isdisjoint({"rich", "typer", "click", "mcp"}), imported & {"rich", "typer", "click", "mcp"}

@@ -19,8 +19,8 @@ import pytest
 import yaml
 from conftest import Recorder
 
-from skill.cli import EXIT_CONFIRMATION, exit_code_for
 from skill.emulator import DEMO_SPEED, TEAM_EVALS_ID, TEAM_RESEARCH_ID, EmulatorServer
+from skill.exit_codes import EXIT_CONFIRMATION, exit_code_for
 from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import ToolError, ToolFailure

@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
-from skill.cli import EXIT_AMBIGUOUS, exit_code_for
 from skill.emulator import DEMO_SPEED, EmulatorServer
+from skill.exit_codes import EXIT_AMBIGUOUS, exit_code_for
 from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import ToolError, ToolFailure

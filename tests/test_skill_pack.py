@@ -14,15 +14,13 @@ import sys
 import typing
 from pathlib import Path
 
-import click
 import pytest
-import typer
 import yaml
 
 from skill import install as installer
 from skill import registry
-from skill.cli import EXIT_TOOL_ERROR, tool_parser, tool_spec
-from skill.commands import app
+from skill.cli import command_parser
+from skill.exit_codes import EXIT_TOOL_ERROR
 from tools import monitor
 from tools.configs import RULES
 from tools.errors import ErrorCode
@@ -64,17 +62,12 @@ def first_column(table_text: str) -> list[str]:
 
 
 def cli_options(name: str) -> set[str] | None:
-    """The option strings of `model-factory NAME`, or None when there is no such command: tool
-    commands are argparse parsers (skill.cli), the others typer commands (skill.commands)."""
-    spec = tool_spec(name)
-    if spec is not None:
-        return {opt for action in tool_parser(spec)._actions for opt in action.option_strings}
-    group = typer.main.get_command(app)
-    with click.Context(group) as ctx:
-        command = group.get_command(ctx, name)
-    if command is None:
+    """The option strings of `model-factory NAME` (any command: one parser for all), or None when
+    there is no such command."""
+    parser = command_parser(name)
+    if parser is None:
         return None
-    return {opt for param in command.params for opt in (*param.opts, *param.secondary_opts)}
+    return {opt for action in parser._actions for opt in action.option_strings}
 
 
 # -- the spec ---------------------------------------------------------------------------

@@ -1,0 +1,46 @@
+"""The process exit codes of ``model-factory`` (also in README.md), in one place.
+
+| code | meaning |
+|---|---|
+| 0 | success |
+| 1 | the check ran and failed: validate-config found errors (valid false), preflight not ready (ok false) |
+| 2 | usage error (unknown command or option, missing argument, bad or out-of-range value) |
+| 3 | the tool returned an error (ToolError on stdout with --json) |
+| 4 | a human confirmation is required or was refused/invalid |
+| 5 | ambiguous outcome: a launch may have happened; reconcile, never repeat |
+| 130 | interrupted |
+
+Imports nothing from ``skill`` (every command module may use it) and nothing heavy.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tools.errors import ErrorCode
+
+EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_TOOL_ERROR, EXIT_CONFIRMATION, EXIT_AMBIGUOUS = 0, 1, 2, 3, 4, 5
+EXIT_INTERRUPTED = 130
+
+#: ToolError codes that mean "a person must approve (again)": exit 4.
+CONFIRMATION_CODES: frozenset[ErrorCode] = frozenset({
+    "confirmation_required", "confirmation_invalid", "confirmation_expired", "confirmation_used", "plan_changed",
+    "approval_refused",
+})
+
+
+def exit_code_for(result: Any) -> int:
+    """The process exit code for a tool result (see the table above): a check that ran and failed
+    (``valid``/``ok`` false) is 1, so ``model-factory validate-config X && ...`` stops; a ToolError is
+    5 when ambiguous, 4 for the confirmation codes, 2 for ``bad_arguments``, else 3."""
+    if not getattr(result, "error", False) or not hasattr(result, "code"):
+        failed = getattr(result, "valid", True) is False or getattr(result, "ok", True) is False
+        return EXIT_CHECK_FAILED if failed else EXIT_OK
+    if result.ambiguous:
+        return EXIT_AMBIGUOUS
+    if result.code in CONFIRMATION_CODES:
+        return EXIT_CONFIRMATION
+    if result.code == "bad_arguments":
+        return EXIT_USAGE
+    return EXIT_TOOL_ERROR
