@@ -1,15 +1,19 @@
-"""The code's shape, checked as CI checks it: ruff's rules (pyproject ``[tool.ruff]``) hold on the
-whole tree, and every error code is named once (``tools.errors.ErrorCode``), used as named, and
-documented."""
+"""The code's shape, checked as CI checks it: the import contracts of pyproject
+``[tool.importlinter]`` hold (and break on the violations they exist for, shown on a copy of the
+tree), ruff's rules hold on the whole tree, and every error code is named once
+(``tools.errors.ErrorCode``), used as named, and documented."""
 
 from __future__ import annotations
 
 import ast
 import re
+import shutil
 import subprocess
 import sys
 import typing
 from pathlib import Path
+
+import pytest
 
 from skill import registry
 from tools.errors import ErrorCode
@@ -24,6 +28,72 @@ def source_files() -> list[Path]:
     """Our Python sources outside the emulator (the other side of the wire has no ToolError)."""
     return [p for p in sorted([*(ROOT / "tools").rglob("*.py"), *(ROOT / "skill").rglob("*.py")])
             if "emulator" not in p.relative_to(ROOT).parts]
+
+
+LINT_IMPORTS = str(Path(sys.executable).parent / "lint-imports")
+
+
+def lint_imports(root: Path) -> subprocess.CompletedProcess:
+    """``lint-imports`` on the packages under ``root`` with the contracts of ``root/pyproject.toml``."""
+    return subprocess.run([LINT_IMPORTS, "--no-cache"], cwd=root, env={"PYTHONPATH": str(root), "PATH": ""},
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_the_import_contracts_hold():
+    done = lint_imports(ROOT)
+    assert done.returncode == 0 and " 0 broken." in done.stdout, done.stdout + done.stderr
+
+
+#: (file to change, line added to it, the contract that must then break).
+VIOLATIONS = {
+    "a deferred cycle inside a phase": (
+        "tools/monitor/_views.py", "def later():\n    from tools.monitor import runs  # noqa", "No import cycles"),
+    "a cycle between two skill modules": (
+        "skill/exit_codes.py", "def later():\n    from skill import cli  # noqa", "skill layers"),
+    "the emulator importing tools": (
+        "skill/emulator/state.py", "def later():\n    from tools.errors import ToolError  # noqa",
+        "The emulator"),
+    "the emulator importing the registry": (
+        "skill/emulator/faults.py", "def later():\n    from skill import registry  # noqa", "skill layers"),
+    "a guardrail using the Context at run time": (
+        "tools/guardrails/ledger.py", "def later():\n    from tools.core import Context  # noqa", "tools layers"),
+    "the platform client using the tool error shape": (
+        "tools/platform/client.py", "def later():\n    from tools.errors import fail  # noqa", "tools layers"),
+    "a tool importing a surface": (
+        "tools/monitor/runs.py", "def later():\n    from skill import render  # noqa", "skill reaches the tools"),
+    "one phase reaching into another's private module": (
+        "tools/traces/listing.py", "from tools.monitor import _views  # noqa", "A private module"),
+    "a phase module the layers do not list": ("tools/newphase.py", "", "tools layers"),
+}
+
+
+def copy_of_the_tree(tmp_path: Path) -> Path:
+    root = tmp_path / "tree"
+    for package in ("tools", "skill"):
+        shutil.copytree(ROOT / package, root / package, ignore=shutil.ignore_patterns("__pycache__", "examples"))
+    shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
+    return root
+
+
+@pytest.mark.parametrize("case", VIOLATIONS, ids=str)
+def test_the_import_contracts_break_on_a_violation(case, tmp_path):
+    path, line, contract = VIOLATIONS[case]
+    root = copy_of_the_tree(tmp_path)
+    target = root / path
+    target.write_text((target.read_text() if target.exists() else "") + f"\n\n{line}\n")
+    done = lint_imports(root)
+    assert done.returncode != 0, done.stdout
+    broken = [line for line in done.stdout.splitlines() if line.endswith(" BROKEN")]
+    assert any(b.startswith(contract) for b in broken), done.stdout
+
+
+def test_imports_under_type_checking_do_not_count(tmp_path):
+    root = copy_of_the_tree(tmp_path)
+    target = root / "tools/platform/client.py"
+    target.write_text(target.read_text() + "\n\nfrom typing import TYPE_CHECKING  # noqa\n\n"
+                      "if TYPE_CHECKING:\n    from tools.core import Context  # noqa\n")
+    done = lint_imports(root)
+    assert done.returncode == 0, done.stdout
 
 
 def test_the_tree_passes_ruff():
