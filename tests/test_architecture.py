@@ -140,3 +140,32 @@ def test_agents_see_the_error_codes_as_an_enum_in_every_output_schema():
         schema = registry.output_schema(spec.name)
         tool_error = schema["$defs"]["ToolError"]["properties"]["code"]
         assert set(tool_error["enum"]) == CODES, spec.name
+
+
+def documented_layout() -> set[str]:
+    """The paths named in the layout block of docs/ARCHITECTURE.md (two spaces of indent a level)."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    block = re.search(r"^## Layout\n.*?^```\n(.*?)^```", text, re.S | re.M)
+    assert block, "docs/ARCHITECTURE.md has no code block in '## Layout'"
+    paths: set[str] = set()
+    parents: list[str] = []
+    for line in block[1].splitlines():
+        indent = len(line) - len(line.lstrip(" "))
+        name = line.split()[0] if line.strip() else ""
+        if not name or "," in name or indent >= 16:  # a continuation of the description column
+            continue
+        depth = indent // 2
+        parents = parents[:depth] + [name.rstrip("/")]
+        paths.add("/".join(parents) + ("/" if name.endswith("/") else ""))
+    return paths
+
+
+def test_the_architecture_doc_gives_every_folder_and_module_of_tools_and_skill_a_line():
+    documented = documented_layout()
+    actual = {f"{p.relative_to(ROOT).as_posix()}/" for package in ("tools", "skill")
+              for p in [ROOT / package, *(ROOT / package).rglob("*")] if p.is_dir() and p.name != "__pycache__"
+              and "examples" not in p.relative_to(ROOT).parts[:-1]}
+    actual |= {p.relative_to(ROOT).as_posix() for package in ("tools", "skill") for p in (ROOT / package).rglob("*.py")
+               if p.name != "__init__.py" or p.parent.name == "emulator" or p.parent.name == "tools"}
+    assert actual - documented == set(), "add a line for each of these to docs/ARCHITECTURE.md '## Layout'"
+    assert {p for p in documented if p.startswith(("tools/", "skill/"))} - actual == set(), "stale lines"

@@ -1,6 +1,8 @@
 """Typed tool functions for Prime Intellect's hosted Model Factory (pydantic in, pydantic out).
 
-Modules, one per phase: ``preflight``, ``configs``, ``catalogue``, ``launch``, ``monitor``,
-``traces``. Guardrails live in ``tools.guardrails``; the HTTP API in ``tools.platform``.
-Nothing is imported eagerly, so ``import tools`` is cheap.
+One module or package per workflow phase holds the tools: ``preflight``, ``catalogue``,
+``configs``, ``launch``, ``monitor``, ``traces``. Below them: ``core`` (Context, ``@tool``, output
+budget, run lookups, owner), ``guardrails``, ``errors`` (ToolError, ErrorCode) and ``platform``
+(the HTTP API). docs/ARCHITECTURE.md draws the layers. Nothing is imported eagerly, so
+``import tools`` is cheap.
 """
