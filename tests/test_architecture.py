@@ -169,3 +169,23 @@ def test_the_architecture_doc_gives_every_folder_and_module_of_tools_and_skill_a
                if p.name != "__init__.py" or p.parent.name == "emulator" or p.parent.name == "tools"}
     assert actual - documented == set(), "add a line for each of these to docs/ARCHITECTURE.md '## Layout'"
     assert {p for p in documented if p.startswith(("tools/", "skill/"))} - actual == set(), "stale lines"
+
+
+@pytest.mark.parametrize("package", ["tools.core", "tools.configs", "tools.launch", "tools.monitor", "tools.traces",
+                                     "tools.platform"])
+def test_each_package_surface_is_a_sorted_all_of_names_it_has(package):
+    """What other packages import is listed in the package's __all__, once, sorted (as httpx guards
+    its surface); a private module's name never is."""
+    import importlib
+
+    module = importlib.import_module(package)
+    names = module.__all__
+    assert names == sorted(names) and len(names) == len(set(names))
+    assert [name for name in names if not hasattr(module, name) or name.startswith("_")] == []
+
+
+def test_tests_import_public_names_only():
+    private = re.compile(r"^\s*(from|import) tools\.[\w.]*\._\w+|^\s*from tools\.[\w.]+ import _\w+", re.M)
+    offenders = [p.name for p in (ROOT / "tests").rglob("*.py") if p.name != "test_architecture.py"
+                 and private.search(p.read_text(encoding="utf-8"))]
+    assert offenders == []
