@@ -87,12 +87,11 @@ class _Parser(argparse.ArgumentParser):
     """An argparse parser that raises :class:`UsageError` instead of printing and exiting, with
     values removed from argparse's own messages (it quotes a bad value back)."""
 
-    def __init__(self, *args: Any, fields: dict[str, str] | None = None, add_help: bool = True,
-                 **kwargs: Any) -> None:
+    def __init__(self, *args: Any, add_help: bool = True, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _HelpFormatter)
         kwargs.setdefault("allow_abbrev", False)  # "--t" never silently means "--tail-lines"
         super().__init__(*args, add_help=False, **kwargs)
-        self.fields = fields if fields is not None else {}  # option string or metavar -> field it sets
+        self.fields: dict[str, str] = {}  # option string or metavar -> the field it sets
         if add_help:
             self.add_argument("-h", "--help", action="help", help="Show this help and exit.")
 
