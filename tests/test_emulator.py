@@ -719,13 +719,6 @@ def test_fault_matching_persistence_and_skip(api: httpx.Client, emu: EmulatorSer
     assert [api.get(f"/rft/runs/{run_id}/progress").status_code for _ in range(3)] == [200, 502, 200]
 
 
-def test_delay_fault(api: httpx.Client, emu: EmulatorServer) -> None:
-    emu.faults.delay(0.6, "GET", "/user/whoami")
-    started = time.monotonic()
-    assert api.get("/user/whoami").status_code == 200
-    assert time.monotonic() - started >= 0.6
-
-
 def test_cut_fault_sends_only_the_first_bytes(emu: EmulatorServer) -> None:
     emu.faults.cut(10, "GET", "/user/whoami")
     with socket.create_connection(("127.0.0.1", emu.port), timeout=5) as sock:

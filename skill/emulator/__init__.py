@@ -26,7 +26,7 @@ from .seed import (
     Seed,
     default_seed,
 )
-from .server import EmulatorServer, serve
+from .server import ClosedPort, EmulatorServer, closed_port, serve
 from .simulator import SimRun, Timing, TraceShape
 from .state import EmulatorState
 
@@ -34,4 +34,5 @@ __all__ = [
     "DEFAULT_API_KEY", "DEFAULT_SPEED", "DEFAULT_USER_ID", "DEMO_SPEED", "FAULT_KINDS", "OTHER_API_KEY",
     "OTHER_USER_ID", "SCENARIOS", "TEAM_EVALS_ID", "TEAM_RESEARCH_ID", "EmulatorServer", "EmulatorState",
     "FaultInjector", "FaultRule", "Seed", "SimRun", "Timing", "TraceShape", "create_app", "default_seed", "serve",
+    "ClosedPort", "closed_port",
 ]

@@ -1,25 +1,12 @@
 """Fault injection: rules matched by method and path, applied by an ASGI middleware.
 
-Kinds of fault (:data:`KINDS`):
-
-- ``status``: answer ``status`` at once, in the host's error shape (platform ``{"detail"}``,
-  traces ``{"error": {code, message}}``), with ``Retry-After: retry_after`` when given
-  (429 gets 1 s by default). The request is not processed.
-- ``delay``: wait ``delay`` wall seconds, then process and answer normally.
-- ``cut``: process the request, send the headers and the first ``after_bytes`` bytes of the
-  body, then drop the connection.
-- ``commit_then_timeout``: process the request (a create *does* create the run), then either
-  hold the answer for ``delay`` wall seconds (``mode="delay"``, beyond the client's timeout)
-  or drop the connection without answering (``mode="drop"``, the default): the ambiguous
-  launch.
-
-A rule matches when the method matches (``*`` = any) and the path matches ``path``: a glob
-(``fnmatch``; ``*`` crosses ``/``) or, with a ``re:`` prefix, a regular expression. A path
-that does not start with ``/api/`` or ``/_`` is taken relative to ``/api/v1`` (so
-``/training/runs`` means ``/api/v1/training/runs``). The query string is not matched.
-``skip`` lets that many matching requests through first; ``times`` is how many requests the
-rule then hits (``None`` = every one, until removed). Admin routes (``/_emulator/...``) are
-never faulted. The first matching rule wins.
+What each kind does, its fields and defaults are listed in ``README.md`` (section Faults),
+the one place they are documented. A rule matches a request by method (``*`` = any) and
+path: a glob (``fnmatch``; ``*`` crosses ``/``) or, with a ``re:`` prefix, a regular
+expression, against the path without the query; a path not starting with ``/api/``, ``/_``
+or ``/dashboard`` is taken relative to ``/api/v1``. ``skip`` lets that many matching
+requests through first; ``times`` is how many it then hits (``None``: every one, until
+removed). The first matching rule wins; ``/_emulator/...`` is never faulted.
 """
 
 from __future__ import annotations
@@ -30,15 +17,29 @@ import itertools
 import json
 import logging
 import re
+import socket
+import struct
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 from .errors import ApiError
 
-KINDS = ("status", "delay", "cut", "commit_then_timeout")
+KINDS = ("status", "delay", "cut", "truncate", "drip", "stall", "commit_then_timeout", "cursor")
 STATUSES = (400, 401, 402, 403, 404, 405, 409, 422, 429, 500, 502, 503, 504)
+#: Modes per kind; the first is the default.
+MODES = {
+    "cut": ("close", "reset"),
+    "commit_then_timeout": ("drop", "delay"),
+    "cursor": ("repeat", "cycle", "empty"),
+}
 ADMIN_PREFIX = "/_emulator"
+#: The platform's page-numbered list (``page``/``limit``/``total``); every other list uses cursors.
+PAGED_RUNS_PATH = "/api/v1/rft/runs"
+#: Beyond ``prime``'s 120 s create/read timeouts: what ``stall`` and ``commit_then_timeout``
+#: (``mode="delay"``) hold an answer by default.
+LONG_HOLD_SECONDS = 150.0
 
 _DETAILS = {
     400: "Bad request (injected fault)",
@@ -59,7 +60,11 @@ _DETAILS = {
 
 @dataclass
 class FaultRule:
-    """One fault. See the module docstring for the fields' meaning."""
+    """One fault (see ``README.md``, Faults, for each kind's fields).
+
+    ``delay``, ``interval``: wall seconds. ``after_bytes``, ``chunk_bytes``: bytes of the
+    response body. ``memo``: the cursors a ``cursor`` rule has seen (its state).
+    """
 
     kind: str = "status"
     method: str = "*"
@@ -67,13 +72,16 @@ class FaultRule:
     status: int | None = None
     retry_after: float | None = None
     delay: float = 0.0
-    after_bytes: int = 0
-    mode: str = "drop"
+    after_bytes: int | None = None
+    chunk_bytes: int = 64
+    interval: float = 0.25
+    mode: str | None = None
     detail: Any = None
     times: int | None = 1
     skip: int = 0
     id: int = 0
     hits: int = 0
+    memo: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -83,16 +91,23 @@ class FaultRule:
                 raise ValueError(f"status must be one of {STATUSES}")
             if self.status == 429 and self.retry_after is None:
                 self.retry_after = 1
-        if self.kind == "commit_then_timeout" and self.mode not in ("drop", "delay"):
-            raise ValueError("mode must be 'drop' or 'delay'")
-        if self.kind == "commit_then_timeout" and self.mode == "delay" and self.delay <= 0:
-            self.delay = 150.0  # beyond prime's 120 s create timeout
+        modes = MODES.get(self.kind)
+        if modes:
+            self.mode = self.mode or modes[0]
+            if self.mode not in modes:
+                raise ValueError(f"mode of a {self.kind} fault must be one of {', '.join(modes)}")
+        elif self.mode is not None:
+            raise ValueError(f"a {self.kind} fault takes no mode")
         if self.times is not None and self.times < 1:
             raise ValueError("times must be >= 1 (or None for every request)")
-        if self.delay < 0 or self.after_bytes < 0 or self.skip < 0:
+        if self.delay < 0 or self.skip < 0 or (self.after_bytes is not None and self.after_bytes < 0):
             raise ValueError("delay, after_bytes and skip must be >= 0")
+        if self.chunk_bytes < 1 or self.interval < 0:
+            raise ValueError("chunk_bytes must be >= 1 and interval >= 0")
+        if self.delay <= 0 and (self.kind == "stall" or self.kind == "commit_then_timeout" and self.mode == "delay"):
+            self.delay = LONG_HOLD_SECONDS
         self.method = self.method.upper()
-        if not (self.path.startswith(("/api/", "/_", "re:")) or self.path == "*"):
+        if not (self.path.startswith(("/api/", "/_", "/dashboard", "re:")) or self.path == "*"):
             self.path = "/api/v1" + (self.path if self.path.startswith("/") else "/" + self.path)
         if self.path.startswith("re:"):
             re.compile(self.path[3:])
@@ -108,6 +123,10 @@ class FaultRule:
     def to_json(self) -> dict[str, Any]:
         """The rule as JSON (what ``GET /_emulator/faults`` lists)."""
         return asdict(self)
+
+
+#: Fields a client may set (``POST /_emulator/faults``); the rest is the rule's own state.
+SETTABLE = tuple(name for name in FaultRule.__dataclass_fields__ if name not in ("id", "hits", "memo"))
 
 
 class FaultInjector:
@@ -136,18 +155,48 @@ class FaultInjector:
 
     def delay(self, seconds: float, method: str = "*", path: str = "*", *, times: int | None = 1,
               skip: int = 0) -> FaultRule:
-        """Answer normally after ``seconds`` of wall time."""
+        """Hold the whole answer (headers included) ``seconds`` of wall time, then answer normally:
+        beyond the client's read timeout, a read timeout before the first byte."""
         return self.add(kind="delay", delay=seconds, method=method, path=path, times=times, skip=skip)
 
     def cut(self, after_bytes: int, method: str = "*", path: str = "*", *, times: int | None = 1,
-            skip: int = 0) -> FaultRule:
-        """Drop the connection after ``after_bytes`` bytes of the response body."""
-        return self.add(kind="cut", after_bytes=after_bytes, method=method, path=path, times=times, skip=skip)
+            skip: int = 0, mode: str = "close") -> FaultRule:
+        """Send the headers (full Content-Length) and ``after_bytes`` body bytes, then close the
+        connection (``mode="close"``) or reset it (``"reset"``, a TCP RST)."""
+        return self.add(kind="cut", after_bytes=after_bytes, method=method, path=path, times=times, skip=skip,
+                        mode=mode)
+
+    def truncate(self, method: str = "*", path: str = "*", *, after_bytes: int | None = None,
+                 times: int | None = 1, skip: int = 0) -> FaultRule:
+        """Answer the real status and headers with the body cut to ``after_bytes`` (default: half)
+        and a Content-Length that matches the cut body: a complete answer of invalid JSON."""
+        return self.add(kind="truncate", after_bytes=after_bytes, method=method, path=path, times=times, skip=skip)
+
+    def drip(self, method: str = "*", path: str = "*", *, chunk_bytes: int = 64, interval: float = 0.25,
+             times: int | None = 1, skip: int = 0) -> FaultRule:
+        """Send the headers at once, then the body ``chunk_bytes`` at a time, ``interval`` wall
+        seconds apart (each gap below the client's read timeout; the whole answer slow)."""
+        return self.add(kind="drip", chunk_bytes=chunk_bytes, interval=interval, method=method, path=path,
+                        times=times, skip=skip)
+
+    def stall(self, seconds: float, method: str = "*", path: str = "*", *, after_bytes: int = 0,
+              times: int | None = 1, skip: int = 0) -> FaultRule:
+        """Send the headers and ``after_bytes`` body bytes, then hold the rest ``seconds`` of wall
+        time: a read timeout in the middle of the body."""
+        return self.add(kind="stall", delay=seconds, after_bytes=after_bytes, method=method, path=path,
+                        times=times, skip=skip)
 
     def commit_then_timeout(self, method: str = "POST", path: str = "/training/runs", *, mode: str = "drop",
                             delay: float = 0.0, times: int | None = 1) -> FaultRule:
         """Process the request, then drop the connection (or hold the answer ``delay`` s)."""
         return self.add(kind="commit_then_timeout", method=method, path=path, mode=mode, delay=delay, times=times)
+
+    def cursor(self, mode: str, method: str = "GET", path: str = "/traces", *, times: int | None = None,
+               skip: int = 0) -> FaultRule:
+        """Misbehave on paging: ``repeat`` the same next cursor, ``cycle`` A -> B -> A, or answer an
+        ``empty`` cursor while more remain (on ``/rft/runs``: the same page again, pages 1, 2, 1,
+        2, or an empty page). ``times`` counts list requests, the first page included."""
+        return self.add(kind="cursor", mode=mode, method=method, path=path, times=times, skip=skip)
 
     def remove(self, rule_id: int) -> bool:
         """Remove one rule; False if it was not there."""
@@ -191,27 +240,52 @@ class FaultInjector:
 # -- the middleware ----------------------------------------------------------------------------
 
 class _Dropped(Exception):
-    """Raised to abandon a response when the server's transport cannot be reached."""
+    """Raised to abandon a response once its connection is gone."""
 
 
 class _DropFilter(logging.Filter):
+    """Keeps uvicorn quiet about answers a fault abandoned on purpose, including one still held
+    (``delay``, ``stall``, ``drip``) when the server shuts down."""
+
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        return not isinstance(exc, _Dropped)
+        if isinstance(exc, _Dropped | asyncio.CancelledError):
+            return False
+        return "timeout graceful shutdown exceeded" not in record.getMessage()
 
 
 logging.getLogger("uvicorn.error").addFilter(_DropFilter())
 
+Message = dict[str, Any]
 
-def _drop_connection(send: Any) -> bool:
-    """Close the client connection under a uvicorn response cycle; False if not reachable."""
+
+def _drop_connection(send: Any, *, reset: bool = False) -> bool:
+    """Close the client connection under a uvicorn response cycle (with a TCP RST when
+    ``reset``); False if the transport is not reachable."""
     cycle = getattr(send, "__self__", None)
     transport = getattr(cycle, "transport", None)
     if transport is None:
         return False
     cycle.disconnected = True  # uvicorn then neither logs nor answers 500 for us
-    transport.close()
+    sock = transport.get_extra_info("socket") if reset else None
+    if sock is not None:
+        try:  # linger 0: close() sends RST instead of FIN
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+        transport.abort()
+    else:
+        transport.close()
     return True
+
+
+def _with_length(start: Message, length: int) -> Message:
+    headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+    return {**start, "headers": [*headers, (b"content-length", str(length).encode())]}
+
+
+def _body_of(messages: list[Message]) -> bytes:
+    return b"".join(m.get("body", b"") for m in messages[1:])
 
 
 class FaultMiddleware:
@@ -228,17 +302,17 @@ class FaultMiddleware:
         rule = self.injector.take(scope["method"], scope["path"])
         if rule is None:
             await self.app(scope, receive, send)
-        elif rule.kind == "status":
-            await self._status(rule, scope, send)
-        elif rule.kind == "delay":
+            return
+        if rule.kind == "delay":
             await asyncio.sleep(rule.delay)
             await self.app(scope, receive, send)
-        elif rule.kind == "cut":
-            await self._cut(rule, scope, receive, send)
-        else:
-            await self._commit_then_timeout(rule, scope, receive, send)
+            return
+        try:
+            await getattr(self, "_" + rule.kind)(rule, scope, receive, send)
+        except _Dropped:
+            pass
 
-    async def _status(self, rule: FaultRule, scope: dict[str, Any], send: Any) -> None:
+    async def _status(self, rule: FaultRule, scope: dict[str, Any], receive: Any, send: Any) -> None:
         status = rule.status or 500
         error = ApiError(status, rule.detail if rule.detail is not None else _DETAILS.get(status, "Injected fault"))
         body = json.dumps(error.body(scope["path"])).encode()
@@ -249,16 +323,83 @@ class FaultMiddleware:
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
+    async def _stream(self, scope: dict[str, Any], receive: Any, send: Any, on_body: Any) -> None:
+        """Run the app, passing its start message through and each body message to
+        ``on_body(body, last)``; the app is abandoned (``_Dropped``) once that drops the connection."""
+
+        async def relay(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                await send(message)
+            elif message["type"] == "http.response.body":
+                await on_body(message.get("body", b""), not message.get("more_body", False))
+
+        await self.app(scope, receive, relay)
+
     async def _cut(self, rule: FaultRule, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        messages = await self._collect(scope, receive)
-        start, body = messages[0], b"".join(m.get("body", b"") for m in messages[1:])
-        headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
-        headers.append((b"content-length", str(len(body)).encode()))
-        await send({**start, "headers": headers})
-        await send({"type": "http.response.body", "body": body[:rule.after_bytes], "more_body": True})
-        await asyncio.sleep(0.05)  # let the partial body reach the socket
-        if not _drop_connection(send):
+        limit, sent, pending = rule.after_bytes or 0, 0, b""
+
+        async def on_body(body: bytes, last: bool) -> None:
+            # The last byte seen is held back, so that a body no longer than after_bytes still
+            # arrives incomplete: the cut always happens.
+            nonlocal sent, pending
+            data, room = pending + body, limit - sent
+            if not last and len(data) <= room:
+                out, pending = data[:-1], data[-1:]
+                if out:
+                    sent += len(out)
+                    await send({"type": "http.response.body", "body": out, "more_body": True})
+                return
+            part = data[:min(room, len(data) - 1)] if last else data[:room]
+            if part:
+                await send({"type": "http.response.body", "body": part, "more_body": True})
+            await asyncio.sleep(0.05)  # let the partial body reach the socket
+            _drop_connection(send, reset=rule.mode == "reset")
             raise _Dropped("connection cut (injected fault)")
+
+        await self._stream(scope, receive, send, on_body)
+
+    async def _truncate(self, rule: FaultRule, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        messages = await self._collect(scope, receive)
+        body = _body_of(messages)
+        keep = len(body) // 2 if rule.after_bytes is None else rule.after_bytes
+        keep = min(keep, max(0, len(body) - 1))
+        await send(_with_length(messages[0], keep))
+        await send({"type": "http.response.body", "body": body[:keep]})
+
+    async def _drip(self, rule: FaultRule, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        first = True
+
+        async def on_body(body: bytes, last: bool) -> None:
+            nonlocal first
+            for at in range(0, len(body), rule.chunk_bytes):
+                if not first:
+                    await asyncio.sleep(rule.interval)
+                first = False
+                await send({"type": "http.response.body", "body": body[at:at + rule.chunk_bytes], "more_body": True})
+            if last:
+                await send({"type": "http.response.body", "body": b""})
+
+        await self._stream(scope, receive, send, on_body)
+
+    async def _stall(self, rule: FaultRule, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        sent, held = 0, False
+
+        async def on_body(body: bytes, last: bool) -> None:
+            nonlocal sent, held
+            if not held:
+                room = (rule.after_bytes or 0) - sent
+                if len(body) < room and not last:
+                    sent += len(body)
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
+                    return
+                head, body = body[:max(0, room)], body[max(0, room):]
+                if head:
+                    await send({"type": "http.response.body", "body": head, "more_body": True})
+                held = True
+                await asyncio.sleep(rule.delay)
+            await send({"type": "http.response.body", "body": body, "more_body": not last})
+
+        await self._stream(scope, receive, send, on_body)
 
     async def _commit_then_timeout(self, rule: FaultRule, scope: dict[str, Any], receive: Any, send: Any) -> None:
         messages = await self._collect(scope, receive)
@@ -271,12 +412,55 @@ class FaultMiddleware:
             await send({**messages[0], "headers": [(b"content-length", b"1")]})
             raise _Dropped("connection dropped (injected fault)")
 
-    async def _collect(self, scope: dict[str, Any], receive: Any) -> list[dict[str, Any]]:
-        """Run the app to completion, keeping its response messages instead of sending them."""
-        messages: list[dict[str, Any]] = []
+    async def _cursor(self, rule: FaultRule, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
+        paged = scope["path"].rstrip("/") == PAGED_RUNS_PATH
+        asked_page = query.get("page", "1")
+        if paged and asked_page.isdigit() and int(asked_page) >= 1:
+            served = {"repeat": 1, "cycle": (int(asked_page) - 1) % 2 + 1}.get(rule.mode or "", int(asked_page))
+            scope = {**scope, "query_string": urlencode({**query, "page": str(served)}).encode()}
+        messages = await self._collect(scope, receive)
+        start, body = messages[0], _body_of(messages)
+        try:
+            doc = json.loads(body) if start.get("status") == 200 else None
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict):
+            if paged and "runs" in doc:
+                doc["page"] = int(asked_page) if asked_page.isdigit() else doc.get("page")
+                if rule.mode == "empty":
+                    doc["runs"] = []
+            elif "next_cursor" in doc:
+                doc["next_cursor"] = _misbehave(rule, query.get("cursor"), doc["next_cursor"])
+            body = json.dumps(doc, separators=(",", ":")).encode()
+        await send(_with_length(start, len(body)))
+        await send({"type": "http.response.body", "body": body})
 
-        async def keep(message: dict[str, Any]) -> None:
+    async def _collect(self, scope: dict[str, Any], receive: Any) -> list[Message]:
+        """Run the app to completion, keeping its response messages instead of sending them."""
+        messages: list[Message] = []
+
+        async def keep(message: Message) -> None:
             messages.append(message)
 
         await self.app(scope, receive, keep)
         return messages
+
+
+def _misbehave(rule: FaultRule, asked: str | None, natural: str | None) -> str | None:
+    """The ``next_cursor`` a ``cursor`` rule answers instead of ``natural`` (None: the last page).
+
+    ``repeat``: once it has answered a next cursor (A), A again and again, to the end of time.
+    ``cycle``: A, then the next one (B), then A again: asked A answers B, asked B answers A.
+    ``empty``: "" where more remain (the last page keeps its null).
+    """
+    if rule.mode == "empty":
+        return "" if natural else natural
+    wanted = 1 if rule.mode == "repeat" else 2
+    if len(rule.memo) < wanted:
+        if natural and natural not in rule.memo:
+            rule.memo.append(natural)
+        return natural
+    if rule.mode == "repeat":
+        return rule.memo[0]
+    return rule.memo[1] if asked == rule.memo[0] else rule.memo[0]

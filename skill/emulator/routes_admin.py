@@ -33,7 +33,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .errors import ApiError
-from .faults import FaultInjector, FaultRule
+from .faults import SETTABLE, FaultInjector, FaultRule
 from .state import EmulatorState
 
 
@@ -101,7 +101,7 @@ def admin_routes(state: EmulatorState, faults: FaultInjector) -> list[Route]:
         body = await _body(request)
         specs = body["faults"] if isinstance(body.get("faults"), list) else [body]
         try:
-            rules = [FaultRule(**{k: v for k, v in spec.items() if k not in ("id", "hits")}) for spec in specs]
+            rules = [FaultRule(**{k: v for k, v in spec.items() if k in SETTABLE}) for spec in specs]
         except (TypeError, ValueError) as exc:
             raise ApiError(400, f"bad fault rule: {exc}") from None
         return JSONResponse({"faults": [faults.add(rule).to_json() for rule in rules]})

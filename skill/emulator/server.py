@@ -1,4 +1,5 @@
-"""Serving the emulator: :class:`EmulatorServer` (background thread) and :func:`serve` (blocking)."""
+"""Serving the emulator: :class:`EmulatorServer` (background thread), :func:`serve` (blocking),
+and :func:`closed_port` (a loopback port that refuses connections, for connection-refused faults)."""
 
 from __future__ import annotations
 
@@ -121,3 +122,40 @@ def serve(host: str = "127.0.0.1", port: int = 8765, speed: float | None = None,
           f"PRIME_DISABLE_VERSION_CHECK=1\n"
           f"  admin: {base}/_emulator/state (loopback clients only). Ctrl-C stops.", file=sys.stderr, flush=True)
     uvicorn.Server(_config(app, host, port)).run(sockets=[sock])
+
+
+class ClosedPort:
+    """A TCP port on ``host`` that refuses connections for as long as this object is open.
+
+    The socket is bound but never listens: the kernel answers every connection attempt with
+    a reset (``ECONNREFUSED``), and no other process can take the port meanwhile. Use as a
+    context manager, or call :meth:`close`. ``port``; ``url`` is ``http://HOST:PORT``.
+    """
+
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._sock = socket.socket(family, socket.SOCK_STREAM)
+        self._sock.bind((host, 0))
+        self.host = host
+        self.port: int = self._sock.getsockname()[1]
+
+    @property
+    def url(self) -> str:
+        """``http://HOST:PORT``: a base URL whose every request fails with connection refused."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def close(self) -> None:
+        """Release the port."""
+        self._sock.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def closed_port(host: str = "127.0.0.1") -> ClosedPort:
+    """A loopback port that refuses connections (connection-refused faults); see :class:`ClosedPort`."""
+    return ClosedPort(host)
