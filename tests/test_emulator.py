@@ -296,7 +296,7 @@ def test_lifecycle_queued_running_completed(api: httpx.Client, emu: EmulatorServ
         {"checkpoints": []}
     assert api.get(f"/rft/runs/{run_id}/env-servers").json()["env_servers"][0]["status"] == "Completed"
     usage = api.get(f"/billing/runs/{run_id}/usage").json()
-    assert usage["record_count"] == 20 and usage["status"] == "COMPLETED"
+    assert usage["status"] == "COMPLETED"
     assert usage["total_cost_usd"] == pytest.approx(usage["training"]["cost_usd"] + usage["inference"]["cost_usd"])
 
 

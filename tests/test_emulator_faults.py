@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 import test_emulator
-from test_emulator import _client, completed_run, create
+from test_emulator import _client, at_step, completed_run, create
 
 from skill.emulator import EmulatorServer, closed_port
 
@@ -90,6 +90,16 @@ def test_a_cut_in_the_middle_of_the_body_closes_or_resets_the_connection(
         client.get("/user/whoami")
 
 
+def test_a_cut_streamed_raw_trace_arrives_incomplete(api: httpx.Client, emu: EmulatorServer) -> None:
+    emu.state.set_scenario("many_traces", count=40, trace_bytes=300_000)
+    run_id = create(api, {"model": {"name": "PrimeIntellect/Qwen3-0.6B"}, "inference": {}, "max_steps": 4})
+    emu.state.advance(at_step(4) + 5)
+    trace = api.get("/traces", params={"run_id": run_id, "limit": 1}).json()["items"][0]
+    emu.faults.cut(trace["size_bytes"] + 5, "GET", "/traces/tr-*")  # beyond the end: the last byte is held back
+    with pytest.raises(httpx.RemoteProtocolError):
+        api.get(f"/traces/{trace['trace_id']}", params={"raw": "true"})
+
+
 def test_closed_port_refuses_connections_until_released() -> None:
     with closed_port() as port:
         with pytest.raises(httpx.ConnectError):
@@ -115,7 +125,8 @@ def test_new_fault_kinds_are_added_from_another_process_through_the_admin_route(
 
 # -- paging that misbehaves ---------------------------------------------------------------------
 
-def walk(api: httpx.Client, path: str, params: dict[str, Any], *, bound: int = 12) -> tuple[list[str | None], list[str]]:
+def walk(api: httpx.Client, path: str, params: dict[str, Any], *,
+         bound: int = 12) -> tuple[list[str | None], list[str]]:
     """Follow ``next_cursor`` like a naive client, at most ``bound`` requests: the cursors
     answered, and the ids seen."""
     answered: list[str | None] = []

@@ -1,9 +1,12 @@
 """The local Model Factory emulator: the platform's HTTP API and the traces host on loopback.
 
 It serves the routes ``prime`` 0.18.0 uses (see ``reference/prime-api.md`` §2), with
-in-memory accounts and runs on a simulated clock that can run fast, scenarios (failure,
-stall, crash-looping env server, endless queue, a secret-echo canary) and fault injection
-(status codes, delays, cut connections, a create that commits and then times out).
+in-memory accounts and runs on a simulated clock that can run fast, a page per run at the
+dashboard's path, scenarios (failure, stall, crash-looping env server, endless queue, a
+secret-echo canary, pending and image-pull start-ups, a slow stop, long runs with large
+logs, runs with many and large traces) and fault injection (status codes, delays, cut,
+truncated, dripping and stalled answers, misbehaving cursors, a create that commits and
+then times out). ``README.md`` documents all of it.
 
 Use :class:`EmulatorServer` in-process (tests, the demo) or :func:`serve` in the foreground
 (``model-factory emulator``). It imports nothing from ``tools``: it is the other side of
@@ -11,9 +14,11 @@ the wire.
 """
 
 from .app import create_app
+from .dashboard import DASHBOARD_PATH, dashboard_url
 from .faults import KINDS as FAULT_KINDS
 from .faults import FaultInjector, FaultRule
 from .scenarios import SCENARIOS
+from .scenarios import SUMMARIES as SCENARIO_SUMMARIES
 from .seed import (
     DEFAULT_API_KEY,
     DEFAULT_SPEED,
@@ -31,8 +36,8 @@ from .simulator import SimRun, Timing, TraceShape
 from .state import EmulatorState
 
 __all__ = [
-    "DEFAULT_API_KEY", "DEFAULT_SPEED", "DEFAULT_USER_ID", "DEMO_SPEED", "FAULT_KINDS", "OTHER_API_KEY",
-    "OTHER_USER_ID", "SCENARIOS", "TEAM_EVALS_ID", "TEAM_RESEARCH_ID", "EmulatorServer", "EmulatorState",
-    "FaultInjector", "FaultRule", "Seed", "SimRun", "Timing", "TraceShape", "create_app", "default_seed", "serve",
-    "ClosedPort", "closed_port",
+    "DASHBOARD_PATH", "DEFAULT_API_KEY", "DEFAULT_SPEED", "DEFAULT_USER_ID", "DEMO_SPEED", "FAULT_KINDS",
+    "OTHER_API_KEY", "OTHER_USER_ID", "SCENARIOS", "SCENARIO_SUMMARIES", "TEAM_EVALS_ID", "TEAM_RESEARCH_ID",
+    "ClosedPort", "EmulatorServer", "EmulatorState", "FaultInjector", "FaultRule", "Seed", "SimRun", "Timing",
+    "TraceShape", "closed_port", "create_app", "dashboard_url", "default_seed", "serve",
 ]

@@ -1,4 +1,4 @@
-"""The ASGI app: platform, traces and admin routes, error rendering, faults, the Date header.
+"""The ASGI app: platform, traces, admin and dashboard routes, error rendering, faults, the Date header.
 
 Layers, outermost first: :class:`~skill.emulator.faults.FaultMiddleware` (injected
 faults), :class:`SimDateMiddleware` (``Date`` = the simulated now), then the Starlette
@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from .dashboard import dashboard_routes
 from .errors import ApiError
 from .faults import FaultInjector, FaultMiddleware
 from .routes_admin import admin_routes
@@ -64,7 +65,7 @@ def create_app(state: EmulatorState, faults: FaultInjector | None = None) -> Any
         return JSONResponse(error.body(request.url.path), status_code=exc.status_code, headers=exc.headers)
 
     router = Starlette(
-        routes=[*admin_routes(state, faults), *platform_routes(state), *traces_routes(state)],
+        routes=[*admin_routes(state, faults), *platform_routes(state), *traces_routes(state), *dashboard_routes(state)],
         exception_handlers={ApiError: api_error, HTTPException: http_error},
     )
     app = FaultMiddleware(SimDateMiddleware(router, state), faults)

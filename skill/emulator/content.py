@@ -26,6 +26,15 @@ def rng(*parts: Any) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
+def mix64(x: int) -> int:
+    """splitmix64: a cheap, well-spread 64-bit hash of an integer (for content made per line or
+    per trace, where :func:`rng` would cost too much)."""
+    x = (x + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return x ^ (x >> 31)
+
+
 def hex_id(*parts: Any, length: int = 64) -> str:
     """A stable lowercase hex id of ``length`` characters derived from ``parts``."""
     return hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()[:length]

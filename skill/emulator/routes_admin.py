@@ -1,29 +1,14 @@
 """Admin routes under ``/_emulator`` (never under ``/api/v1``, never faulted).
 
-They let another process (the real ``prime`` CLI tests, the demo, a person with curl) drive
-the emulator. Their only protection is the loopback: requests from any other address get
-403. Bodies and answers are JSON.
-
-==========================================  ================================================
-route                                       effect
-==========================================  ================================================
-``GET /_emulator/state``                    now, speed, run count, runs, scenarios, prepare
-``POST /_emulator/reset``                   seeded state again; faults cleared
-``POST /_emulator/speed`` ``{speed}``       clock speed (simulated s per wall s; 0 freezes)
-``POST /_emulator/advance`` ``{seconds}``   move the clock ahead
-``GET /_emulator/faults``                   active fault rules
-``POST /_emulator/faults``                  add a rule (fields of ``FaultRule``), or
-                                            ``{"faults": [...]}``; answers the rules added
-``DELETE /_emulator/faults[/{id}]``         remove every rule, or one
-``POST /_emulator/scenario``                ``{name, run_id?, params?}``: a scenario for a run,
-                                            or for the next run created
-``DELETE /_emulator/scenario[?run_id=]``    forget the next run's (or a run's) scenarios
-``POST /_emulator/prepare``                 ``{submission_supported?, available?}``
-==========================================  ================================================
+They let another process (the real ``prime`` CLI tests, the demo, a benchmark, a person with
+curl) drive the emulator; ``README.md`` (section Admin routes) lists them. Their only
+protection is the loopback: requests from any other address get 403. Bodies and answers are
+JSON.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 from typing import Any
@@ -34,10 +19,12 @@ from starlette.routing import Route
 
 from .errors import ApiError
 from .faults import SETTABLE, FaultInjector, FaultRule
+from .scenarios import DEFAULTS, SUMMARIES
 from .state import EmulatorState
 
 
-def _loopback(request: Request) -> None:
+def loopback_only(request: Request) -> None:
+    """403 unless the client is on the loopback."""
     host = request.client.host if request.client else ""
     try:
         ok = ipaddress.ip_address(host).is_loopback
@@ -62,19 +49,19 @@ def admin_routes(state: EmulatorState, faults: FaultInjector) -> list[Route]:
     """The admin routes, bound to ``state`` and ``faults``."""
 
     async def show_state(request: Request) -> Response:
-        _loopback(request)
+        loopback_only(request)
         summary = state.summary()
         summary["faults"] = [r.to_json() for r in faults.rules()]
         return JSONResponse(summary)
 
     async def reset(request: Request) -> Response:
-        _loopback(request)
+        loopback_only(request)
         state.reset()
         faults.clear()
         return JSONResponse({"ok": True})
 
     async def speed(request: Request) -> Response:
-        _loopback(request)
+        loopback_only(request)
         body = await _body(request)
         try:
             state.set_speed(float(body["speed"]))
@@ -83,7 +70,7 @@ def admin_routes(state: EmulatorState, faults: FaultInjector) -> list[Route]:
         return JSONResponse({"speed": state.clock.speed})
 
     async def advance(request: Request) -> Response:
-        _loopback(request)
+        loopback_only(request)
         body = await _body(request)
         try:
             now = state.advance(float(body["seconds"]))
@@ -92,7 +79,7 @@ def admin_routes(state: EmulatorState, faults: FaultInjector) -> list[Route]:
         return JSONResponse({"now": now, "now_iso": state.clock.iso(now)})
 
     async def fault_rules(request: Request) -> Response:
-        _loopback(request)
+        loopback_only(request)
         if request.method == "GET":
             return JSONResponse({"faults": [r.to_json() for r in faults.rules()]})
         if request.method == "DELETE":
@@ -107,13 +94,13 @@ def admin_routes(state: EmulatorState, faults: FaultInjector) -> list[Route]:
         return JSONResponse({"faults": [faults.add(rule).to_json() for rule in rules]})
 
     async def remove_fault(request: Request) -> Response:
-        _loopback(request)
+        loopback_only(request)
         if not faults.remove(int(request.path_params["rule_id"])):
             raise ApiError(404, "no such fault rule")
         return JSONResponse({"removed": int(request.path_params["rule_id"])})
 
     async def set_scenario(request: Request) -> Response:
-        _loopback(request)
+        loopback_only(request)
         if request.method == "DELETE":
             try:
                 state.clear_scenarios(request.query_params.get("run_id"))
@@ -121,17 +108,33 @@ def admin_routes(state: EmulatorState, faults: FaultInjector) -> list[Route]:
                 raise ApiError(404, "Run not found") from None
             return JSONResponse({"ok": True})
         body = await _body(request)
-        params = body.get("params") or {k: v for k, v in body.items() if k not in ("name", "run_id")}
+        every_run = body.get("every_run") is True
+        params = body.get("params") or {k: v for k, v in body.items() if k not in ("name", "run_id", "every_run")}
         try:
-            applied = state.set_scenario(str(body.get("name")), body.get("run_id"), **params)
+            applied = state.set_scenario(str(body.get("name")), body.get("run_id"), every_run=every_run, **params)
         except KeyError:
             raise ApiError(404, "Run not found") from None
         except (TypeError, ValueError) as exc:
             raise ApiError(400, str(exc)) from None
-        return JSONResponse({"name": body.get("name"), "run_id": body.get("run_id"), "params": applied})
+        return JSONResponse({"name": body.get("name"), "run_id": body.get("run_id"), "every_run": every_run,
+                             "params": applied})
+
+    async def scenarios(request: Request) -> Response:
+        loopback_only(request)
+        return JSONResponse({"scenarios": [{"name": name, "summary": SUMMARIES[name], "params": DEFAULTS[name]}
+                                           for name in DEFAULTS]})
+
+    async def timing(request: Request) -> Response:
+        loopback_only(request)
+        if request.method == "POST":
+            try:
+                state.set_timing(**await _body(request))
+            except (TypeError, ValueError) as exc:
+                raise ApiError(400, str(exc)) from None
+        return JSONResponse(dataclasses.asdict(state.timing))
 
     async def prepare(request: Request) -> Response:
-        _loopback(request)
+        loopback_only(request)
         body = await _body(request)
         with state.lock:
             if "submission_supported" in body:
@@ -150,5 +153,7 @@ def admin_routes(state: EmulatorState, faults: FaultInjector) -> list[Route]:
         Route(a + "/faults", fault_rules, methods=["GET", "POST", "DELETE"]),
         Route(a + "/faults/{rule_id:int}", remove_fault, methods=["DELETE"]),
         Route(a + "/scenario", set_scenario, methods=["POST", "DELETE"]),
+        Route(a + "/scenarios", scenarios, methods=["GET"]),
+        Route(a + "/timing", timing, methods=["GET", "POST"]),
         Route(a + "/prepare", prepare, methods=["POST"]),
     ]

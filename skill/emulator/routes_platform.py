@@ -158,7 +158,7 @@ def platform_routes(state: EmulatorState) -> list[Route]:
 
     async def usage(request: Request) -> Response:
         with state.lock:
-            return JSONResponse(run_of(request).usage())
+            return JSONResponse(run_of(request).usage(state.now()))
 
     async def feedback(request: Request) -> Response:
         user(request)

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from .state import EmulatorState
@@ -40,9 +40,13 @@ def traces_routes(state: EmulatorState) -> list[Route]:
 
     def get_trace(request: Request, owner: Owner, now: float, params: Params) -> Any:
         trace = store.get_trace(owner, now, request.path_params["trace_id"])
-        if raw_wanted(params):
+        if not raw_wanted(params):
+            return trace.summary(state.clock.iso)
+        if trace.raw is not None:
             return Response(trace.raw, media_type="application/json")
-        return trace.summary(state.clock.iso)
+        # a generated trace: streamed chunk by chunk, with its length announced
+        return StreamingResponse(iter(trace.raw_chunks()), media_type="application/json",
+                                 headers={"content-length": str(trace.size_bytes)})
 
     def get_episode(request: Request, owner: Owner, now: float, params: Params) -> Any:
         episode_id = request.path_params["episode_id"]

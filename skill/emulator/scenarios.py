@@ -1,27 +1,14 @@
-"""Run scenarios: how a simulated run misbehaves, chosen per run (or for the next run).
+"""Run scenarios: how a simulated run misbehaves (or grows large), chosen per run, for the
+next run, or for every run from now on.
 
-=================  =====================================================================
-name               effect (parameters, defaults)
-=================  =====================================================================
-``fail``           FAILED while running step ``at_step`` (3) with ``error_message`` and,
-                   unless ``analysis`` is false, ``failureAnalysis {rootCause, evidence[],
-                   confidence}``; ERROR lines in trainer and orchestrator logs.
-``stall``          after step ``at_step`` (2) the run stays RUNNING with no new steps, no new
-                   lines, and progress ``lastUpdatedAt`` frozen.
-``crash_loop``     after step ``at_step`` (2) env server ``env_name`` (the first) goes
-                   ``CrashLoopBackOff``: error lines every 30 s in its logs, WARNINGs in the
-                   orchestrator's, no new steps.
-``stay_queued``    QUEUED forever with ``runs_ahead`` (3) and ``queue_reason``.
-``echo_wandb_key`` the trainer logs the forwarded ``wandbApiKey`` value at start-up (a
-                   secret-leak canary).
-``missing_traces`` the trace uploads of ``steps`` ([2]) never land (metrics still have them).
-=================  =====================================================================
-
-A restart (``PUT /rft/runs/{id}/restart``) clears ``stall`` and ``crash_loop``.
+Each scenario's parameters, defaults and effect are listed in ``README.md`` (section
+Scenarios), the one place they are documented; :data:`SUMMARIES` holds one line per name
+for help texts. :func:`scenario` validates parameters and fills in defaults.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -32,14 +19,47 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "stay_queued": {"runs_ahead": 3, "queue_reason": None},
     "echo_wandb_key": {},
     "missing_traces": {"steps": [2]},
+    "pending": {"seconds": 120.0},
+    "image_pull_slow": {"seconds": 600.0, "image": None},
+    "image_pull_backoff": {"image": None, "fail_after_seconds": 900.0},
+    "slow_stop": {"seconds": 60.0},
+    "long_run": {"hours": 24.0, "lines": 210_000, "errors": True},
+    "many_traces": {"count": 2000, "trace_bytes": 100_000, "total_bytes": 0, "per_episode": 4},
 }
 
 #: Scenario names accepted by :func:`scenario`.
 SCENARIOS = tuple(DEFAULTS)
 
+#: One line per scenario, for help texts (details in README.md).
+SUMMARIES: dict[str, str] = {
+    "fail": "FAILED during a step, with errorMessage, failureAnalysis and ERROR lines",
+    "stall": "RUNNING with no new steps or lines after a step",
+    "crash_loop": "an env server in CrashLoopBackOff, no new steps",
+    "stay_queued": "QUEUED forever",
+    "echo_wandb_key": "the trainer logs the forwarded W&B key (secret-leak canary)",
+    "missing_traces": "some steps' traces never land",
+    "pending": "PENDING for a while before QUEUED",
+    "image_pull_slow": "pods ContainerCreating while a slow image pull runs, then fine",
+    "image_pull_backoff": "the image cannot be pulled: ErrImagePull / ImagePullBackOff, then FAILED",
+    "slow_stop": "a stop tears down for a while before STOPPED",
+    "long_run": "a run stretched over hours, with 210,000 log lines and 8 error signatures",
+    "many_traces": "thousands of traces (and gigabytes of raw bytes), generated on demand",
+}
+
+#: Restart (``PUT /rft/runs/{id}/restart``) clears these.
+CLEARED_BY_RESTART = ("stall", "crash_loop")
+
+
+def _number(merged: dict[str, Any], key: str, lo: float, hi: float, *, integer: bool = False) -> None:
+    value = merged[key]
+    ok = isinstance(value, int if integer else (int, float)) and not isinstance(value, bool)
+    if not ok or not lo <= value <= hi:
+        kind = "an integer" if integer else "a number"
+        raise ValueError(f"{key} must be {kind} from {lo:g} to {hi:g}")
+
 
 def scenario(name: str, **params: Any) -> dict[str, Any]:
-    """Validated parameters of a scenario (defaults filled in); ValueError on a bad name or key."""
+    """Validated parameters of a scenario (defaults filled in); ValueError on a bad name or value."""
     if name not in DEFAULTS:
         raise ValueError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
     unknown = set(params) - set(DEFAULTS[name])
@@ -50,4 +70,31 @@ def scenario(name: str, **params: Any) -> dict[str, Any]:
         raise ValueError("at_step must be an integer >= 1 (>= 0 for stall and crash_loop)")
     if name == "missing_traces" and not all(isinstance(s, int) for s in merged["steps"]):
         raise ValueError("steps must be a list of integers")
+    if name in ("pending", "image_pull_slow", "slow_stop"):
+        _number(merged, "seconds", 0, 7 * 86400)
+    if name == "image_pull_backoff":
+        _number(merged, "fail_after_seconds", 0, 7 * 86400)
+    if "image" in merged and merged["image"] is not None and not isinstance(merged["image"], str):
+        raise ValueError("image must be a string like ghcr.io/primeintellect-ai/prime-rl:v0.5.0")
+    if name == "long_run":
+        _number(merged, "hours", 0.1, 24 * 30)
+        _number(merged, "lines", 0, 50_000_000, integer=True)
+        if not isinstance(merged["errors"], bool):
+            raise ValueError("errors must be true or false")
+    if name == "many_traces":
+        _number(merged, "count", 1, 10_000_000, integer=True)
+        _number(merged, "trace_bytes", 2048, 1 << 34, integer=True)
+        _number(merged, "total_bytes", 0, 1 << 44, integer=True)
+        _number(merged, "per_episode", 1, 64, integer=True)
+        if merged["total_bytes"] and merged["total_bytes"] // merged["count"] < 2048:
+            raise ValueError("total_bytes / count must be at least 2048 bytes per trace")
     return merged
+
+
+def scenario_map(value: str | Mapping[str, Mapping[str, Any] | None] | None) -> dict[str, dict[str, Any]]:
+    """Validated scenarios from a name or a ``{name: params}`` mapping (None: none); ValueError."""
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        value = {value: {}}
+    return {name: scenario(name, **dict(params or {})) for name, params in value.items()}

@@ -7,11 +7,13 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any, Self
 
 import uvicorn
 
 from .app import create_app
+from .dashboard import dashboard_url
 from .faults import FaultInjector
 from .seed import DEFAULT_API_KEY, DEFAULT_SPEED
 from .state import EmulatorState
@@ -50,7 +52,9 @@ class EmulatorServer:
 
     Keyword arguments other than ``speed``/``host``/``port`` go to
     :class:`~skill.emulator.state.EmulatorState` (``seed``, ``timing``, ``shape``,
-    ``prepare_submission_supported``, ``prepare_available``, ``rng_seed``).
+    ``prepare_submission_supported``, ``prepare_available``, ``rng_seed``, and ``scenario``:
+    a scenario name or ``{name: params}`` applied to every run, e.g.
+    ``scenario={"many_traces": {"count": 50000}}``; ValueError if unknown).
     """
 
     def __init__(self, speed: float = DEFAULT_SPEED, host: str = "127.0.0.1", port: int = 0,
@@ -67,9 +71,13 @@ class EmulatorServer:
 
     @property
     def base_url(self) -> str:
-        """``http://HOST:PORT`` (no ``/api/v1``)."""
+        """``http://HOST:PORT`` (no ``/api/v1``); also the dashboard's root (``PRIME_FRONTEND_URL``)."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
+
+    def dashboard_url(self, run_id: str) -> str:
+        """The emulator's page of a run: ``{base_url}/dashboard/training/{run_id}``."""
+        return dashboard_url(self.base_url, run_id)
 
     def start(self, timeout: float = 10.0) -> Self:
         """Start serving; returns once the server accepts connections."""
@@ -105,22 +113,29 @@ class EmulatorServer:
         self.stop()
 
 
-def serve(host: str = "127.0.0.1", port: int = 8765, speed: float | None = None, **state_options: Any) -> None:
+def serve(host: str = "127.0.0.1", port: int = 8765, speed: float | None = None,
+          scenario: str | Mapping[str, Mapping[str, Any] | None] | None = None, **state_options: Any) -> None:
     """Serve the emulator in the foreground until interrupted (``model-factory emulator``).
 
     Prints the base URL, the API key and the environment to point ``prime`` or the tools
-    at it. ``speed`` None means real time (1.0). Raises ``OSError`` when the address cannot
-    be bound (port taken, bad host), before printing anything.
+    at it. ``speed`` None means real time (1.0). ``scenario`` (a name, or ``{name: params}``)
+    applies to every run created; other keyword arguments go to
+    :class:`~skill.emulator.state.EmulatorState` (``timing``, ``shape``, ...). Raises
+    ``ValueError`` for an unknown scenario or parameter and ``OSError`` when the address
+    cannot be bound (port taken, bad host), both before printing anything.
     """
+    state = EmulatorState(DEFAULT_SPEED if speed is None else speed, scenario=scenario, **state_options)
     sock = _listening_socket(host, port)
-    state = EmulatorState(DEFAULT_SPEED if speed is None else speed, **state_options)
     app = create_app(state, FaultInjector())
     shown = f"[{host}]" if ":" in host else host
     base = f"http://{shown}:{port}"
-    print(f"Model Factory emulator on {base} (clock speed {state.clock.speed}x)\n"
-          f"  export PRIME_API_BASE_URL={base} PRIME_TRACES_URL={base} PRIME_API_KEY={DEFAULT_API_KEY} "
-          f"PRIME_DISABLE_VERSION_CHECK=1\n"
-          f"  admin: {base}/_emulator/state (loopback clients only). Ctrl-C stops.", file=sys.stderr, flush=True)
+    scenarios = ", ".join(state.every_run_scenarios) or "none"
+    print(f"Model Factory emulator on {base} (clock speed {state.clock.speed}x; scenarios for every run: "
+          f"{scenarios})\n"
+          f"  export PRIME_API_BASE_URL={base} PRIME_TRACES_URL={base} PRIME_FRONTEND_URL={base} "
+          f"PRIME_API_KEY={DEFAULT_API_KEY} PRIME_DISABLE_VERSION_CHECK=1\n"
+          f"  runs: {base}/dashboard/training   admin: {base}/_emulator/state (loopback clients only). "
+          "Ctrl-C stops.", file=sys.stderr, flush=True)
     uvicorn.Server(_config(app, host, port)).run(sockets=[sock])
 
 

@@ -5,28 +5,40 @@ completion, ...) whose time has come, in time order, appending metrics, log line
 checkpoints and traces as it goes. No background thread is involved; callers advance a run
 before reading it or changing it.
 
-Default timeline (simulated seconds, see :class:`Timing`): QUEUED 60 s (``runsAhead``,
-``queueReason``), RUNNING start-up 90 s (pods, no steps), then one step every 30 s, then a
-10 s finalize (final checkpoint) before COMPLETED.
+Default timeline (simulated seconds, see :class:`Timing`): PENDING 0 s (none unless set),
+QUEUED 60 s (``runsAhead``, ``queueReason``), RUNNING start-up 90 s (pods Pending 45 s, then
+ContainerCreating while the image is pulled; no steps), then one step every 30 s, then a 10 s
+finalize (final checkpoint) before COMPLETED. A stop is immediate unless ``stop_seconds``
+(or the ``slow_stop`` scenario) gives it a teardown. The README's Time and Scenarios
+sections describe what each phase shows.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .billing import run_usage
+from .bulk import BulkTraces
 from .configs import RunSpec
 from .content import hex_id, histogram, metrics_record, reward_mean, rng, rollout_text
 from .errors import ApiError
-from .logs import LogLine, make_line, query_logs
+from .logs import LineSource, LogLine, StoredLines, make_line, query_logs
+from .logvolume import LogVolume
+from .scenarios import CLEARED_BY_RESTART
 from .traces import TraceStore
 from .uploads import step_upload
 
 TERMINAL = frozenset({"COMPLETED", "FAILED", "STOPPED", "PAUSED"})
 MAX_PERIODIC_EVENTS = 500
+PRIME_RL_IMAGE = "ghcr.io/primeintellect-ai/prime-rl"
+#: Kubernetes' image pull back-off: 10 s, doubling, at most 300 s.
+PULL_BACKOFF_SECONDS = (10.0, 300.0)
+#: Prefix of the lines the platform adds about pods (events), as the CLI strips it.
+ADMINLOG = "[adminlog] "
 
 
 @dataclass
@@ -41,6 +53,12 @@ class Timing:
     checkpoint_upload_seconds: float = 15.0
     trace_ingest_seconds: float = 2.0
     volume_ready_seconds: float = 20.0
+    #: PENDING before QUEUED (0: a run is QUEUED at once).
+    pending_seconds: float = 0.0
+    #: Of the start-up, how long pods are Pending (unscheduled) before ContainerCreating.
+    pod_schedule_seconds: float = 45.0
+    #: Teardown after a stop before STOPPED (0: STOPPED at once).
+    stop_seconds: float = 0.0
 
 
 @dataclass
@@ -126,12 +144,59 @@ class SimRun:
     periodic_count: int = 0
     last_periodic: float = 0.0
     trace_count: int = 0
+    pods_scheduled_at: float | None = None
+    pull_events: int = 0
+    next_pull_event: float = 0.0
+    steps_began_at: float | None = None
+    epoch: float = 0.0
+    bulk: BulkTraces | None = None
+    _volume: tuple[tuple[Any, ...], LogVolume] | None = None
 
     def __post_init__(self) -> None:
         self.phase_since = self.updated_at = self.created_at
         self.current_step = self.step_offset
+        if self.pending_seconds > 0:
+            self.phase, self.status = "pending", "PENDING"
 
     # -- derived facts -----------------------------------------------------------------
+    @property
+    def pending_seconds(self) -> float:
+        """PENDING time: the ``pending`` scenario's, else the timing's."""
+        return self.scenarios.get("pending", {}).get("seconds", self.timing.pending_seconds)
+
+    @property
+    def stop_seconds(self) -> float:
+        """Teardown time of a stop: the ``slow_stop`` scenario's, else the timing's."""
+        return self.scenarios.get("slow_stop", {}).get("seconds", self.timing.stop_seconds)
+
+    @property
+    def step_seconds(self) -> float:
+        """Seconds per step; ``long_run`` stretches the steps over its hours."""
+        long_run = self.scenarios.get("long_run")
+        if long_run:
+            return max(self.timing.step_seconds, long_run["hours"] * 3600.0 / (self.spec.max_steps or 20))
+        return self.timing.step_seconds
+
+    @property
+    def image(self) -> str:
+        """The image the run's pods pull (an image-pull scenario's ``image``, else prime-rl's)."""
+        for name in ("image_pull_backoff", "image_pull_slow"):
+            image = self.scenarios.get(name, {}).get("image")
+            if image:
+                return image
+        return f"{PRIME_RL_IMAGE}:{self.placement.image_tag or 'latest'}"
+
+    @property
+    def components(self) -> list[str]:
+        """The run's components other than env servers."""
+        if self.sft:
+            return ["trainer", "orchestrator", "inference"] if self.spec.eval_env_names else ["trainer"]
+        return ["orchestrator", "trainer", "inference"]
+
+    def pod_name(self, component: str, env: str | None = None) -> str:
+        """A pod's name: ``<run>-env-<env>-0`` for env servers, ``<run>-<component>-0`` otherwise."""
+        return (f"{self.id}-env-{env}-0" if env is not None else f"{self.id}-{component}-0").lower()
+
     @property
     def sft(self) -> bool:
         """Whether this is an SFT run (``loss == "sft"``)."""
@@ -177,6 +242,15 @@ class SimRun:
     def _line(self, t: float, component: str, level: str, message: str, **kw: Any) -> None:
         self.logs.append(make_line(t, self.iso(t), component, level, message, **kw))
 
+    def _pod_event(self, t: float, level: str, message: str) -> None:
+        """A platform line about every pod (``{pod}`` in ``message`` is its name), in each
+        component's logs with the ``[adminlog] `` prefix."""
+        for component in self.components:
+            self._line(t, component, level, message.replace("{pod}", self.pod_name(component)), prefix=ADMINLOG)
+        for env in self.env_names:
+            self._line(t, "env-server", level, message.replace("{pod}", self.pod_name("env-server", env)),
+                       env_name=env, prefix=ADMINLOG)
+
     # -- the timeline ------------------------------------------------------------------
     def advance(self, now: float) -> None:
         """Apply every event due at or before simulated time ``now``."""
@@ -190,27 +264,43 @@ class SimRun:
 
     def _next_event(self) -> tuple[float, Callable[[float], None]] | None:
         tm = self.timing
+        if self.phase == "pending":
+            return self.phase_since + self.pending_seconds, self._queue
         if self.phase == "queued":
             if "stay_queued" in self.scenarios:
                 return None
             return self.phase_since + tm.queue_seconds, self._start
         if self.phase == "starting":
-            return self.phase_since + tm.startup_seconds, self._begin_steps
+            if self.pods_scheduled_at is None:
+                return self.phase_since + min(tm.pod_schedule_seconds, tm.startup_seconds), self._schedule_pods
+            backoff = self.scenarios.get("image_pull_backoff")
+            if backoff:
+                give_up = backoff["fail_after_seconds"]
+                if give_up and self.next_pull_event >= self.pods_scheduled_at + give_up:
+                    return self.pods_scheduled_at + give_up, self._pull_given_up
+                if self.pull_events >= MAX_PERIODIC_EVENTS:
+                    return None
+                return self.next_pull_event, self._pull_event
+            slow = self.scenarios.get("image_pull_slow", {}).get("seconds", 0.0)
+            return self.phase_since + tm.startup_seconds + slow, self._begin_steps
+        if self.phase == "stopping":
+            return self.phase_since + self.stop_seconds, self._stopped
         if self.phase == "stepping":
+            step_seconds = self.step_seconds
             fail = self.scenarios.get("fail")
             if fail and self.current_step + 1 >= fail["at_step"]:
-                return self.last_step_t + 0.6 * tm.step_seconds, self._fail
+                return self.last_step_t + 0.6 * step_seconds, self._fail
             crash = self.scenarios.get("crash_loop")
             if crash and self.current_step >= crash["at_step"]:
                 if not self.crashed:
-                    return self.last_step_t + 0.5 * tm.step_seconds, self._crash
+                    return self.last_step_t + 0.5 * step_seconds, self._crash
                 if self.periodic_count >= MAX_PERIODIC_EVENTS:
                     return None
                 return self.last_periodic + 30.0, self._crash_tick
             stall = self.scenarios.get("stall")
             if stall and self.current_step >= stall["at_step"]:
                 return None
-            return self.last_step_t + tm.step_seconds, self._step
+            return self.last_step_t + step_seconds, self._step
         if self.phase == "finalizing":
             return self.phase_since + tm.finalize_seconds, self._complete
         if self.phase == "pausing":
@@ -222,6 +312,61 @@ class SimRun:
         if status:
             self.status = status
         self.updated_at = t
+
+    def _queue(self, t: float) -> None:
+        self._enter("queued", t, "QUEUED")
+
+    @property
+    def pull_scenario(self) -> bool:
+        """Whether an image-pull scenario applies (only then are pod events logged)."""
+        return "image_pull_slow" in self.scenarios or "image_pull_backoff" in self.scenarios
+
+    def _schedule_pods(self, t: float) -> None:
+        self.pods_scheduled_at = t
+        for env in self.env_names:
+            self.env_status[env] = "ContainerCreating"
+        if self.pull_scenario:
+            self._pod_event(t, "INFO", "Successfully assigned {pod} to gpu-node-" + hex_id(self.id, "node", length=6))
+            self._pod_event(t + 0.01, "INFO", f'Pulling image "{self.image}"')
+        self.next_pull_event = t + 5.0
+
+    def _pull_event(self, t: float) -> None:
+        """Odd events: a pull attempt fails (ErrImagePull); even ones: the back-off after it
+        (ImagePullBackOff, 10 s doubling to 300 s until the next attempt)."""
+        self.pull_events += 1
+        n, image = self.pull_events, self.image
+        failed = n % 2 == 1
+        for env in self.env_names:
+            self.env_status[env] = "ErrImagePull" if failed else "ImagePullBackOff"
+        if failed:
+            self._pod_event(t, "ERROR", f'Failed to pull image "{image}": rpc error: code = NotFound desc = '
+                                        f'failed to pull and unpack image "{image}": not found')
+            self._pod_event(t + 0.01, "ERROR", "Error: ErrImagePull")
+            if not self.sft:
+                self._line(t + 0.02, "orchestrator", "WARNING", "Waiting for the env servers: image not pulled yet")
+            self.next_pull_event = t + 1.0
+            return
+        self._pod_event(t, "WARNING", f'Back-off pulling image "{image}"')
+        self._pod_event(t + 0.01, "ERROR", "Error: ImagePullBackOff")
+        low, high = PULL_BACKOFF_SECONDS
+        self.next_pull_event = t + min(high, low * 2 ** (n // 2 - 1))
+
+    def _pull_given_up(self, t: float) -> None:
+        image = self.image
+        waited = round(t - (self.pods_scheduled_at or t))
+        attempts = (self.pull_events + 1) // 2
+        self._enter("done", t, "FAILED")
+        self.completed_at = t
+        self.error_message = f"Image pull failed: {image} (ImagePullBackOff)"
+        self.failure_analysis = {
+            "rootCause": f"The image {image} could not be pulled (ErrImagePull: not found); the pods never started",
+            "evidence": [f'Failed to pull image "{image}": not found', "Error: ImagePullBackOff",
+                         f"{attempts} pull attempts over {waited} s"],
+            "confidence": 0.95,
+        }
+        self._pod_event(t, "ERROR", f'Giving up pulling image "{image}" after {waited} s')
+        for env in self.env_names:
+            self.env_status[env] = "Terminated"
 
     def _start(self, t: float) -> None:
         self._enter("starting", t, "RUNNING")
@@ -251,8 +396,15 @@ class SimRun:
             self._line(t + next(tick), "env-server", "INFO", f"Starting environment server {env}", env_name=env)
 
     def _begin_steps(self, t: float) -> None:
+        slow = self.scenarios.get("image_pull_slow")
+        if slow:
+            took = t - (self.pods_scheduled_at or t)
+            self._pod_event(t - 0.02, "INFO", f'Successfully pulled image "{self.image}" in {took:.1f}s '
+                                              f"(image size 18.4 GB)")
+            self._pod_event(t - 0.01, "INFO", "Started container {pod}")
         self._enter("stepping", t)
         self.last_step_t = t
+        self.steps_began_at = t
         for env in self.env_names:
             self.env_status[env] = "Running"
         tick = iter(i * 0.01 for i in range(1000))
@@ -270,9 +422,9 @@ class SimRun:
         k = self.current_step + 1
         self.current_step, self.last_step_t = k, t
         self.step_times[k] = t
-        spec, tm = self.spec, self.timing
+        spec = self.spec
         record = metrics_record(self.id, k, spec.max_steps, sft=self.sft, timestamp=self.iso(t),
-                                step_seconds=tm.step_seconds, batch_size=spec.batch_size,
+                                step_seconds=self.step_seconds, batch_size=spec.batch_size,
                                 learning_rate=spec.learning_rate)
         self.metrics = [m for m in self.metrics if m["step"] != k] + [record]
         tick = iter(i * 0.01 for i in range(1000))
@@ -396,6 +548,12 @@ class SimRun:
         return True
 
     def _upload_train_traces(self, t: float, k: int) -> None:
+        many = self.scenarios.get("many_traces")
+        if many:  # generated on demand from the step times: nothing to store
+            if self.bulk is None:
+                self.bulk = self._bulk_traces(many)
+                self.store.add_bulk(self.bulk)
+            return
         missing = self.scenarios.get("missing_traces")
         if missing and k in missing["steps"]:
             return
@@ -406,6 +564,19 @@ class SimRun:
         envs = self.spec.env_names or ["default"]
         context = {"source": "prime-rl", "run_type": "train"}
         self._upload(t, k, self.id, envs, e_count, m_count, mean, context, "train")
+
+    def _bulk_traces(self, many: dict[str, Any]) -> BulkTraces:
+        count = many["count"]
+        trace_bytes = many["total_bytes"] // count if many["total_bytes"] else many["trace_bytes"]
+        pl = self.placement
+        return BulkTraces(
+            run_id=self.id, user_id=pl.user_id, team_id=pl.team_id, count=count, trace_bytes=trace_bytes,
+            per_episode=many["per_episode"], max_steps=self.spec.max_steps, step_times=self.step_times,
+            landed=lambda k: k not in self.scenarios.get("missing_traces", {}).get("steps", ()),
+            ingest_seconds=self.timing.trace_ingest_seconds, spread_seconds=0.5 * self.timing.step_seconds,
+            envs=self.spec.env_names, model=self.spec.base_model or "",
+            context={"source": "prime-rl", "run_type": "train"},
+            mean_reward=lambda k: reward_mean(self.id, k, self.spec.max_steps))
 
     def _upload_eval_traces(self, t: float, k: int) -> None:
         n = self.shape.eval_episodes
@@ -428,37 +599,51 @@ class SimRun:
 
     # -- interventions ---------------------------------------------------------------------
     def stop(self, now: float) -> None:
-        """Stop now (a no-op on a terminal run)."""
-        if self.status in TERMINAL:
+        """Stop (a no-op on a terminal or stopping run): STOPPED at once, or after a teardown of
+        :attr:`stop_seconds` for a run whose pods exist; the status stays as it was meanwhile."""
+        if self.status in TERMINAL or self.phase == "stopping":
             return
-        self._enter("done", now, "STOPPED")
-        self.completed_at = now
-        self.notice = None
+        seconds = self.stop_seconds if self.started_at is not None else 0.0
         self._line(now, self.primary, "INFO", "Stop requested; tearing down the run")
+        if seconds <= 0:
+            self._stopped(now)
+            return
+        self._enter("stopping", now)
+        self.notice = f"Stopping: tearing down the run's pods (about {seconds:g} s)"
+        for env in self.env_names:
+            self.env_status[env] = "Terminating"
+
+    def _stopped(self, t: float) -> None:
+        self._enter("done", t, "STOPPED")
+        self.completed_at = t
+        self.notice = None
         for env in self.env_names:
             self.env_status[env] = "Terminated"
 
     def pause(self, now: float) -> None:
         """Start pausing a RUNNING run (409 otherwise): PAUSING, then PAUSED with a checkpoint."""
-        if self.status != "RUNNING":
-            raise ApiError(409, f"Run is not RUNNING (status {self.status})")
+        if self.status != "RUNNING" or self.phase == "stopping":
+            stopping = ", stopping" if self.phase == "stopping" else ""
+            raise ApiError(409, f"Run is not RUNNING (status {self.status}{stopping})")
         self._enter("pausing", now, "PAUSING")
         self.notice = "Saving a checkpoint before pausing"
         self._line(now, self.primary, "INFO", "Pause requested; saving a checkpoint")
 
     def restart(self, now: float) -> None:
         """Restart a RUNNING run from its latest READY checkpoint (409 otherwise)."""
-        if self.status != "RUNNING":
-            raise ApiError(409, f"Only RUNNING runs can be restarted (status {self.status})")
+        if self.status != "RUNNING" or self.phase == "stopping":
+            raise ApiError(409, f"Only RUNNING runs can be restarted (status {self.status}"
+                                f"{', stopping' if self.phase == 'stopping' else ''})")
         ready = [c.step for c in self.checkpoints if c.status(now) == "READY"]
         back_to = max(ready) if ready else self.step_offset
         self.attempt += 1
         self.current_step = back_to
         self.metrics = [m for m in self.metrics if m["step"] <= back_to]
         self.step_times = {k: v for k, v in self.step_times.items() if k <= back_to}
-        self.scenarios.pop("stall", None)
-        self.scenarios.pop("crash_loop", None)
+        for name in CLEARED_BY_RESTART:
+            self.scenarios.pop(name, None)
         self.crashed = False
+        self.pods_scheduled_at, self.pull_events = None, 0
         self._enter("starting", now)
         for env in self.env_names:
             self.env_status[env] = "Pending"
@@ -517,17 +702,46 @@ class SimRun:
                    if (min_step is None or m["step"] >= min_step) and (max_step is None or m["step"] <= max_step)]
         return records[:limit] if limit is not None else records
 
+    def step_at(self, t: float) -> int:
+        """The step being trained at simulated time ``t`` (0 before the first)."""
+        if self.steps_began_at is None or t < self.steps_began_at:
+            return self.step_offset
+        done = self.step_offset + int((t - self.steps_began_at) // self.step_seconds) + 1
+        return min(done, self.spec.max_steps) if self.spec.max_steps else done
+
+    @property
+    def ended_at(self) -> float | None:
+        """When the run stopped using its pods (a terminal state), else None."""
+        return self.phase_since if self.phase == "done" else None
+
+    def log_volume(self) -> LogVolume | None:
+        """The generated lines of a ``long_run`` run (None otherwise, or before its pods started)."""
+        params = self.scenarios.get("long_run")
+        if params is None or self.started_at is None:
+            return None
+        key = (tuple(sorted(params.items())), self.started_at)
+        if self._volume is None or self._volume[0] != key:
+            self._volume = (key, LogVolume(
+                run_id=self.id, start=self.started_at, hours=params["hours"], lines=params["lines"],
+                errors=params["errors"], components=self.components, env_names=self.env_names, epoch=self.epoch,
+                step_at=self.step_at))
+        return self._volume[1]
+
     def read_logs(self, now: float, params: dict[str, str]) -> str:
         """``/logs`` text; 404 while the run has not started."""
         if self.started_at is None:
-            raise ApiError(404, "Run is queued; logs are not available yet")
-        return query_logs(self.logs, now, params, primary=self.primary, env_names=self.env_names)
+            raise ApiError(404, f"Run is {self.status.lower()}; logs are not available yet")
+        sources: list[LineSource] = [StoredLines(self.logs)]
+        volume = self.log_volume()
+        if volume is not None:
+            sources.append(_Until(volume, self.ended_at))
+        return query_logs(sources, now, params, primary=self.primary, env_names=self.env_names)
 
     def env_servers(self) -> list[dict[str, Any]]:
         """``/env-servers`` items (none before the pods exist)."""
         if self.started_at is None:
             return []
-        return [{"env_name": env, "env_index": 0, "pod_name": f"{self.id}-env-{env}-0".lower(),
+        return [{"env_name": env, "env_index": 0, "pod_name": self.pod_name("env-server", env),
                  "status": self.env_status.get(env, "Pending")} for env in self.env_names]
 
     def checkpoint_items(self, now: float, status_filter: str | None) -> list[dict[str, Any]]:
@@ -577,26 +791,25 @@ class SimRun:
             values = [min(1.0, max(0.0, 0.5 + (v - mean))) for v in values]
         return {"chartData": {"histogramData": histogram(values)}, "step": step, "type": kind}
 
-    def usage(self) -> dict[str, Any]:
-        """``/billing/runs/{id}/usage`` (snake_case ``RunUsage``)."""
-        steps = len(self.step_times)
-        rollouts = self.spec.batch_size or 64
-        completion = int((self.spec.max_tokens or 512) * 0.5)
-        input_tokens, output_tokens = steps * rollouts * 120, steps * rollouts * completion
-        pricing = {"training_per_mtok": 0.5, "inference_input_per_mtok": 0.1, "inference_output_per_mtok": 0.4}
-        training_cost = round((input_tokens + output_tokens) / 1e6 * pricing["training_per_mtok"], 6)
-        inference_cost = round(input_tokens / 1e6 * pricing["inference_input_per_mtok"]
-                               + output_tokens / 1e6 * pricing["inference_output_per_mtok"], 6)
-        return {
-            "run_id": self.id, "run_name": self.name, "base_model": self.spec.base_model, "status": self.status,
-            "training": {"tokens": input_tokens + output_tokens, "input_tokens": input_tokens,
-                         "output_tokens": output_tokens, "cost_usd": training_cost},
-            "inference": {"tokens": input_tokens + output_tokens, "input_tokens": input_tokens,
-                          "output_tokens": output_tokens, "cost_usd": inference_cost},
-            "total_tokens": 2 * (input_tokens + output_tokens),
-            "total_cost_usd": round(training_cost + inference_cost, 6),
-            "record_count": steps, "pricing": pricing,
-        }
+    def usage(self, now: float) -> dict[str, Any]:
+        """``/billing/runs/{id}/usage`` (snake_case ``RunUsage``): see :func:`~skill.emulator.billing.run_usage`."""
+        end = self.ended_at if self.ended_at is not None else now
+        running = max(0.0, end - self.started_at) if self.started_at is not None else 0.0
+        pl = self.placement
+        hourly = pl.price_per_gpu_hour * self.spec.gpu_count if pl.price_per_gpu_hour is not None else None
+        return run_usage(run_id=self.id, run_name=self.name, base_model=self.spec.base_model, status=self.status,
+                         running_seconds=running, usd_per_hour=hourly, sft=self.sft)
+
+
+class _Until:
+    """A line source cut at the run's end (generated lines stop when the pods go)."""
+
+    def __init__(self, source: LineSource, end: float | None) -> None:
+        self.source, self.end = source, end
+
+    def lines_desc(self, component: str, env_name: str | None, lo: float, hi: float,
+                   level: str | None) -> Iterator[LogLine]:
+        return self.source.lines_desc(component, env_name, lo, hi if self.end is None else min(hi, self.end), level)
 
 
 def _params_billion(model: str) -> float:

@@ -8,23 +8,24 @@ refuse.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import re
 import string
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from .clock import SimClock
 from .configs import config_problems, is_retired_lora, model_name, run_spec
 from .content import hex_id
 from .errors import ApiError, not_found
-from .scenarios import scenario
+from .scenarios import scenario, scenario_map
 from .seed import DEFAULT_SPEED, GpuType, Seed, User, Volume, default_seed
-from .simulator import RunPlacement, SimRun, Timing, TraceShape
+from .simulator import PRIME_RL_IMAGE, RunPlacement, SimRun, Timing, TraceShape
 from .traces import Owner, TraceStore
 
-PRIME_RL_IMAGE = "ghcr.io/primeintellect-ai/prime-rl"
 _VOLUME_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 _VOLUME_SIZE = re.compile(r"^\d+(Gi|Ti)$")
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
@@ -55,21 +56,25 @@ class EmulatorState:
         prepare_available: False makes ``/training/runs/prepare`` answer 404 (an older platform).
         rng_seed: seed of the run-id generator (None, the default: random ids, so runs of two
             emulator sessions never share an id in a persistent launch ledger).
+        scenario: scenarios for every run created (a name, or ``{name: params}``); kept by
+            :meth:`reset`. ValueError on a bad name or parameter.
     """
 
     def __init__(self, speed: float = DEFAULT_SPEED, *, seed: Seed | None = None, timing: Timing | None = None,
                  shape: TraceShape | None = None, prepare_submission_supported: bool = False,
-                 prepare_available: bool = True, rng_seed: int | None = None) -> None:
+                 prepare_available: bool = True, rng_seed: int | None = None,
+                 scenario: str | Mapping[str, Mapping[str, Any] | None] | None = None) -> None:
         self.lock = threading.RLock()
         self._options: dict[str, Any] = {
             "speed": speed, "seed": seed, "timing": timing, "shape": shape,
             "prepare_submission_supported": prepare_submission_supported,
-            "prepare_available": prepare_available, "rng_seed": rng_seed,
+            "prepare_available": prepare_available, "rng_seed": rng_seed, "scenario": scenario_map(scenario),
         }
         self._build(**self._options)
 
     def _build(self, *, speed: float, seed: Seed | None, timing: Timing | None, shape: TraceShape | None,
-               prepare_submission_supported: bool, prepare_available: bool, rng_seed: int | None) -> None:
+               prepare_submission_supported: bool, prepare_available: bool, rng_seed: int | None,
+               scenario: dict[str, dict[str, Any]]) -> None:
         self.clock = SimClock(speed)
         self.seed = seed or default_seed()
         self.timing = timing or Timing()
@@ -80,12 +85,14 @@ class EmulatorState:
         self.runs: dict[str, SimRun] = {}
         self.volumes: list[Volume] = [Volume(v.name, v.team_id, v.owner_user_id, v.size) for v in self.seed.volumes]
         self.next_scenarios: dict[str, dict[str, Any]] = {}
+        self.every_run_scenarios: dict[str, dict[str, Any]] = {name: dict(p) for name, p in scenario.items()}
         self._rng = random.Random(rng_seed)
         self.create_attempts = 0
 
     # -- admin -----------------------------------------------------------------------------
     def reset(self) -> None:
-        """Back to the seeded state: no runs, no scenarios, the clock restarted at its speed."""
+        """Back to the seeded state: no runs, the constructor's timing and every-run scenarios only,
+        the clock restarted at its speed."""
         with self.lock:
             self._build(**{**self._options, "speed": self.clock.speed})
 
@@ -106,14 +113,20 @@ class EmulatorState:
         """The simulated now."""
         return self.clock.now()
 
-    def set_scenario(self, name: str, run_id: str | None = None, **params: Any) -> dict[str, Any]:
-        """Apply a scenario to a run now, or (``run_id`` None) to the next run created.
+    def set_scenario(self, name: str, run_id: str | None = None, *, every_run: bool = False,
+                     **params: Any) -> dict[str, Any]:
+        """Apply a scenario to a run now, to the next run created (``run_id`` None), or to every
+        run created from now on (``every_run``). Returns the parameters with defaults.
 
-        Several scenarios can be stacked for the next run. ValueError on bad input,
-        KeyError for an unknown run.
+        Several scenarios can be stacked. ValueError on bad input, KeyError for an unknown run.
         """
         params = scenario(name, **params)
         with self.lock:
+            if every_run:
+                if run_id is not None:
+                    raise ValueError("every_run applies to runs created later: give no run_id")
+                self.every_run_scenarios[name] = params
+                return params
             if run_id is None:
                 self.next_scenarios[name] = params
                 return params
@@ -123,12 +136,29 @@ class EmulatorState:
             return params
 
     def clear_scenarios(self, run_id: str | None = None) -> None:
-        """Forget the next run's scenarios, or a run's."""
+        """Forget the scenarios of the next run and of every run (``run_id`` None), or a run's."""
         with self.lock:
             if run_id is None:
                 self.next_scenarios.clear()
+                self.every_run_scenarios.clear()
             else:
                 self.runs[run_id].scenarios.clear()
+
+    def set_timing(self, **seconds: float) -> Timing:
+        """Change :class:`Timing` fields (simulated seconds) for runs created from now on.
+
+        ValueError on an unknown field or a negative or non-number value.
+        """
+        known = {f.name for f in dataclasses.fields(Timing)}
+        unknown = sorted(set(seconds) - known)
+        if unknown:
+            raise ValueError(f"unknown timing field(s) {unknown}; known: {', '.join(sorted(known))}")
+        for name, value in seconds.items():
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ValueError(f"{name} must be a number of seconds >= 0")
+        with self.lock:
+            self.timing = dataclasses.replace(self.timing, **{k: float(v) for k, v in seconds.items()})
+            return self.timing
 
     def run(self, run_id: str) -> SimRun:
         """A run by id (any owner, deleted included), advanced to now. KeyError if unknown."""
@@ -151,9 +181,11 @@ class EmulatorState:
             return {"now": now, "now_iso": self.clock.iso(now), "speed": self.clock.speed,
                     "run_count": len(self.runs), "create_attempts": self.create_attempts, "runs": runs,
                     "next_scenarios": dict(self.next_scenarios),
+                    "every_run_scenarios": dict(self.every_run_scenarios),
+                    "timing": dataclasses.asdict(self.timing),
                     "prepare": {"available": self.prepare_available,
                                 "submission_supported": self.prepare_submission_supported},
-                    "trace_count": len(self.store.traces)}
+                    "trace_count": self.store.count(now), "traces_generated": self.store.records_made}
 
     # -- accounts --------------------------------------------------------------------------
     def authenticate(self, authorization: str | None) -> User:
@@ -383,7 +415,8 @@ class EmulatorState:
                     cluster_id=gpu.cluster_id, volume_name=volume_name, image_tag=body.get("imageTag"),
                     source_commit=commit),
                 created_at=now, timing=self.timing, shape=self.shape, store=self.store, iso=self.clock.iso,
-                wandb_api_key=body.get("wandbApiKey"), scenarios=dict(self.next_scenarios),
+                epoch=self.clock.epoch, wandb_api_key=body.get("wandbApiKey"),
+                scenarios={**self.every_run_scenarios, **self.next_scenarios},
                 step_offset=resume_of.current_step if resume_of else 0,
                 resumed_from=resume_of.id if resume_of else None)
             self.next_scenarios.clear()
