@@ -813,9 +813,9 @@ def test_unknown_routes_answer_json(api: httpx.Client) -> None:
     assert api.delete("/user/teams").status_code == 405
 
 
-def test_the_emulator_imports_nothing_from_tools() -> None:
+def test_the_emulator_imports_nothing_from_tools_nor_from_the_rest_of_skill() -> None:
     package = Path(__file__).resolve().parent.parent / "skill" / "emulator"
+    outside = re.compile(r"\s*(from|import)\s+(tools|skill(?!\.emulator\b))(\.|\s|$)|\s*from\s+\.\.")
     offenders = [f"{path.name}: {line.strip()}" for path in sorted(package.glob("*.py"))
-                 for line in path.read_text().splitlines()
-                 if re.match(r"\s*(from|import)\s+tools(\.|\s|$)", line)]
+                 for line in path.read_text().splitlines() if outside.match(line)]
     assert offenders == []
