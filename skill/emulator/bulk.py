@@ -114,9 +114,11 @@ class BulkTraces:
         return self.step_times[k] - self.spread_seconds + self.spread_seconds * (j + 0.5) / self.per_step(k)
 
     def trace_id(self, k: int, j: int) -> str:
+        """Id of trace ``j`` of step ``k``: ``tr-<prefix>-<step>-<index>`` (sorts with the index)."""
         return f"tr-{self.prefix}-{k:06d}-{j:07d}"
 
     def episode_id(self, k: int, e: int) -> str:
+        """Id of episode ``e`` of step ``k``: ``ep-<prefix>-<step>-<index>``."""
         return f"ep-{self.prefix}-{k:06d}-{e:06d}"
 
     def parse(self, record_id: str) -> tuple[int, int] | None:
