@@ -66,7 +66,8 @@ def scenario(name: str, **params: Any) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"scenario {name!r} takes no parameter(s) {sorted(unknown)}")
     merged = {**DEFAULTS[name], **{k: v for k, v in params.items() if v is not None}}
-    if "at_step" in merged and (not isinstance(merged["at_step"], int) or merged["at_step"] < (1 if name == "fail" else 0)):
+    lowest_step = 1 if name == "fail" else 0
+    if "at_step" in merged and (not isinstance(merged["at_step"], int) or merged["at_step"] < lowest_step):
         raise ValueError("at_step must be an integer >= 1 (>= 0 for stall and crash_loop)")
     if name == "missing_traces" and not all(isinstance(s, int) for s in merged["steps"]):
         raise ValueError("steps must be a list of integers")

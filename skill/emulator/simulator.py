@@ -503,7 +503,8 @@ class SimRun:
         self._line(t, "env-server", "ERROR", f"Environment server {env} crashed on start-up", env_name=env,
                    extra={"exception": f"Traceback (most recent call last):\n  File \"server.py\", line 12\n"
                                        f"ModuleNotFoundError: No module named '{module}'"})
-        self._line(t + 0.01, "env-server", "ERROR", f"Back-off restarting failed container env-server-{env} (restart 1)",
+        self._line(t + 0.01, "env-server", "ERROR",
+                   f"Back-off restarting failed container env-server-{env} (restart 1)",
                    env_name=env)
         self._line(t + 0.02, "orchestrator", "WARNING", f"Env server {env} unreachable; rollouts paused")
 
@@ -514,7 +515,8 @@ class SimRun:
         n = self.periodic_count
         self._line(t, "env-server", "ERROR",
                    f"ModuleNotFoundError: No module named '{env.replace('-', '_')}'", env_name=env)
-        self._line(t + 0.01, "env-server", "ERROR", f"Back-off restarting failed container env-server-{env} (restart {n})",
+        self._line(t + 0.01, "env-server", "ERROR",
+                   f"Back-off restarting failed container env-server-{env} (restart {n})",
                    env_name=env)
         if n % 2 == 0:
             self._line(t + 0.02, "orchestrator", "WARNING", f"Still waiting for env server {env} ({n} attempts)")

@@ -359,7 +359,8 @@ class EmulatorState:
         with self.lock:
             self.create_attempts += 1
             if not isinstance(body, dict):
-                raise ApiError(422, [{"loc": ["body"], "msg": "Input should be a valid dictionary", "type": "dict_type"}])
+                raise ApiError(422, [{"loc": ["body"], "msg": "Input should be a valid dictionary",
+                                      "type": "dict_type"}])
             if resume_of is not None:
                 config, team_id, name = resume_of.config, resume_of.placement.team_id, resume_of.name
                 mode = resume_of.spec.loss

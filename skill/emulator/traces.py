@@ -229,7 +229,8 @@ def _take(newest_first: Iterable[Any], key: Callable[[Any], tuple], limit: int,
     return items[:limit], base64.urlsafe_b64encode(token).decode().rstrip("=")
 
 
-def _page(items: list[Any], key: Callable[[Any], tuple], params: Params, default_limit: int) -> tuple[list[Any], str | None]:
+def _page(items: list[Any], key: Callable[[Any], tuple], params: Params,
+          default_limit: int) -> tuple[list[Any], str | None]:
     """Sort newest first by ``key``, apply the cursor and limit; returns (page, next_cursor)."""
     limit = _limit(params, default_limit)
     fhash = _filter_hash(params)
