@@ -16,12 +16,9 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
 
 from .content import WORDS, hex_id, mix64, rollout_text
-
-if TYPE_CHECKING:
-    from .traces import EpisodeRecord, TraceRecord
+from .records import EpisodeRecord, TraceRecord
 
 CHUNK_BYTES = 256 * 1024
 _PAD_MARK = "@@PAD@@"
@@ -131,8 +128,6 @@ class BulkTraces:
     # -- records ------------------------------------------------------------------------------
     def trace(self, k: int, j: int) -> TraceRecord:
         """Trace ``j`` of step ``k`` (a summary record; its raw bytes are streamed by ``raw_source``)."""
-        from .traces import TraceRecord
-
         self.records_made += 1
         h = mix64(self._salt ^ (k << 32) ^ j)
         h2 = mix64(h)
@@ -160,8 +155,6 @@ class BulkTraces:
 
     def episode(self, k: int, e: int) -> EpisodeRecord:
         """Episode ``e`` of step ``k``."""
-        from .traces import EpisodeRecord
-
         members = self.members(k, e)
         failed = any(t.has_error for t in members)
         return EpisodeRecord(

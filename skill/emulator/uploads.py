@@ -7,7 +7,7 @@ run (new attempt) uploads new trace ids for the steps it redoes, as a real produ
 from __future__ import annotations
 
 from .content import hex_id, rng, rollout_text, trace_document
-from .traces import EpisodeRecord, TraceRecord
+from .records import EpisodeRecord, TraceRecord
 
 
 def step_upload(*, run_id: str, step: int, attempt: int, kind: str, at: float, ingested_at: float,
