@@ -18,7 +18,8 @@ programs under the user's account could fake a terminal; a host approval prompt 
 elicitation is the stronger channel where one exists.
 
 Exit codes: 0 approved (code printed), 3 the plan cannot be approved (unknown, already
-launched, too old, config file missing), 4 refused / not approved / plan changed, 130 interrupted.
+launched, an earlier launch of the same config unresolved and not acknowledged by this plan, too old,
+config file missing), 4 refused / not approved / plan changed, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -59,7 +60,9 @@ def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
             hint = ("\nPlans live in the state folder of the session that made them: run this in the same project "
                     "folder, or set MODEL_FACTORY_STATE_DIR as the agent's message says."
                     ) if err.code == "unknown_plan" else ""
-            _say(f"Cannot approve {plan_id}: [{err.code}] {err.message}\nFix: {err.fix}{hint}", sys.stderr)
+            from skill.render import as_command  # the fix names tools; a person reads commands
+
+            _say(f"Cannot approve {plan_id}: [{err.code}] {err.message}\nFix: {as_command(err.fix)}{hint}", sys.stderr)
             return EXIT_CONFIRMATION if err.code in _REFUSED_CODES else EXIT_TOOL_ERROR
         _say(ctx.scrubber.scrub_text(request.summary))
         _say("")

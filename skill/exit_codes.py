@@ -33,11 +33,12 @@ CONFIRMATION_CODES: frozenset[ErrorCode] = frozenset({
 def exit_code_for(result: Any) -> int:
     """The process exit code for a tool result (see the table above): a check that ran and failed
     (``valid``/``ok`` false) is 1, so ``model-factory validate-config X && ...`` stops; a ToolError is
-    5 when ambiguous, 4 for the confirmation codes, 2 for ``bad_arguments``, else 3."""
+    5 when ambiguous (or an earlier launch of the config is unresolved),
+    4 for the confirmation codes, 2 for ``bad_arguments``, else 3."""
     if not getattr(result, "error", False) or not hasattr(result, "code"):
         failed = getattr(result, "valid", True) is False or getattr(result, "ok", True) is False
         return EXIT_CHECK_FAILED if failed else EXIT_OK
-    if result.ambiguous:
+    if result.ambiguous or result.code == "unresolved_launch":  # an earlier launch may have happened
         return EXIT_AMBIGUOUS
     if result.code in CONFIRMATION_CODES:
         return EXIT_CONFIRMATION

@@ -191,6 +191,20 @@ def test_the_person_needs_only_the_state_folder(emu, tmp_path):
     ctx.close()
 
 
+def test_a_plan_that_does_not_show_an_unresolved_launch_of_its_config_is_not_approved(setup, emu):
+    first = setup["plan"]
+    second = plan_run(PlanRunInput(config_path=str(setup["cfg"]), team="personal", max_steps=5), setup["ctx"])
+    token = approve_plan(first.plan_id, "terminal", setup["ctx"])
+    emu.faults.commit_then_timeout(mode="drop")
+    emu.faults.status(503, "GET", "/rft/runs", times=None)
+    lost = dispatch_run(DispatchRunInput(plan_id=first.plan_id, confirmation=token), setup["ctx"])
+    assert lost.code == "ambiguous_launch"
+    code, out = run_tty(setup, ["approve", second.plan_id], second.plan_id[-4:])
+    assert code == 3 and "unresolved_launch" in out and first.plan_id in out, out
+    assert f"model-factory dispatch-run {first.plan_id}" in out and "mf_" not in out
+    assert not TOKEN.search(out) and approvals(setup["ctx"], second.plan_id) == 0
+
+
 def test_a_plan_older_than_a_day_is_not_approved(setup):
     plan, ctx = setup["plan"], setup["ctx"]
     with pytest.raises(ToolFailure) as stale:

@@ -34,7 +34,7 @@ ErrorCode = Literal[
     # the confirmation gate and the launch ledger
     "unknown_plan", "plan_changed", "plan_expired", "confirmation_required", "confirmation_invalid",
     "confirmation_expired", "confirmation_used", "approval_refused", "already_dispatched", "ambiguous_launch",
-    "ledger_busy",
+    "unresolved_launch", "ledger_busy",
 ]
 
 

@@ -63,6 +63,10 @@ from tools.guardrails.ledger import Ledger, iso, utc_now
 CHANNELS = ("host_callback", "mcp_elicitation", "terminal", "policy")
 #: Outcomes after which the create may have reached the platform: the plan is spent.
 SENT_OUTCOMES = frozenset({"created", "reconciled", "ambiguous", "still_unknown"})
+#: Launch states whose create may have reached the platform with an outcome nobody knows yet: an
+#: attempt whose answer was lost (``ambiguous``, ``still_unknown``) or that never recorded one
+#: (``in_flight``: running now, or its process died). See :func:`unresolved_launches`.
+UNRESOLVED_STATUSES = frozenset({"ambiguous", "in_flight"})
 #: Outcomes after which the plan may be dispatched again (``rejected`` needs a new approval).
 RETRYABLE_OUTCOMES = frozenset({"not_sent", "rejected"})
 OUTCOMES = SENT_OUTCOMES | RETRYABLE_OUTCOMES
@@ -448,6 +452,27 @@ def launch_state(ledger: Ledger, plan_id: str, now: datetime | None = None) -> L
         raise fail("unknown_plan", f"There is no plan {plan_id} in the launch ledger {ledger.path}.",
                    "Call mf_list_launches to see known plans, or mf_plan_run to make one.")
     return _state(p, _aware(now))
+
+
+def unresolved_launches(
+    ledger: Ledger, *, team_id: str | None, file_sha256: str, exclude: str | None = None, now: datetime | None = None,
+) -> list[LaunchState]:
+    """Launch plans of the owner ``team_id`` (``None``: the personal account) over a config file
+    with these bytes (``file_sha256``, hex) whose status is in :data:`UNRESOLVED_STATUSES`: a run
+    may exist for them that nobody has found yet. Oldest plan first; ``exclude`` leaves one plan
+    out (the one being planned or dispatched). Reads the ledger only (no lock, no platform call):
+    reconciling them is the launch tools' job (``tools.launch._reconcile``)."""
+    now = _aware(now)
+    found = []
+    for p in _group(ledger.read()).values():  # in the order the plans first appear
+        if p.plan_id == exclude or not p.plans:
+            continue
+        state = _state(p, now)
+        plan = state.plan
+        if (plan.get("action", "launch") == "launch" and plan.get("team_id") == team_id
+                and plan.get("file_sha256") == file_sha256 and state.status in UNRESOLVED_STATUSES):
+            found.append(state)
+    return found
 
 
 def list_launches(ledger: Ledger, limit: int = 20, now: datetime | None = None) -> list[LaunchState]:

@@ -91,6 +91,9 @@ class PlanFacts(BaseModel):
     owner: str | None = Field(default=None, description="Team id, or 'personal'.")
     active_runs: int | None = Field(default=None, description=(
         "Queued or running runs of the owner now, excluding this one."))
+    unresolved_launches: list[str] = Field(default_factory=list, description=(
+        "Plan ids of earlier launches of the same config and owner whose outcome is unknown, which this plan "
+        "acknowledges (it may start a second run): a policy never approves such a plan."))
 
 
 class PolicyDecision(BaseModel):
@@ -180,6 +183,10 @@ def evaluate(policy: Policy, facts: PlanFacts) -> PolicyDecision:
 
     if policy.limits is None:
         return decision(False, [policy.error or f"The policy {policy.path} has no limits."])
+    if facts.unresolved_launches:
+        return decision(False, [f"it launches again while earlier launch(es) {', '.join(facts.unresolved_launches)} "
+                                "of the same config are unresolved; a budget policy never approves that, a person "
+                                "must"])
     lim = policy.limits
     passed: list[str] = []
     failed: list[str] = []

@@ -26,7 +26,6 @@ from __future__ import annotations
 import re
 import secrets as pysecrets
 import time
-from datetime import datetime, timedelta
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -57,6 +56,7 @@ from tools.launch._plan import (
     build_plan,
     summary_text,
 )
+from tools.launch._reconcile import look_for_lost_run
 from tools.platform import errors as perr
 from tools.platform import wire
 
@@ -82,10 +82,6 @@ __all__ = [
     "stop_run",
 ]
 
-#: Created runs are looked for among this many of the owner's newest runs (2 pages).
-RECONCILE_PAGES, RECONCILE_PAGE_SIZE = 2, 50
-#: A run found by fingerprint must be created no earlier than the attempt minus this skew.
-CLOCK_SKEW = timedelta(minutes=15)
 STOP_POLL_SECONDS = 3.0
 MAX_STOP_WAIT_SECONDS = 300.0
 _TOKEN = re.compile(r"\Amfc_(.+)_[0-9a-f]{40}\Z")
@@ -221,46 +217,32 @@ def _already(ctx: Context, state: gate.LaunchState) -> DispatchResult:
 
 
 def _reconcile(ctx: Context, ledger: Ledger, state: gate.LaunchState) -> DispatchResult:
-    """Find the run of an attempt whose outcome is unknown; never re-send."""
-    open_attempts = [a for a in state.attempts if a.outcome in (None, "ambiguous", "still_unknown")]
-    fp = str(state.plan.get("fingerprint") or "")
-    since = min(datetime.fromisoformat(a.started_at) for a in open_attempts) - CLOCK_SKEW
-    team_id = state.plan.get("team_id")
-    found: list[wire.RLRun] = []
-    try:
-        for page in range(1, RECONCILE_PAGES + 1):
-            listed = ctx.platform().list_runs(team_id=team_id, page=page, limit=RECONCILE_PAGE_SIZE)
-            found += [r for r in listed.runs if fp and fp in (r.name or "")
-                      and (r.created_at is None or r.created_at.tzinfo is None or r.created_at >= since)]
-            if len(listed.runs) < RECONCILE_PAGE_SIZE or listed.total is None:
-                break
-    except perr.PlatformError as exc:
+    """Find the run of an attempt whose outcome is unknown (``_reconcile``); never re-send."""
+    lookup = look_for_lost_run(ctx, ledger, state)
+    fp, team_id = lookup.fingerprint, state.plan.get("team_id")
+    if lookup.problem:
         raise fail("ambiguous_launch", f"Plan {state.plan_id} may have been launched (its answer was lost), and the "
-                   f"runs could not be listed to check: {exc.message}",
+                   f"runs could not be listed to check: {lookup.problem}",
                    f"Do not re-dispatch. Call mf_dispatch_run with plan_id='{state.plan_id}' again later (it only "
-                   "reconciles), or check mf_list_runs / the dashboard.", ambiguous=True) from None
-    last = open_attempts[-1].attempt_id
-    if not found:
-        gate.record_outcome(ledger, state.plan_id, last, "still_unknown")
+                   "reconciles), or check mf_list_runs / the dashboard.", ambiguous=True)
+    if lookup.run is None:
         raise fail("ambiguous_launch",
                    f"Plan {state.plan_id}'s launch was sent but its answer was lost, and no run named *-{fp} is "
                    f"listed for the {team_id or 'personal account'} yet. It may still appear.",
                    f"Never re-dispatch. Call mf_dispatch_run with plan_id='{state.plan_id}' again in a minute (it only "
                    f"reconciles), or look for a run whose name ends in -{fp} with mf_list_runs or in the dashboard.",
                    ambiguous=True)
-    found.sort(key=lambda r: (r.created_at is None, r.created_at))
-    run = found[0]
-    gate.record_outcome(ledger, state.plan_id, last, "reconciled", run_id=run.id, matches=[r.id for r in found])
-    extra = f" Several runs carry the fingerprint: {', '.join(r.id for r in found)}." if len(found) > 1 else ""
-    state = gate.launch_state(ledger, state.plan_id)
-    return _result(ctx, state, "reconciled", run.id,
+    run = lookup.run
+    extra = f" Several runs carry the fingerprint: {', '.join(lookup.matches)}." if len(lookup.matches) > 1 else ""
+    return _result(ctx, lookup.state, "reconciled", run.id,
                    f"The launch's answer was lost, but run {run.id} ({run.name}) was found; it was not sent "
                    f"again.{extra}")
 
 
 def _policy_facts(draft: Draft) -> PlanFacts:
     return PlanFacts(usd_high=draft.cost.usd_high, gpu_count=draft.gpu_count, gpu_type=draft.gpu_type,
-                     model=draft.model, steps=draft.max_steps, owner=draft.owner.team_id or "personal")
+                     model=draft.model, steps=draft.max_steps, owner=draft.owner.team_id or "personal",
+                     unresolved_launches=draft.material.get("acknowledged_unresolved", []))
 
 
 def _count_active(ctx: Context, team_id: str | None) -> int | None:

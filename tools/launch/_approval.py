@@ -39,10 +39,11 @@ from pydantic import BaseModel, Field
 
 from tools.core import Context
 from tools.errors import FieldProblem, ToolFailure, fail
-from tools.guardrails.confirmation import LaunchState, launch_state, material_changes, mint
+from tools.guardrails.confirmation import LaunchState, launch_state, material_changes, mint, unresolved_launches
 from tools.guardrails.ledger import Ledger, utc_now
 from tools.guardrails.policy import PlanFacts, evaluate, load_for_context
 from tools.launch._plan import APPROVAL_TTL_SECONDS, Draft, PlanRunInput, build_plan
+from tools.launch._reconcile import Lookup, unresolved_failure
 
 #: A plan older than this (seconds since it was recorded) is not approved: its prices and
 #: summary may be stale. The person asks the agent to plan again.
@@ -174,12 +175,33 @@ def plan_request(plan_id: str, ctx: Context, *, now: datetime | None = None) -> 
     platform call, no credentials, no secrets); dispatch re-checks everything else.
 
     Raises ToolFailure: ``unknown_plan``, ``already_dispatched`` / ``ambiguous_launch`` (already
-    sent), ``plan_expired``, ``config_not_found``, ``plan_changed`` (the config file was edited).
+    sent), ``plan_expired``, ``config_not_found``, ``plan_changed`` (the config file was edited),
+    ``unresolved_launch`` (an earlier launch of the same config is unresolved and this plan does
+    not acknowledge it).
     """
-    state = launch_state(Ledger.for_context(ctx), plan_id)
+    ledger = Ledger.for_context(ctx)
+    state = launch_state(ledger, plan_id)
     refuse_spent(state)
     check_locally(state, now)
+    refuse_unacknowledged(ledger, state)
     return request_from_state(state, ctx)
+
+
+def refuse_unacknowledged(ledger: Ledger, state: LaunchState) -> None:
+    """``unresolved_launch`` when the ledger holds an unresolved launch of the same owner and config
+    file that this launch plan does not acknowledge (its summary does not show it, so a person would
+    approve a second run unknowingly; dispatch would refuse it too). Ledger only, no platform call."""
+    plan = state.plan
+    if plan.get("action", "launch") != "launch" or not plan.get("file_sha256"):
+        return
+    acknowledged = set(plan.get("acknowledged_unresolved") or [])
+    missing = [s for s in unresolved_launches(ledger, team_id=plan.get("team_id"),
+                                              file_sha256=str(plan["file_sha256"]), exclude=state.plan_id)
+               if s.plan_id not in acknowledged]
+    if missing:
+        raise unresolved_failure([Lookup(state=s, problem="not from this terminal: approving makes no platform "
+                                         "call") for s in missing], planning=False,
+                                 config_path=plan.get("config_path"))
 
 
 def approve_plan(plan_id: str, channel: str, ctx: Context, *, plan_hash: str | None = None,

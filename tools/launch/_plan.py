@@ -30,8 +30,10 @@ from tools.core import Context, Owner, resolve_owner
 from tools.errors import FieldProblem, ToolFailure, fail
 from tools.guardrails import secrets as gsecrets
 from tools.guardrails.confirmation import config_sha256, plan_hash
+from tools.guardrails.ledger import Ledger
 from tools.guardrails.policy import load_for_context
 from tools.launch._cost import CostEstimate, estimate_cost, magnitude_warnings
+from tools.launch._reconcile import Lookup, check_unresolved, parse_plan_ids, unresolved_lines
 from tools.platform import errors as perr
 
 #: Step cap of a smoke run unless the user asks otherwise.
@@ -75,6 +77,10 @@ class PlanRunInput(BaseModel):
     seconds_per_step: float | None = Field(default=None, gt=0, description=(
         "Your own estimate of seconds per training step, for the cost estimate. Null: a documented "
         "default range by deployment size (an assumption, not platform data)."))
+    acknowledge_unresolved: str | None = Field(default=None, description=(
+        "Only after an unresolved_launch error, and only when the user has checked the earlier launch and still "
+        "wants another run: the plan id(s) that error named, comma-separated. The plan then shows them, and only "
+        "a person can approve it (never a budget policy). Null: planning refuses while one is unresolved."))
 
 
 class RuntimeInfo(BaseModel):
@@ -119,6 +125,7 @@ class Draft:
     fingerprint: str
     runtime: RuntimeInfo | None
     warnings: list[str] = field(default_factory=list)
+    unresolved: list[Lookup] = field(default_factory=list)
     material: dict[str, Any] = field(default_factory=dict)
     plan_hash: str = ""
 
@@ -355,6 +362,11 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     if settings.config_error:
         warnings.append(f"The prime config file was ignored ({settings.config_error}); its team is not applied.")
     owner = resolve_owner(ctx, args.team, strict=True)
+    file_sha256 = hashlib.sha256(data).hexdigest()
+    acknowledged = parse_plan_ids(args.acknowledge_unresolved)
+    unresolved = check_unresolved(ctx, Ledger.for_context(ctx), plan_id=plan_id, team_id=owner.team_id,
+                                  file_sha256=file_sha256, acknowledged=acknowledged, config_path=str(path),
+                                  planning=prepare)
     model = report.model_name
     gpu_type, gpu_how, price, why = _choose_gpu(ctx, args, toml_strings["gpu_type"], owner, model, warnings)
     count = report.gpu_count
@@ -381,11 +393,11 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
         warnings.append("The config logs to Weights & Biases but WANDB_API_KEY is not forwarded; the run may "
                         "fail to log. Add secrets=['WANDB_API_KEY'] (the user exports it or puts it in an env file).")
     draft = Draft(
-        plan_id=plan_id, args=args, config_path=path, file_sha256=hashlib.sha256(data).hexdigest(), hosted=hosted,
+        plan_id=plan_id, args=args, config_path=path, file_sha256=file_sha256, hosted=hosted,
         mode=mode, model=model, owner=owner, gpu_type=gpu_type, gpu_type_source=gpu_how, gpu_count=count, cost=cost,
         config_max_steps=from_config, max_steps=cap, max_steps_reason=reason, secret_names=sorted(names),
         env_files=files, volume=volume, image_tag=image_tag, source_ref=source_ref, run_name=run_name,
-        fingerprint=fp, runtime=runtime, warnings=warnings)
+        fingerprint=fp, runtime=runtime, warnings=warnings, unresolved=unresolved)
     draft.material = {
         "action": "launch", "config_sha256": config_sha256(hosted), "file_sha256": draft.file_sha256,
         "team_id": owner.team_id, "gpu_type": gpu_type, "gpu_count": count, "volume": volume,
@@ -394,6 +406,8 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
         "cost": {"usd_per_gpu_hour": price, "usd_low": cost.usd_low, "usd_expected": cost.usd_expected,
                  "usd_high": cost.usd_high},
     }
+    if acknowledged:  # only then: plans that acknowledge nothing keep the hashes they always had
+        draft.material["acknowledged_unresolved"] = acknowledged
     draft.plan_hash = plan_hash(draft.material)
     return draft
 
@@ -415,6 +429,7 @@ def summary_text(d: Draft) -> str:
     runtime = d.runtime.note if d.runtime else "runtime not re-checked"
     lines = [
         f"Plan {d.plan_id}: nothing launched, nothing spent yet.",
+        *unresolved_lines(d.unresolved),
         f"  Owner (pays):  {owner}",
         f"  Config:        {d.config_path} (sha256 {d.config_sha256[:12]}, file {d.file_sha256[:12]})",
         f"  Model / mode:  {d.model or 'unknown'} / {d.mode.upper()}",

@@ -1,0 +1,159 @@
+"""Launches whose answer was lost: finding their run again, and refusing to launch the same
+config again while one is unresolved.
+
+A create (POST ``/training/runs``) that was sent but got no usable answer may have created a
+run that bills now. It is never re-sent: :func:`look_for_lost_run` lists the owner's newest
+runs (GET ``/rft/runs``, :data:`RECONCILE_PAGES` pages of :data:`RECONCILE_PAGE_SIZE`) for
+the plan's fingerprint (the ``-mf<8 hex>`` suffix of the run name, ``_plan.fingerprint``) and
+records ``reconciled`` (found) or ``still_unknown`` (listed, not found) in the ledger.
+
+The same launch must not happen twice by another road either: re-planning the same config.
+:func:`check_unresolved` runs whenever a launch plan is computed (planning, dispatch's
+rebuild): while the ledger holds an unresolved launch (status ``ambiguous`` or ``in_flight``,
+:func:`tools.guardrails.confirmation.unresolved_launches`) of the same owner and the same
+config file bytes, it first tries to reconcile it, and if it stays unresolved refuses with
+``unresolved_launch`` naming the earlier plan and how to reconcile. Whatever the other plan
+arguments: a new step cap or GPU type does not make a second run less of a second run.
+
+The way out for a person who knows better (the earlier run was checked by hand and does not
+exist, or a second run is wanted): the plan argument ``acknowledge_unresolved`` names the
+unresolved plan ids. The plan material records them (``acknowledged_unresolved``), the summary a
+person approves shows each one (:func:`unresolved_lines`), a budget policy never approves such a
+plan (:class:`tools.guardrails.policy.PlanFacts` ``unresolved_launches``), so only a human
+channel (terminal, MCP elicitation, host approver) can.
+
+Sources: reference/prime-api.md §2.1 rows 2 (create) and 8 (list runs: ``page``, ``limit``,
+``total``); the run name is ours (``_plan``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from tools.core import Context, owner_label
+from tools.errors import ToolFailure, fail
+from tools.guardrails import confirmation as gate
+from tools.guardrails.ledger import Ledger
+from tools.platform import errors as perr
+from tools.platform import wire
+
+#: Created runs are looked for among this many of the owner's newest runs (2 pages).
+RECONCILE_PAGES, RECONCILE_PAGE_SIZE = 2, 50
+#: A run found by fingerprint must be created no earlier than the attempt minus this skew.
+CLOCK_SKEW = timedelta(minutes=15)
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """What :func:`look_for_lost_run` found for one plan.
+
+    ``run``: the earliest run carrying the plan's fingerprint (``None``: not found, or the runs
+    could not be listed); ``matches``: every such run id; ``problem``: why the runs could not be
+    listed (then nothing was recorded); ``state``: the plan's state after the lookup."""
+
+    state: gate.LaunchState
+    run: wire.RLRun | None = None
+    matches: list[str] = field(default_factory=list)
+    problem: str | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        """The plan's run-name suffix (``mf`` + 8 hex)."""
+        return str(self.state.plan.get("fingerprint") or "")
+
+
+def look_for_lost_run(ctx: Context, ledger: Ledger, state: gate.LaunchState) -> Lookup:
+    """Look for the run of a plan whose attempt's outcome is unknown (ambiguous, still unknown or
+    in flight); never re-send. Records ``reconciled`` (with ``run_id`` and ``matches``) or
+    ``still_unknown`` on the plan's latest open attempt; records nothing when GET ``/rft/runs``
+    fails (``problem`` says why). A run counts when its name contains the plan's fingerprint and
+    it was created no earlier than the first open attempt minus :data:`CLOCK_SKEW`."""
+    open_attempts = [a for a in state.attempts if a.outcome in (None, "ambiguous", "still_unknown")]
+    if not open_attempts:
+        return Lookup(state=state, problem="the ledger holds no open attempt for this plan")
+    fp = str(state.plan.get("fingerprint") or "")
+    since = min(datetime.fromisoformat(a.started_at) for a in open_attempts) - CLOCK_SKEW
+    team_id = state.plan.get("team_id")
+    found: list[wire.RLRun] = []
+    try:
+        for page in range(1, RECONCILE_PAGES + 1):
+            listed = ctx.platform().list_runs(team_id=team_id, page=page, limit=RECONCILE_PAGE_SIZE)
+            found += [r for r in listed.runs if fp and fp in (r.name or "")
+                      and (r.created_at is None or r.created_at.tzinfo is None or r.created_at >= since)]
+            if len(listed.runs) < RECONCILE_PAGE_SIZE or listed.total is None:
+                break
+    except perr.PlatformError as exc:
+        return Lookup(state=state, problem=exc.message)
+    last = open_attempts[-1].attempt_id
+    if not found:
+        gate.record_outcome(ledger, state.plan_id, last, "still_unknown")
+        return Lookup(state=gate.launch_state(ledger, state.plan_id))
+    found.sort(key=lambda r: (r.created_at is None, r.created_at))
+    gate.record_outcome(ledger, state.plan_id, last, "reconciled", run_id=found[0].id, matches=[r.id for r in found])
+    return Lookup(state=gate.launch_state(ledger, state.plan_id), run=found[0], matches=[r.id for r in found])
+
+
+def parse_plan_ids(text: str | None) -> list[str]:
+    """``"plan_a, plan_b"`` -> ``["plan_a", "plan_b"]`` (sorted, no duplicates, blanks dropped)."""
+    return sorted({part.strip() for part in (text or "").split(",") if part.strip()})
+
+
+def _describe(lookup: Lookup) -> str:
+    plan = lookup.state.plan
+    sent = next((a.started_at for a in lookup.state.attempts), None)
+    why = f"it could not be checked ({lookup.problem})" if lookup.problem else \
+        "no run carrying its fingerprint is listed yet"
+    return (f"plan {lookup.state.plan_id} ({plan.get('config_path') or 'same config'}, "
+            f"{owner_label(plan.get('team_id'))}) was sent{f' at {sent}' if sent else ''} and its answer was "
+            f"lost; it may have created run {plan.get('name') or '*-' + lookup.fingerprint}: {why}")
+
+
+def unresolved_failure(lookups: list[Lookup], *, planning: bool, config_path: str | None = None) -> ToolFailure:
+    """``unresolved_launch`` naming each earlier plan, why it is unresolved, and how to
+    reconcile (retryable: the same call succeeds once the earlier launch is found or known
+    absent). ``planning``: said from mf_plan_run (else from dispatch or approval)."""
+    first = lookups[0].state.plan_id
+    action = "Planning" if planning else "Launching this plan"
+    config = f" {config_path}" if config_path else ""
+    message = (f"{action} would launch the config{config} again while an earlier launch of the same file for the "
+               "same owner is unresolved: " + "; ".join(_describe(lookup) for lookup in lookups)
+               + ". A second run could be billed next to the first.")
+    plan = f"mf_plan_run config_path='{config_path}'" if config_path else "mf_plan_run"
+    ids = ",".join(lookup.state.plan_id for lookup in lookups)
+    fix = (f"Reconcile first: call mf_dispatch_run plan_id='{first}' (it only looks for the run, never re-sends) "
+           f"or look for a run whose name ends in -{lookups[0].fingerprint} with mf_list_runs or in the dashboard; "
+           f"then plan again ({plan}). Only if the user has checked and still wants another run: "
+           f"{plan} acknowledge_unresolved='{ids}', and a person approves it (a budget policy never does).")
+    return fail("unresolved_launch", message, fix, retryable=True)
+
+
+def check_unresolved(ctx: Context, ledger: Ledger, *, plan_id: str, team_id: str | None, file_sha256: str,
+                     acknowledged: list[str], config_path: str, planning: bool) -> list[Lookup]:
+    """The unresolved launches a launch plan must acknowledge: every earlier plan of the same
+    owner and config file bytes still unresolved after one reconciliation attempt each
+    (:func:`look_for_lost_run`). Returns them when ``acknowledged`` names them all (the plan's
+    summary must show them: :func:`unresolved_lines`).
+
+    Raises ToolFailure ``unresolved_launch`` (:func:`unresolved_failure`) when one is not
+    acknowledged; ``bad_arguments`` when ``planning`` and ``acknowledged`` names a plan that is
+    not an unresolved launch of this config and owner."""
+    earlier = gate.unresolved_launches(ledger, team_id=team_id, file_sha256=file_sha256, exclude=plan_id)
+    if planning:
+        unknown = sorted(set(acknowledged) - {s.plan_id for s in earlier})
+        if unknown:
+            listed = ", ".join(s.plan_id for s in earlier) or "none"
+            raise fail("bad_arguments", f"acknowledge_unresolved names {', '.join(unknown)}, which is not an "
+                       f"unresolved launch of this config file for the {owner_label(team_id)} (unresolved now: "
+                       f"{listed}).", "Pass only plan ids the unresolved_launch error named, or nothing.")
+    still = [lookup for lookup in (look_for_lost_run(ctx, ledger, s) for s in earlier) if lookup.run is None]
+    missing = [lookup for lookup in still if lookup.state.plan_id not in acknowledged]
+    if missing:
+        raise unresolved_failure(missing, planning=planning, config_path=config_path)
+    return still
+
+
+def unresolved_lines(lookups: list[Lookup]) -> list[str]:
+    """Summary lines for a plan that launches again over unresolved launches (shown first)."""
+    return [f"  UNRESOLVED:    {_describe(lookup)}. Approving this plan starts ANOTHER run of the same config; "
+            "a budget policy never approves it." for lookup in lookups]
