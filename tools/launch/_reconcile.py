@@ -114,11 +114,11 @@ def unresolved_failure(lookups: list[Lookup], *, planning: bool, config_path: st
     reconcile (retryable: the same call succeeds once the earlier launch is found or known
     absent). ``planning``: said from mf_plan_run (else from dispatch or approval)."""
     first = lookups[0].state.plan_id
-    action = "Planning" if planning else "Launching this plan"
-    config = f" {config_path}" if config_path else ""
-    message = (f"{action} would launch the config{config} again while an earlier launch of the same file for the "
-               "same owner is unresolved: " + "; ".join(_describe(lookup) for lookup in lookups)
-               + ". A second run could be billed next to the first.")
+    what = "it is not planned again" if planning else "this plan is not launched"
+    config = f" of {config_path}" if config_path else " of this config file"
+    message = (f"An earlier launch{config} for the same owner is unresolved, so {what}: "
+               + "; ".join(_describe(lookup) for lookup in lookups)
+               + ". Another launch could start a second billed run.")
     plan = f"mf_plan_run config_path='{config_path}'" if config_path else "mf_plan_run"
     ids = ",".join(lookup.state.plan_id for lookup in lookups)
     fix = (f"Reconcile first: call mf_dispatch_run plan_id='{first}' (it only looks for the run, never re-sends) "
