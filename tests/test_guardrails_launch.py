@@ -287,12 +287,15 @@ def test_the_ledger_defaults_to_the_project_folder_and_is_configurable(emu, tmp_
     default = Context(env=base_env(emu), home=tmp_path / "home", cwd=project)
     p = ok(plan_run(PlanRunInput(config_path=str(cfg), team="personal"), default))
     assert (project / ".model-factory" / "launches.jsonl").is_file()
-    assert f"`model-factory approve {p.plan_id}`" in p.next_step  # the person's terminal finds it there
+    # the person's terminal is seldom in the project folder: the command names the state folder
+    assert f"`MODEL_FACTORY_STATE_DIR={(project / '.model-factory').resolve()} " in p.next_step
+    assert f"model-factory approve {p.plan_id}`" in p.next_step
     moved = Context(env=base_env(emu, MODEL_FACTORY_STATE_DIR=str(tmp_path / "elsewhere")), home=tmp_path / "home",
                     cwd=project)
     q = ok(plan_run(PlanRunInput(config_path=str(cfg), team="personal"), moved))
     assert [r["plan_id"] for r in Ledger(tmp_path / "elsewhere").read()] == [q.plan_id]
-    assert f"MODEL_FACTORY_STATE_DIR={tmp_path / 'elsewhere'} model-factory approve {q.plan_id}" in q.next_step
+    assert f"MODEL_FACTORY_STATE_DIR={tmp_path / 'elsewhere'} " in q.next_step
+    assert f"model-factory approve {q.plan_id}`" in q.next_step
     default.close()
     moved.close()
 

@@ -360,9 +360,9 @@ def test_no_confirmation_and_no_channel_is_confirmation_required(emu, ctx, tmp_p
     p = plan(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal")
     error = err(dispatch(ctx, p.plan_id), "confirmation_required")
     assert f"model-factory approve {p.plan_id}" in error.fix and "confirmation" in error.fix
-    # The ledger is not ./.model-factory of the working folder: the command says where it is.
-    assert f"MODEL_FACTORY_STATE_DIR={(tmp_path / 'state').resolve()} model-factory approve" in error.fix
-    assert f"model-factory approve {p.plan_id}" in p.next_step
+    # The command names the state folder (the person's terminal is seldom in the agent's folder).
+    assert f"MODEL_FACTORY_STATE_DIR={(tmp_path / 'state').resolve()} " in error.fix
+    assert f"model-factory approve {p.plan_id}`" in p.next_step
     assert exit_code_for(error) == EXIT_CONFIRMATION
     assert emu.state.create_attempts == 0
 

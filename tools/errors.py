@@ -5,6 +5,14 @@ Tools never let an exception escape to the agent. Inside a tool, raise
 the ``@tool`` wrapper in :mod:`tools.core` turns either into a :class:`ToolError`
 whose ``fix`` names the next call or command.
 
+A hint that names a tool call (an error's ``fix``, a result's ``next_step``) also carries it as a
+:class:`Call` (``next_calls``): the tool and its complete arguments. The text quotes each call as
+``str(call)`` (``mf_get_logs(run_id="r1", component="env-server")``); agents may use either form,
+and the command line shows each one as the command a person pastes
+(``model-factory get-logs r1 --component env-server``), replacing exactly that quoted text, so no
+surface parses prose. Build them with :func:`call`; name every argument a call needs (the ids
+filled in), never a placeholder.
+
 Every code is named once, in :data:`ErrorCode` (the platform's own in
 :data:`tools.platform.errors.PlatformCode`); ``ToolError.code`` is typed with it, so agents see
 an enum in each tool's output schema, and docs/ARCHITECTURE.md says what each one means (a test
@@ -13,7 +21,8 @@ keeps the two lists equal).
 
 from __future__ import annotations
 
-from typing import Literal
+import json
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -45,6 +54,26 @@ class FieldProblem(BaseModel):
     problem: str = Field(description="What was expected, in words. Never contains a secret value.")
 
 
+class Call(BaseModel):
+    """A tool call a hint recommends: ``tool`` (``mf_`` name) and its complete ``arguments``.
+
+    ``str(call)`` is the form hints quote: ``mf_get_run(run_id="crun1")``, arguments in the
+    order given, values as JSON. The CLI renders it as ``model-factory get-run crun1``
+    (skill/render.py)."""
+
+    tool: str = Field(description="The tool to call (mf_ name).")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="Its arguments, complete (ids filled in).")
+
+    def __str__(self) -> str:
+        return f"{self.tool}({', '.join(f'{k}={json.dumps(v)}' for k, v in self.arguments.items())})"
+
+
+def call(tool: str, **arguments: Any) -> Call:
+    """``call("mf_get_logs", run_id=r, component="env-server")``: a :class:`Call`; None values are
+    left out (the tool's default applies)."""
+    return Call(tool=tool, arguments={k: v for k, v in arguments.items() if v is not None})
+
+
 class ToolError(BaseModel):
     """A tool failed. Returned instead of the tool's result model.
 
@@ -59,6 +88,8 @@ class ToolError(BaseModel):
     retryable: bool = Field(default=False, description="True when the same call may succeed later.")
     ambiguous: bool = Field(default=False, description="True when the call may have taken effect; never repeat it.")
     fix: str = Field(description="The next call or command that resolves this.")
+    next_calls: list[Call] = Field(default_factory=list,
+                                   description="The tool calls the fix names, each with its complete arguments.")
     fields: list[FieldProblem] = Field(default_factory=list, description="Per-field problems, when the input was bad.")
     retry_after_seconds: float | None = Field(default=None, description="Seconds to wait before retrying, when known.")
 
@@ -71,8 +102,9 @@ class ToolFailure(Exception):
         self.error = error
 
 
-def fail(code: ErrorCode, message: str, fix: str, **extra) -> ToolFailure:
-    """Build a :class:`ToolFailure` in one line: ``raise fail("not_found", "...", "call mf_list_runs")``."""
+def fail(code: ErrorCode, message: str, fix: str, **extra: Any) -> ToolFailure:
+    """Build a :class:`ToolFailure` in one line:
+    ``runs = call("mf_list_runs"); raise fail("not_found", "...", f"Check the id: {runs}.", next_calls=[runs])``."""
     return ToolFailure(ToolError(code=code, message=message, fix=fix, **extra))
 
 

@@ -1,5 +1,5 @@
 """What every tool shares: the :class:`Context` a call runs with, the :func:`tool` decorator,
-the output budget, run lookups and owner resolution.
+the output budget, run lookups, owner resolution, and how a person's shell runs this program.
 
 This is the layer that applies the guardrails to every call: the context's scrubber (built from
 :mod:`tools.guardrails.secrets`) cleans every result, error and progress message and every
@@ -10,6 +10,7 @@ packages. The definitions live in private modules; import them from here.
 """
 
 from tools.core._budget import OUTPUT_BUDGET_CHARS, fit_largest, json_chars
+from tools.core._command import PROGRAM, console_script, program, shell_command
 from tools.core._context import STATE_DIR_ENV, Approver, Context, ProgressCallback, tool
 from tools.core._owner import PERSONAL, Owner, owner_label, resolve_owner
 from tools.core._runs import (
@@ -26,16 +27,20 @@ __all__ = [
     "OUTPUT_BUDGET_CHARS",
     "Owner",
     "PERSONAL",
+    "PROGRAM",
     "ProgressCallback",
     "RUN_ID",
     "STATE_DIR_ENV",
+    "console_script",
     "dashboard_url",
     "fit_largest",
     "json_chars",
     "not_found",
     "owner_label",
+    "program",
     "require_run",
     "require_run_on_404",
     "resolve_owner",
+    "shell_command",
     "tool",
 ]

@@ -29,7 +29,6 @@ still hash to the planned ``file_sha256``.
 from __future__ import annotations
 
 import hashlib
-import shlex
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -37,7 +36,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from tools.core import Context
+from tools.core import STATE_DIR_ENV, Context, shell_command
 from tools.errors import FieldProblem, ToolFailure, fail
 from tools.guardrails.confirmation import LaunchState, launch_state, material_changes, mint, unresolved_launches
 from tools.guardrails.ledger import Ledger, utc_now
@@ -61,20 +60,18 @@ class ApprovalRequest(BaseModel):
     usd_high: float | None = Field(default=None, description="High cost estimate, USD (launch); null = unknown.")
     ttl_seconds: int = Field(default=APPROVAL_TTL_SECONDS, description="How long an approval stays valid.")
     approve_command: str = Field(description="The terminal command a person runs to approve.")
+    run_id: str | None = Field(default=None, description="The run a stop plan stops (None for a launch).")
     planned_at: str | None = Field(default=None, description="ISO 8601 time the plan was recorded.")
 
 
 def approve_command(plan_id: str, ctx: Context | None = None) -> str:
-    """``model-factory approve <plan_id>``, prefixed with ``MODEL_FACTORY_STATE_DIR=<path>`` when
-    the ledger is not ``./.model-factory`` of the working folder (so the person's terminal finds
-    the same plan)."""
-    command = f"model-factory approve {plan_id}"
+    """The command a person pastes to approve: ``MODEL_FACTORY_STATE_DIR=<state folder> <program>
+    approve <plan_id>``. The state folder is always named (absolute): the person's terminal is
+    seldom in the agent's working folder, and the plan lives in the agent's state folder. The
+    program is named so the person's shell finds it (:func:`tools.core.program`)."""
     if ctx is None:
-        return command
-    state = ctx.state_path().resolve()
-    if state == ((ctx.cwd or Path.cwd()) / ".model-factory").resolve():
-        return command
-    return f"MODEL_FACTORY_STATE_DIR={shlex.quote(str(state))} {command}"
+        return shell_command(["approve", plan_id])
+    return shell_command(["approve", plan_id], ctx.env, {STATE_DIR_ENV: str(ctx.state_path().resolve())})
 
 
 def _owner(team_id: str | None) -> str:
@@ -88,7 +85,7 @@ def request_from_state(state: LaunchState, ctx: Context | None = None) -> Approv
     return ApprovalRequest(
         plan_id=state.plan_id, plan_hash=str(state.plan_hash), action=plan.get("action", "launch"),
         summary=str(plan.get("summary", "")), owner=_owner(plan.get("team_id")), usd_high=cost.get("usd_high"),
-        approve_command=approve_command(state.plan_id, ctx), planned_at=state.planned_at)
+        approve_command=approve_command(state.plan_id, ctx), run_id=plan.get("run_id"), planned_at=state.planned_at)
 
 
 def refuse_spent(state: LaunchState) -> None:
