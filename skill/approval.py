@@ -7,7 +7,8 @@ It needs only the state folder the agent uses (``./.model-factory`` or
 may well live only in the agent's or MCP server's environment. It prints the plan summary
 recorded at planning, checks what it can locally (the plan is not already sent, not older than
 24 hours, and the config file's bytes still hash to the planned sha256), and asks the person to
-type the last four characters of the plan id. Only then does it mint a confirmation code
+type the last four characters of the plan id (three tries: a typo is not a refusal). Only then
+does it mint a confirmation code
 ``mfc_...`` (valid 15 minutes, launches or stops once) bound to the recorded plan hash, to
 paste to the agent. ``mf_dispatch_run`` recomputes the whole plan in the agent's process
 (config, env files, owner, prices, secret names) and refuses with ``plan_changed``, naming what
@@ -25,10 +26,12 @@ config file missing), 4 refused / not approved / plan changed, 130 interrupted.
 from __future__ import annotations
 
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 from skill.exit_codes import EXIT_CONFIRMATION, EXIT_OK, EXIT_TOOL_ERROR
 
+#: How many times the person may type the plan id's last four characters.
+TRIES = 3
 _REFUSED_CODES = frozenset({"plan_changed", "confirmation_required", "approval_refused"})
 
 
@@ -38,9 +41,11 @@ def _say(text: str, stream: TextIO | None = None) -> None:
 
 def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
     """Run the terminal approval for ``plan_id``; returns the process exit code."""
+    from tools.core import shell_command
+
     if as_json:
         _say("Refused: approving a plan needs a person at an interactive terminal; --json output is not "
-             "accepted. Run `model-factory approve " + plan_id + "` yourself, without --json.", sys.stderr)
+             f"accepted. Run `{shell_command(['approve', plan_id])}` yourself, without --json.", sys.stderr)
         return EXIT_CONFIRMATION
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         _say("Refused: `model-factory approve` must be run by a person in an interactive terminal (stdin and "
@@ -75,22 +80,39 @@ def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
         _say("")
         what = "LAUNCH this run (it spends money)" if request.action == "launch" else "STOP this run (irreversible)"
         key = plan_id[-4:]
-        try:
-            answer = input(f"To {what}, type the last 4 characters of the plan id ({plan_id[:-4]}____): ")
-        except EOFError:
-            answer = ""
-        if answer.strip() != key:
-            _say("Not approved; nothing was done.")
-            return EXIT_CONFIRMATION
+        for attempt in range(1, TRIES + 1):
+            try:
+                answer = input(f"To {what}, type the last 4 characters of the plan id ({plan_id[:-4]}____): ")
+            except EOFError:
+                answer = None
+            if answer is not None and answer.strip() == key:
+                break
+            if answer is None or attempt == TRIES:
+                _say("Not approved; nothing was done.")
+                return EXIT_CONFIRMATION
+            _say(f"That is not {plan_id[:-4]}____'s ending ({TRIES - attempt} more "
+                 f"{'try' if TRIES - attempt == 1 else 'tries'}; Ctrl-C to stop).")
         try:
             token = approve_plan(plan_id, "terminal", ctx, plan_hash=request.plan_hash)
         except ToolFailure as failure:
             err = ctx.scrubber.scrub_model(failure.error)
             _say(f"Not approved: [{err.code}] {err.message}\nFix: {err.fix}", sys.stderr)
             return EXIT_CONFIRMATION if err.code in _REFUSED_CODES else EXIT_TOOL_ERROR
-        tool = "mf_dispatch_run" if request.action == "launch" else "mf_stop_run"
-        _say(f"Approved. Confirmation code (valid {request.ttl_seconds // 60} minutes, works once):\n\n  {token}\n\n"
-             f"Paste it to the agent; it passes it to {tool} as `confirmation`.")
+        _say(f"Approved. Confirmation code (valid {request.ttl_seconds // 60} minutes, works once):\n\n  {token}\n")
+        _say("Paste it to the agent that asked for this approval, or run it yourself (in a shell with the agent's "
+             "Model Factory settings and secrets):")
+        _say(f"  `{_carry_out(request, token, ctx)}`")
         return EXIT_OK
     finally:
         ctx.close()
+
+
+def _carry_out(request: Any, token: str, ctx: Any) -> str:
+    """The command that carries the approved plan out: dispatch (launch) or stop, with the code,
+    the state folder named (the plan lives there)."""
+    from tools.core import STATE_DIR_ENV, shell_command
+
+    state = {STATE_DIR_ENV: str(ctx.state_path().resolve())}
+    if request.action == "launch":
+        return shell_command(["dispatch-run", request.plan_id, "--confirmation", token], assignments=state)
+    return shell_command(["stop-run", str(request.run_id), "--confirmation", token], assignments=state)

@@ -440,8 +440,11 @@ def _run(argv: list[str]) -> int:
 def _print_usage_error(error: UsageError, as_json: bool) -> None:
     """Under ``--json``: the ToolError (``bad_arguments``) on stdout, as a tool's own error would
     be; otherwise argparse's usage line and message on stderr, and how to get help."""
-    fix = (f"Run `{PROG} --help` for the list of commands." if error.prog == PROG else
-           f"Run `{error.prog} --help` for its arguments, then call again.")
+    from tools.core import program
+
+    sub = error.prog.removeprefix(PROG).strip()
+    fix = (f"Run `{program()} --help` for the list of commands." if not sub else
+           f"Run `{program()} {sub} --help` for its arguments, then call again.")
     if as_json:
         from tools.errors import FieldProblem, ToolError
 
@@ -474,11 +477,16 @@ def _terminate(signum: int, frame: Any) -> None:
 
 def _interrupted_hint(argv: list[str]) -> str:
     """What to do after Ctrl-C; for a launch or stop the request's outcome may be unknown."""
+    from tools.core import shell_command
+
     command = argv[0] if argv else ""
-    if command in ("dispatch-run", "stop-run"):
-        again = " ".join([PROG, *argv[:2]])
+    if command == "dispatch-run" and len(argv) > 1 and not argv[1].startswith("-"):
         return ("Interrupted. If the request was already sent, its outcome is unknown: do not plan again. "
-                f"Run `{again}` once more (it reconciles and never sends twice) or `{PROG} list-launches`.")
+                f"Run `{shell_command(argv[:2])}` once more (it reconciles and never sends twice) or "
+                f"`{shell_command(['list-launches'])}`.")
+    if command in ("dispatch-run", "stop-run"):
+        return ("Interrupted. If the request was already sent, its outcome is unknown: do not plan again. "
+                f"See `{shell_command(['list-launches'])}` before anything else.")
     if command == "download-traces":
         return "Interrupted. The folder keeps what was downloaded: run the same command again to resume."
     return "Interrupted."

@@ -1,158 +1,302 @@
-"""Human rendering of tool results for the command line (rich tables, progress bars).
+"""Human output of tool results: what happened and what's next first, then the facts and tables,
+laid out by :mod:`skill.terminal` (80 columns, no split ids, data when piped).
 
-Generic by design, driven by the shape of the result model:
+Where each part goes (STYLE.md §6):
 
-- a ``summary`` text is printed as is; otherwise the scalar fields become a two-column table
-  (mappings as ``key=value`` lists, nested models flattened one level);
-- a list of objects becomes a table of their short fields (preferred columns for a few wide
-  lists); each item of ``components`` gets a section of its own, with its nested tables;
-- a list of rows with a sibling ``columns`` list becomes a table with those headers;
-- ``next_step`` closes the output. Errors go to stderr with their ``fix``.
+- stderr: the opening lines (what happened), ``Next:`` hints, notes (what was left out),
+  errors with their ``Fix:``, progress bars. On a terminal they interleave with stdout in order.
+- stdout: the result's data: ``name  value`` facts and tables on a terminal; piped, the same as
+  tab-separated rows (a header row of field names above each table). Empty values and
+  bookkeeping (``truncated`` false, ``omitted`` 0, ``narrow_hint`` unset) are left out.
 
-Texts written for agents name tools (``mf_get_run``); on the command line they read as the
-matching command (``model-factory get-run``). The full result is one ``--json`` away.
+Hints name tools for agents; a person reads commands. A hint's calls are structured
+(:class:`tools.errors.Call`, in ``next_calls``): each quoted call in the text is replaced by the
+command that makes it, in backticks (:func:`command`): ``mf_get_logs(run_id="r1",
+component="env-server")`` becomes ```model-factory get-logs r1 --component env-server```,
+positional fields in place, the others as options, every value shell-quoted, the program named so
+the person's shell finds it (:func:`tools.core.program`). No text is parsed for arguments: a bare
+tool name left in a text (no call declared) becomes the command when the tool needs no
+argument, else just the command's name.
+
+Each tool may have a view (:data:`_VIEWS`) writing its opening line and its own next steps
+(built as calls, so they too are complete commands); any other tool, including new ones, gets the
+generic view (its ``message``/``summary``/``note`` and ``next_step``, every field).
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-#: Piped output is not wrapped at 80 columns (URLs, cursors and paths stay whole).
-_WIDTH = None if sys.stdout.isatty() else 200
-_out = Console(soft_wrap=True, highlight=False, width=_WIDTH)
-_err = Console(stderr=True, soft_wrap=True, highlight=False, width=None if sys.stderr.isatty() else 200)
-_MAX_ROWS = 50
-_MAX_COLUMNS = 9
-#: Lists whose items each get a section (their own nested lists shown as tables).
-_SECTIONED = frozenset({"components"})
-#: Preferred columns of some wide lists (the rest is in --json).
-_COLUMNS = {
-    "launches": ["plan_id", "action", "status", "outcome", "run_id", "owner", "gpu_type", "gpu_count", "usd_high",
-                 "approval_channel", "attempts", "last_activity"],
-    "examples": ["id", "mode", "model_name", "max_steps", "gpu_count", "hosted_ok", "hosted_reason"],
-    "models": ["name", "gpu_types"],
-}
+from skill import registry, terminal
+from tools.core import program
+from tools.errors import Call, call
+
+#: Fields that only say what the output budget left out: shown only when they say something.
+_BOOKKEEPING = ("truncated", "omitted", "narrow_hint")
+#: Rows shown per table on a terminal (piped: every row the result has).
+MAX_ROWS = 50
+_TOOL_NAME = re.compile(r"\bmf_[a-z_]+\b")
 
 
-_CALL = re.compile(r"\bmf_([a-z_]+)((?:(?:\s+with|\s*,|\s+and)?\s+[a-z_]+=(?:'[^']*'|-?\d+))*)")
-_ARGUMENT = re.compile(r"([a-z_]+)=(?:'([^']*)'|(-?\d+))")
+# -- hints: calls as commands -----------------------------------------------------------------
 
 
-def as_command(text: str) -> str:
-    """A text meant for an agent, as a person at a shell reads it: ``mf_get_run run_id='X'``
-    becomes ``model-factory get-run X`` (positional fields in place, others as ``--options``)."""
-    from skill import registry
+def command(c: Call, env: dict[str, str] | None = None) -> str:
+    """The shell command that makes call ``c``: ``<program> <command> POSITIONAL... --option value``;
+    lists repeat their option, booleans are ``--flag`` / ``--no-flag``, every value shell-quoted.
+    A value starting with ``-`` is written ``--option=value`` (a positional one after ``--``), so
+    it is never read as an option."""
+    spec = registry.get(c.tool)
+    options: list[str] = []
+    for name, value in c.arguments.items():
+        if name in spec.positional or value is None:
+            continue
+        option = "--" + name.replace("_", "-")
+        if isinstance(value, bool):
+            options.append(option if value else "--no-" + name.replace("_", "-"))
+            continue
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            text = str(item)
+            options += [shlex.quote(f"{option}={text}")] if text.startswith("-") else [option, shlex.quote(text)]
+    positional = [str(c.arguments[n]) for n in spec.positional if c.arguments.get(n) is not None]
+    words = [shlex.quote(w) for w in positional]
+    if any(w.startswith("-") for w in positional):
+        return " ".join([program(env), spec.command, *options, "--", *words])
+    return " ".join([program(env), spec.command, *words, *options])
 
-    def command(match: re.Match[str]) -> str:
+
+def for_people(text: str, calls: Iterable[Call] = ()) -> str:
+    """A hint written for agents as a person reads it: each call of ``calls`` quoted in ``text``
+    becomes its command in backticks (a call not quoted is added as ``Run `...`.``); a bare tool
+    name left over becomes the command when it needs no argument, else the command's name."""
+    for c in calls:
         try:
-            spec = registry.get(match[1])
+            shown = f"`{command(c)}`"
+        except KeyError:  # not a tool of this registry
+            continue
+        quoted = str(c)
+        if f"`{quoted}`" in text:
+            text = text.replace(f"`{quoted}`", shown)
+        elif quoted in text:
+            text = text.replace(quoted, shown)
+        else:
+            text = f"{text.rstrip()} Run {shown}."
+
+    def bare(match: re.Match[str]) -> str:
+        try:
+            spec = registry.get(match[0])
         except KeyError:
             return match[0]
-        words = ["model-factory", spec.command]
-        for name, quoted, number in _ARGUMENT.findall(match[2]):
-            value = shlex.quote(quoted if number == "" else number)
-            words += [value] if name in spec.positional else [f"--{name.replace('_', '-')}", value]
-        return " ".join(words)
+        needs = [n for n, f in spec.input_model.model_fields.items() if f.is_required()]
+        return f"`{program()} {spec.command}`" if not needs else spec.command
 
-    return _CALL.sub(command, text)
+    return _TOOL_NAME.sub(bare, text)
 
 
-def _scalar(value: Any) -> bool:
-    return value is None or isinstance(value, (str, int, float, bool))
+# -- values for people and for pipes ------------------------------------------------------------
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
+def display(key: str, value: Any) -> str:
+    """A value as a person reads it ('' for nothing): sizes in GB/MB, durations in words, money
+    in dollars, yes/no, 4 significant digits, times to the second."""
+    if value is None or value == "" or value == [] or value == {}:
+        return ""
+    if isinstance(value, BaseModel):
+        value = value.model_dump()
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, (int, float)) and key.endswith("_bytes"):
+        return terminal.size(value)
+    if isinstance(value, (int, float)) and key.endswith("_seconds"):
+        return terminal.duration(value)
+    if isinstance(value, (int, float)) and key.startswith("usd"):
+        return f"${value:,.2f}"
     if isinstance(value, float):
         return f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:.4g}"
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
     if isinstance(value, dict):
-        return ", ".join(f"{k}={_cell(v)}" for k, v in value.items() if v not in (0, None)) or "-"
+        return ", ".join(f"{k} {display(k, v)}" for k, v in value.items() if v not in (0, None, "", [], {}))
     if isinstance(value, (list, tuple)):
-        if all(_scalar(v) for v in value):
-            sentences = any(isinstance(v, str) and v.endswith(".") for v in value)
-            return (" " if sentences else ", ").join(_cell(v) for v in value) or "-"
-        return f"({len(value)} items)"
-    if isinstance(value, BaseModel):
-        return _cell(value.model_dump())
+        sentences = any(isinstance(v, str) and v.endswith(".") for v in value)
+        return (" " if sentences else ", ").join(display(key, v) for v in value if v is not None)
     return str(value)
 
 
-def _plain(value: Any) -> Any:
-    return value.model_dump() if isinstance(value, BaseModel) else value
+def raw(value: Any) -> str:
+    """A value as data (a TSV cell): full precision, ISO times, true/false, lists comma-joined."""
+    if value is None:
+        return ""
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return ",".join(f"{k}={raw(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ",".join(raw(v) for v in value)
+    return str(value)
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value == "" or value == [] or value == {}
 
 
 def _objects(value: Any) -> bool:
-    """A non-empty list of objects (models or dicts)."""
     return isinstance(value, list) and bool(value) and all(isinstance(v, (BaseModel, dict)) for v in value)
 
 
-def _table(title: str, rows: list[dict[str, Any]], columns: list[str]) -> Table:
-    table = Table(title=title, title_justify="left")
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    for row in rows[:_MAX_ROWS]:
-        table.add_row(*(escape(_cell(row.get(c))) for c in columns))
-    if len(rows) > _MAX_ROWS:
-        table.caption = f"{len(rows) - _MAX_ROWS} more rows not shown (use --json)"
-    return table
+def _plain(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, BaseModel) else value
 
 
-def _object_table(title: str, items: list[Any]) -> Table:
-    rows = [_plain(i) for i in items]
-    columns = [c for c in _COLUMNS.get(title, []) if c in rows[0]] or [
-        k for k, v in rows[0].items() if not _objects(v)][:_MAX_COLUMNS]
-    return _table(title, rows, columns)
+# -- a view: what is printed for one result ------------------------------------------------------
 
 
-def _facts(fields: dict[str, Any]) -> Table:
-    facts = Table(show_header=False, box=None, pad_edge=False)
-    facts.add_column(style="bold")
-    facts.add_column(overflow="fold")
+@dataclass
+class Table:
+    """One list of the result: its rows (dicts of values) and the columns to show, most important
+    first (``keep`` of them are never dropped)."""
+
+    name: str
+    rows: list[dict[str, Any]]
+    columns: list[str]
+    keep: int = 1
+    title: str | None = None
+
+
+@dataclass
+class View:
+    """The parts of a result's output: ``opening`` lines, ``next`` hints (texts with their calls),
+    ``facts`` (field, value), ``tables``, ``text`` (preformatted lines, e.g. log lines), ``notes``."""
+
+    opening: list[str] = field(default_factory=list)
+    next: list[tuple[str, list[Call]]] = field(default_factory=list)
+    facts: list[tuple[str, Any]] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    text: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def hint(self, text: str, *calls: Call) -> None:
+        self.next.append((text, list(calls)))
+
+    def drop(self, *names: str) -> None:
+        self.facts = [(k, v) for k, v in self.facts if k not in names]
+
+    def table(self, name: str) -> Table | None:
+        return next((t for t in self.tables if t.name == name), None)
+
+
+def generic_view(result: BaseModel) -> View:
+    """Every non-empty field: scalars (and one level of nested models) as facts, lists of objects
+    as tables of their non-empty scalar columns; ``next_step``/``next_calls`` as the hint; the
+    bookkeeping fields as a note when they say something was left out."""
+    view = View()
+    fields = dict(result)
     for key, value in fields.items():
-        if isinstance(value, BaseModel):
-            for sub_key, sub_value in value:
-                if not _objects(sub_value):
-                    facts.add_row(f"{key}.{sub_key}", escape(_cell(sub_value)))
-        elif not _objects(value):
-            facts.add_row(key, escape(_cell(value)))
-    return facts
+        if key in ("next_step", "next_calls", *_BOOKKEEPING) or _empty(value):
+            continue
+        if _objects(value):
+            rows = [_plain(v) for v in value]
+            columns = [c for c in rows[0] if any(_scalar(r.get(c)) and not _empty(r.get(c)) for r in rows)]
+            view.tables.append(Table(key, rows, columns))
+        elif isinstance(value, BaseModel):
+            for sub, sub_value in value:
+                if not _empty(sub_value) and not _objects(sub_value):
+                    view.facts.append((f"{key}.{sub}", sub_value))
+        elif key == "rows" and isinstance(fields.get("columns"), list):
+            view.tables.append(Table("rows", [dict(zip(fields["columns"], r, strict=False)) for r in value],
+                                     list(fields["columns"])))
+        elif key != "columns":
+            view.facts.append((key, value))
+    for key in ("message", "summary", "note"):
+        if isinstance(fields.get(key), str) and fields[key]:
+            view.opening.append(fields[key])
+            view.drop(key)
+            break
+    if isinstance(fields.get("next_step"), str) and fields["next_step"]:
+        view.hint(fields["next_step"], *fields.get("next_calls", []))
+    if fields.get("truncated") is True:
+        left = fields.get("omitted")
+        view.notes.append("Part of the result is not shown" + (f" ({display('omitted', left)} left out)" if left
+                                                                  else "") + ". `--json` has what was kept."
+                          + (f" {fields['narrow_hint']}" if fields.get("narrow_hint") else ""))
+    return view
 
 
-def _sections(fields: dict[str, Any], depth: int = 0) -> None:
-    """Tables for the lists of objects in ``fields``; nested lists get their own section."""
-    for key, value in fields.items():
-        if key == "rows" and isinstance(value, list) and isinstance(fields.get("columns"), list) and value:
-            columns = fields["columns"]
-            _out.print(_table(key, [dict(zip(columns, row, strict=False)) for row in value], columns))
-        elif _objects(value):
-            if key in _SECTIONED and depth < 2:
-                for item in value[:_MAX_ROWS]:
-                    item = _plain(item)
-                    head = {k: v for k, v in item.items() if not _objects(v)}
-                    _out.print(f"\n[bold]{escape(key)}[/]: " + escape("  ".join(
-                        f"{k}={_cell(v)}" for k, v in head.items() if v not in (None, "", [], {}))))
-                    _sections(item, depth + 1)
-            else:
-                _out.print(_object_table(key, value))
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool, datetime)) or (
+        isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value))
 
 
-def render_error(error: Any) -> None:
-    """Print a ToolError to stderr: code, message, each bad field, and the fix."""
-    _err.print(f"[bold red]Error[/] \\[{escape(error.code)}] {escape(error.message)}")
+# -- printing ------------------------------------------------------------------------------------
+
+
+def show(view: View, out: terminal.Terminal | None = None, err: terminal.Terminal | None = None) -> None:
+    """Print ``view``: opening and ``Next:`` on stderr, data on stdout, notes on stderr last."""
+    out, err = out or terminal.stdout(), err or terminal.stderr()
+    for line in view.opening:
+        for wrapped in terminal.wrap(line, err.width):
+            err.print(err.style(wrapped, "1") if wrapped is not None else "")
+    for text, calls in view.next:
+        for wrapped in terminal.wrap(f"Next: {for_people(text, calls)}", err.width, "  "):
+            err.print(wrapped)
+    if view.opening or view.next:
+        if not out.piped:
+            err.print()
+    pairs = [(k.replace("_", " ") if not out.piped else k, display(k, v) if not out.piped else raw(v))
+             for k, v in view.facts if not _empty(v)]
+    blocks: list[list[str]] = []
+    if pairs:
+        blocks.append(terminal.facts(pairs, out))
+    for table in view.tables:
+        if not table.rows:
+            continue
+        rows = table.rows if out.piped else table.rows[:MAX_ROWS]
+        columns = [c for c in table.columns if any(not _empty(r.get(c)) for r in rows)] or table.columns[:1]
+        cells = [[raw(r.get(c)) if out.piped else display(c, r.get(c)) for c in columns] for r in rows]
+        lines, dropped = terminal.table(columns, cells, out, keep=table.keep)
+        if not out.piped:
+            title = table.title or table.name.replace("_", " ")
+            lines = [out.style(f"{title} ({len(table.rows)})", "1"), *lines]
+            if dropped:
+                view.notes.append(f"{title}: not shown at this width: {', '.join(dropped)} (`--json` has them).")
+            if len(table.rows) > MAX_ROWS:
+                view.notes.append(f"{title}: {len(table.rows) - MAX_ROWS} more rows not shown (`--json`, or pipe the "
+                                  "output, has them).")
+        blocks.append(lines)
+    if view.text:
+        blocks.append(view.text if out.piped else [w for line in view.text for w in terminal.wrap(line, out.width)])
+    for n, block in enumerate(blocks):
+        if n and not out.piped:
+            out.print()
+        for line in block:
+            out.print(line)
+    for note in view.notes:
+        for wrapped in terminal.wrap(for_people(note), err.width, "  "):
+            err.print(wrapped)
+
+
+def render_error(error: Any, err: terminal.Terminal | None = None) -> None:
+    """Print a ToolError to stderr: code and message, each bad field, and the fix as commands."""
+    err = err or terminal.stderr()
+    for line in terminal.wrap(f"{err.style('Error', '1', '31')} [{error.code}] {error.message}", err.width, "  "):
+        err.print(line)
     for problem in getattr(error, "fields", []):
-        _err.print(f"  - {escape(problem.path or '(input)')}: {escape(problem.problem)}")
-    _err.print(f"[bold]Fix:[/] {escape(as_command(error.fix))}")
+        for line in terminal.wrap(f"- {problem.path or '(input)'}: {problem.problem}", err.width, "    ", "  "):
+            err.print(line)
+    fix = for_people(error.fix, getattr(error, "next_calls", []))
+    for line in terminal.wrap(f"{err.style('Fix:', '1')} {fix}", err.width, "  "):
+        err.print(line)
 
 
 def render(name: str, result: BaseModel) -> None:
@@ -160,29 +304,218 @@ def render(name: str, result: BaseModel) -> None:
     if getattr(result, "error", False) is True and hasattr(result, "fix"):
         render_error(result)
         return
-    fields = {k: v for k, v in result if k != "next_step"}
-    summary = fields.get("summary")
-    if isinstance(summary, str) and summary:
-        _out.print(escape(summary))
+    view = generic_view(result)
+    build = _VIEWS.get(name)
+    if build is not None:
+        build(result, view)
+    show(view)
+
+
+# -- the views of the workflow's tools -------------------------------------------------------------
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")
+
+
+def _preflight(r: Any, v: View) -> None:
+    v.drop("ok", "teams_total", "launch_would_stop_ambiguous")
+    checks = v.table("checks")
+    if checks:
+        checks.columns, checks.keep = ["name", "ok", "detail"], 2
+        checks.rows = [{**c, "ok": "ok" if c["ok"] else ("FAILED" if c["required"] else "no")} for c in checks.rows]
+    for check in r.checks:
+        if check.ok is False and check.fix:
+            v.hint(f"{check.name}: {check.fix}")
+    if r.ok:
+        v.hint(f"Start from a bundled example: {call('mf_list_examples')}.", call("mf_list_examples"))
+
+
+def _list_examples(r: Any, v: View) -> None:
+    ok = [e for e in r.examples if e.hosted_ok]
+    v.opening = [f"{_count(r.count, 'bundled prime-rl example')}, {len(ok)} fit a hosted run."]
+    v.drop("count")
+    table = v.table("examples")
+    if table:
+        table.columns, table.keep = ["id", "mode", "gpu_count", "max_steps", "hosted_ok", "model_name",
+                                     "hosted_reason"], 2
+    if ok:
+        example = next((e for e in ok if e.id == "basic/reverse-text/rl"), ok[0])
+        first = call("mf_prepare_config", example=example.id, dest="my-run.toml")
+        v.hint(f"Copy one to edit: {first}.", first)
+
+
+def _validate(r: Any, v: View) -> None:
+    name = r.config_path.rsplit("/", 1)[-1]
+    verdict = "valid" if r.valid else "not valid"
+    v.opening = [f"{name}: {verdict} ({r.mode.upper()}): {_count(len(r.errors), 'error')}, "
+                 f"{_count(len(r.warnings), 'warning')}."]
+    v.drop("config_path", "valid")
+    v.facts.insert(0, ("config_path", r.config_path))
+    for issues in ("errors", "warnings"):
+        table = v.table(issues)
+        if table:
+            table.columns, table.keep = ["path", "message", "rule"], 2
+    if r.valid:
+        plan = call("mf_plan_run", config_path=r.config_path)
+        v.hint(f"Plan it (costs nothing): {plan}.", plan)
     else:
-        _out.print(_facts({k: v for k, v in fields.items() if not (k in ("columns", "rows") and "rows" in fields)}))
-    _sections(fields)
-    next_step = getattr(result, "next_step", None)
-    if isinstance(next_step, str) and next_step:
-        _out.print(f"[bold]Next:[/] {escape(as_command(next_step))}")
+        again = call("mf_validate_config", config_path=r.config_path)
+        v.hint(f"Fix the errors below, then check again: {again}.", again)
+
+
+def _prepare(r: Any, v: View) -> None:
+    v.opening = [f"Wrote {r.path} ({r.mode.upper()}, from {r.source}, {_count(len(r.changes), 'change')}); "
+                 + ("it validates." if r.validation.valid else
+                    f"{_count(len(r.validation.errors), 'validation error')}.")]
+    v.drop("path", "validation.valid")
+    v.facts = [(k, val) for k, val in v.facts if not k.startswith("validation.")]
+    nxt = call("mf_plan_run", config_path=r.path) if r.validation.valid else \
+        call("mf_validate_config", config_path=r.path)
+    v.hint(f"{'Plan it' if r.validation.valid else 'See what to fix'}: {nxt}.", nxt)
+
+
+def _plan(r: Any, v: View) -> None:
+    v.opening = [f"Planned {r.plan_id}: nothing launched, nothing spent."]
+    v.facts, v.tables = [], []
+    v.text = r.summary.splitlines()[1:] if r.summary.startswith("Plan ") else r.summary.splitlines()
+
+
+def _dispatch(r: Any, v: View) -> None:
+    v.opening = [r.message or f"Run {r.run_id}: {r.status}."]
+    v.drop("message")
+
+
+def _get_run(r: Any, v: View) -> None:
+    where = f", {r.runs_ahead} runs ahead" if r.runs_ahead else ""
+    v.opening = [f"Run {r.run_id} is {r.status}{where}."]
+    if r.status.upper() in ("RUNNING", "QUEUED", "PENDING"):
+        nxt = call("mf_check_progress", run_id=r.run_id)
+        v.hint(f"Is it progressing? {nxt}.", nxt)
+    elif r.status.upper() == "FAILED":
+        nxt = call("mf_summarize_logs", run_id=r.run_id)
+        v.hint(f"Why it failed: {nxt}.", nxt)
+    elif r.status.upper() == "COMPLETED":
+        nxt = call("mf_get_metrics", run_id=r.run_id)
+        v.hint(f"Final numbers: {nxt}.", nxt)
+
+
+def _list_runs(r: Any, v: View) -> None:
+    if not r.runs:
+        v.opening = [f"No runs for the {r.owner}." if r.page == 1 else f"No runs on page {r.page}."]
+        first = call("mf_list_examples")
+        v.hint(f"Start one from an example: {first}.", first)
+    else:
+        active = sum(1 for run in r.runs if not run.terminal)
+        v.opening = [f"{_count(r.total, 'run')} for the {r.owner}" + (f", {active} active" if active else "")
+                     + (f" (page {r.page})" if r.page > 1 or r.next_page else "") + "."]
+        nxt = call("mf_get_run", run_id=r.runs[0].run_id)
+        v.hint(f"Details of the newest: {nxt}.", nxt)
+        if r.next_page:
+            more = call("mf_list_runs", page=r.next_page)
+            v.hint(f"More: {more}.", more)
+    v.drop("owner", "total", "page", "next_page", "scan_complete")
+    table = v.table("runs")
+    if table:
+        table.columns, table.keep = ["run_id", "status", "max_steps", "created_at", "model", "name"], 2
+
+
+def _check_progress(r: Any, v: View) -> None:
+    step = f"step {r.latest_step if r.latest_step is not None else 0}/{r.max_steps or '?'}"
+    reward = f", reward {r.reward_last:.3g} {r.reward_trend}" if r.reward_last is not None else ""
+    v.opening = [f"Run {r.run_id}: {r.verdict.replace('_', ' ')} ({r.status}, {step}{reward})."]
+    v.drop("run_id", "verdict", "status", "evidence")
+    if r.evidence:
+        v.text = [f"- {e}" for e in r.evidence]
+
+
+def _wait(r: Any, v: View) -> None:
+    step = f", step {r.latest_step}/{r.max_steps or '?'}" if r.latest_step is not None else ""
+    what = "reached" if r.reached else "not reached"
+    v.opening = [f"Run {r.run_id}: {r.status}{step}; {r.until} {what} after {terminal.duration(r.waited_seconds)}."]
+
+
+def _logs(r: Any, v: View) -> None:
+    v.opening = [f"{_count(len(r.lines), 'line')} of the {r.component} logs of run {r.run_id}"
+                 + (f" ({r.hidden_progress_lines} progress lines hidden)" if r.hidden_progress_lines else "") + "."]
+    if not r.available and r.note:
+        v.opening.append(r.note)
+    v.facts, v.tables = [], []
+    v.text = [" ".join(p for p in (line.timestamp, line.level, line.message) if p) + (
+        f"\n{line.exception}" if line.exception else "") for line in r.lines]
+
+
+def _checkpoints(r: Any, v: View) -> None:
+    v.opening = [f"{_count(r.total, 'checkpoint')} of run {r.run_id}, {terminal.size(r.total_size_bytes)}"
+                 + (f"; latest ready: step {r.latest_ready_step}" if r.latest_ready_step is not None else "") + "."]
+    v.drop("run_id", "total")
+    table = v.table("checkpoints")
+    if table:
+        table.columns, table.keep = ["step", "status", "size_bytes", "created_at", "checkpoint_id", "storage_url"], 3
+
+
+def _list_traces(r: Any, v: View) -> None:
+    v.opening = [f"{_count(r.count, r.kind.rstrip('s'))} of run {r.run_id} on this page."]
+    if r.next_cursor:
+        more = call("mf_list_traces", run_id=r.run_id, kind=r.kind if r.kind != "traces" else None,
+                    cursor=r.next_cursor)
+        v.hint(f"Next page: {more}.", more)
+    table = v.table("traces")
+    if table:
+        table.columns, table.keep = ["trace_id", "run_step", "reward", "outcome", "tokens", "size_bytes"], 2
+
+
+def _download(r: Any, v: View) -> None:
+    state = "complete" if r.complete else "incomplete"
+    v.opening = [f"{_count(r.traces_downloaded, 'trace')} downloaded ({terminal.size(r.bytes_written)}) to "
+                 f"{r.dest}: {r.traces_on_disk} on disk, {state}."]
+    if r.missing.summary:
+        v.opening.append(r.missing.summary)
+    v.drop("run_id", "dest")
+    v.facts = [(k, val) for k, val in v.facts if not k.startswith("missing.")]
+    steps = r.missing.steps_without_traces
+    if steps:
+        v.facts.append(("steps_without_traces", steps))
+
+
+_VIEWS: dict[str, Callable[[Any, View], None]] = {
+    "mf_preflight": _preflight,
+    "mf_list_examples": _list_examples,
+    "mf_validate_config": _validate,
+    "mf_prepare_config": _prepare,
+    "mf_plan_run": _plan,
+    "mf_dispatch_run": _dispatch,
+    "mf_get_run": _get_run,
+    "mf_list_runs": _list_runs,
+    "mf_check_progress": _check_progress,
+    "mf_wait_for_run": _wait,
+    "mf_get_logs": _logs,
+    "mf_list_checkpoints": _checkpoints,
+    "mf_list_traces": _list_traces,
+    "mf_download_traces": _download,
+}
 
 
 class ProgressBar:
-    """A ``progress(done, total, message)`` callback drawing a bar on stderr; ``close()`` ends it."""
+    """A ``progress(done, total, message)`` callback drawing a bar on stderr when stderr is a
+    terminal (nothing when piped); ``close()`` ends it and leaves no line behind."""
 
     def __init__(self) -> None:
+        self._progress: Any = None
+        self._task: Any = None
+        if terminal.stderr().piped:
+            return
+        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                  TimeElapsedColumn(), console=_err, transient=True)
-        self._task: Any = None
+                                  TimeElapsedColumn(), console=Console(stderr=True, highlight=False), transient=True)
 
     def __call__(self, done: float, total: float | None, message: str) -> None:
+        if self._progress is None:
+            return
+        from rich.markup import escape
+
         if self._task is None:
             self._progress.start()
             self._task = self._progress.add_task(escape(message), total=total)

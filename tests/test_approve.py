@@ -71,13 +71,16 @@ def approvals(ctx: Context, plan_id: str) -> int:
     return len(gate.launch_state(Ledger.for_context(ctx), plan_id).approvals)
 
 
-def run_tty(setup: dict[str, Any], args: list[str], answer: str | None, timeout: float = 60) -> tuple[int, str]:
-    """Run the CLI with stdin/stdout/stderr on a pseudo-terminal; type ``answer`` at the prompt."""
+def run_tty(setup: dict[str, Any], args: list[str], answer: str | list[str] | None,
+            timeout: float = 60) -> tuple[int, str]:
+    """Run the CLI with stdin/stdout/stderr on a pseudo-terminal; type ``answer`` at the prompt (a list:
+    one answer per prompt, in order)."""
+    answers = [answer] if isinstance(answer, str) else list(answer or [])
     master, slave = os.openpty()
     proc = subprocess.Popen([str(CLI), *args], stdin=slave, stdout=slave, stderr=slave, env=setup["env"],
                             cwd=setup["cwd"], close_fds=True)
     os.close(slave)
-    out, answered = b"", answer is None
+    out, prompts = b"", 0
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
@@ -90,9 +93,9 @@ def run_tty(setup: dict[str, Any], args: list[str], answer: str | None, timeout:
                 if not chunk:
                     break
                 out += chunk
-                if not answered and b"last 4 characters" in out:
-                    os.write(master, answer.encode() + b"\n")
-                    answered = True
+                if answers and out.count(b"last 4 characters") > prompts:
+                    prompts += 1
+                    os.write(master, answers.pop(0).encode() + b"\n")
             elif proc.poll() is not None:
                 break
         else:
@@ -131,16 +134,31 @@ def test_terminal_approval_prints_a_code_that_launches(setup, emu):
     assert list(emu.state.runs) == [result.run_id]
 
 
-def test_wrong_answer_or_changed_plan_is_not_approved(setup):
+def test_three_wrong_answers_or_a_changed_plan_are_not_approved(setup):
     plan = setup["plan"]
-    code, out = run_tty(setup, ["approve", plan.plan_id], "nope")
+    code, out = run_tty(setup, ["approve", plan.plan_id], ["nope", "nah", "no"])
     assert code == 4 and "Not approved" in out and not TOKEN.search(out)
+    assert out.count("last 4 characters") == 3 and "2 more tries" in out and "1 more try" in out
     setup["cfg"].write_text(setup["cfg"].read_text().replace("max_steps = 20", "max_steps = 400"))
     code, out = run_tty(setup, ["approve", plan.plan_id], None)
     assert code == 4 and "plan_changed" in out and "file_sha256" in out and not TOKEN.search(out)
     code, out = run_tty(setup, ["approve", "plan_000000000000"], None)
     assert code == 3 and "unknown_plan" in out
     assert approvals(setup["ctx"], plan.plan_id) == 0
+
+
+def test_a_typo_gets_another_try_and_the_code_comes_with_the_command_that_uses_it(setup, emu):
+    plan = setup["plan"]
+    code, out = run_tty(setup, ["approve", plan.plan_id], ["typo", plan.plan_id[-4:]])
+    assert code == 0 and "2 more tries" in out, out
+    token = TOKEN.search(out).group(0)
+    command = re.search(r"`([^`]*dispatch-run[^`]*)`", out.replace("\r\n", "")).group(1)
+    assert command.split()[-3:] == [plan.plan_id, "--confirmation", token]
+    assert command.startswith(f"MODEL_FACTORY_STATE_DIR={setup['ctx'].state_path().resolve()} ")
+    done = subprocess.run(command, shell=True, env={**setup["env"], "MODEL_FACTORY_STATE_DIR": "/nonexistent"},
+                          cwd=setup["cwd"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert len(emu.state.runs) == 1
 
 
 def test_terminal_approval_of_a_stop(setup, emu):

@@ -229,17 +229,6 @@ def test_a_base_url_that_is_not_the_api_is_named(env, tmp_path):
     assert "did not answer like the Model Factory API" in error["message"] and "PRIME_API_BASE_URL" in error["fix"]
 
 
-def test_human_next_and_fix_lines_read_as_commands():
-    """Texts written for agents (tool calls) are shown on the command line as commands to paste."""
-    from skill.render import as_command
-
-    assert as_command("Inspect it with mf_get_run run_id='crun1'.") == "Inspect it with model-factory get-run crun1."
-    assert as_command("call mf_wait_for_run run_id='r' timeout_seconds=60") == \
-        "call model-factory wait-for-run r --timeout-seconds 60"
-    assert as_command("mf_list_runs team='personal'") == "model-factory list-runs --team personal"
-    assert as_command("mf_not_a_tool x='1'") == "mf_not_a_tool x='1'"
-
-
 # -- one parser: usage errors and help ------------------------------------------------------
 
 SECRET_LIKE = "correct-horse-battery-staple-pw"

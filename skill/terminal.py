@@ -1,0 +1,224 @@
+"""The terminal a person reads: its width, whether it is one at all, colour, and the layout of
+text, facts and tables for it (no rich: plain strings, so what is measured is what is printed).
+
+Rules (STYLE.md §6):
+
+- Lines break at spaces only. A word never breaks, and a span in backticks (a command) is one
+  word: an id, a path or a command is never split. A word wider than the line stands alone on
+  its line (the terminal shows it wrapped; copying it gives it whole).
+- A table fits the width: prose columns (values with spaces) fold at spaces; when they cannot,
+  the last columns are dropped (a note names them and ``--json``); when even the first ones do
+  not fit, each row becomes a block of ``name  value`` lines (vertical layout). Columns are
+  separated by two spaces; no line ends in spaces.
+- Piped (not a terminal): nothing is wrapped or padded. Tables are tab-separated rows under a
+  header row of field names, facts are ``name<TAB>value`` rows; tabs and newlines inside a value
+  become spaces. That is data (``cut -f1``); the JSON contract is ``--json``.
+- Colour only on a terminal, never with ``NO_COLOR`` set (https://no-color.org) or ``TERM=dumb``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from typing import TextIO
+
+#: Columns assumed when the width cannot be read.
+DEFAULT_COLUMNS = 80
+_GAP = "  "
+#: A word: non-space characters, where a backtick span (spaces inside) counts as one piece.
+_WORD = re.compile(r"(?:[^\s`]*`[^`]*`)+[^\s`]*|\S+")
+
+
+@dataclass(frozen=True)
+class Terminal:
+    """Where output goes: ``width`` in columns (None when piped: no wrapping), ``colour``."""
+
+    stream: TextIO
+    width: int | None
+    colour: bool
+
+    @classmethod
+    def of(cls, stream: TextIO) -> Terminal:
+        """The terminal behind ``stream`` (its width from ``COLUMNS`` or the device)."""
+        tty = _isatty(stream)
+        width = None
+        if tty:
+            width = os.environ.get("COLUMNS", "").isdigit() and int(os.environ["COLUMNS"]) or None
+            if not width:
+                try:
+                    width = os.get_terminal_size(stream.fileno()).columns
+                except (OSError, ValueError, AttributeError):
+                    width = shutil.get_terminal_size((DEFAULT_COLUMNS, 24)).columns
+            width = max(width, 20)
+        colour = tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+        return cls(stream, width, colour)
+
+    @property
+    def piped(self) -> bool:
+        return self.width is None
+
+    def print(self, line: str = "") -> None:
+        print(line, file=self.stream, flush=True)
+
+    def style(self, text: str, *codes: str) -> str:
+        """``text`` in bold (``"1"``), red (``"31"``)... when colour is on; else as is."""
+        return f"\x1b[{';'.join(codes)}m{text}\x1b[0m" if self.colour and codes else text
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def stdout() -> Terminal:
+    return Terminal.of(sys.stdout)
+
+
+def stderr() -> Terminal:
+    return Terminal.of(sys.stderr)
+
+
+# -- text -----------------------------------------------------------------------------------
+
+
+def words(text: str) -> list[str]:
+    """The unbreakable words of ``text`` (a backtick span with what is glued to it is one)."""
+    return _WORD.findall(text)
+
+
+def wrap(text: str, width: int | None, indent: str = "", first_indent: str | None = None) -> list[str]:
+    """``text`` as lines of at most ``width`` columns (breaking at spaces only; a word wider than
+    the line stands alone). ``width`` None: one line. Newlines in ``text`` start new paragraphs."""
+    first = indent if first_indent is None else first_indent
+    out: list[str] = []
+    for paragraph in text.split("\n"):
+        line, lead = "", first if not out else indent
+        for word in words(paragraph):
+            if line and width is not None and len(lead) + len(line) + 1 + len(word) > width:
+                out.append(lead + line)
+                line, lead = word, indent
+            else:
+                line = f"{line} {word}" if line else word
+        out.append((lead + line).rstrip())
+    return out
+
+
+def one_line(value: str) -> str:
+    """A value as one TSV cell: tabs and newlines become spaces."""
+    return re.sub(r"[\t\r\n]+", " ", value)
+
+
+# -- facts: name  value ---------------------------------------------------------------------
+
+
+def facts(pairs: list[tuple[str, str]], term: Terminal, indent: str = "") -> list[str]:
+    """``name  value`` lines, values aligned and wrapped under themselves; piped: ``name<TAB>value``."""
+    if term.piped:
+        return [f"{name}\t{one_line(value)}" for name, value in pairs]
+    label = min(max((len(n) for n, _ in pairs), default=0), 20)
+    lines: list[str] = []
+    for name, value in pairs:
+        head = f"{indent}{term.style(name.ljust(label), '1')}{_GAP}"
+        hanging = " " * (len(indent) + label + len(_GAP))
+        if len(name) > label:  # a long name: the value starts on the next line
+            lines.append(indent + term.style(name, "1"))
+            lines += wrap(value, term.width, hanging)
+            continue
+        body = wrap(value, term.width, hanging, first_indent=hanging)
+        lines.append(head + body[0].lstrip() if body else head.rstrip())
+        lines += body[1:]
+    return [line.rstrip() for line in lines]
+
+
+# -- tables ---------------------------------------------------------------------------------
+
+
+def table(columns: list[str], rows: list[list[str]], term: Terminal, *, keep: int = 1,
+          headers: list[str] | None = None) -> tuple[list[str], list[str]]:
+    """Lay out ``rows`` under ``columns`` for ``term``: returns ``(lines, dropped column names)``.
+
+    On a terminal: natural widths when they fit; else prose columns fold; else columns are dropped
+    from the right (never the first ``keep``); else one block per row. Piped: a header row of
+    ``columns`` and tab-separated rows, nothing dropped."""
+    if term.piped:
+        return ["\t".join(columns), *("\t".join(one_line(c) for c in row) for row in rows)], []
+    shown = headers or [c.replace("_", " ").upper() for c in columns]
+    index = list(range(len(columns)))
+    while True:
+        widths = _fit(index, shown, rows, term.width or DEFAULT_COLUMNS)
+        if widths is not None:
+            break
+        if len(index) <= keep:
+            return _vertical(columns, rows, term), []
+        index.pop()
+    dropped = [columns[i] for i in range(len(columns)) if i not in index]
+    lines = [_join([term.style(shown[i].ljust(widths[n]) if n < len(index) - 1 else shown[i], "1")
+                    for n, i in enumerate(index)])]
+    for row in rows:
+        cells = [wrap(row[i], widths[n]) if row[i] else [""] for n, i in enumerate(index)]
+        for k in range(max(len(c) for c in cells)):
+            lines.append(_join([(c[k] if k < len(c) else "").ljust(widths[n]) for n, c in enumerate(cells)]))
+    return [line.rstrip() for line in lines], dropped
+
+
+def _join(cells: list[str]) -> str:
+    return _GAP.join(cells).rstrip()
+
+
+def _fit(index: list[int], headers: list[str], rows: list[list[str]], width: int) -> list[int] | None:
+    """Column widths for the columns in ``index`` within ``width``, or None when they cannot fit
+    without breaking a word. A column folds only at spaces, never below its longest word."""
+    natural = [max([len(headers[i]), *(len(r[i]) for r in rows)]) for i in index]
+    least = [max([len(headers[i]), *(len(w) for r in rows for w in words(r[i]))]) for i in index]
+    room = width - len(_GAP) * (len(index) - 1)
+    if sum(natural) <= room:
+        return natural
+    if sum(least) > room:
+        return None
+    widths = least[:]
+    spare = room - sum(least)
+    wants = [n - m for n, m in zip(natural, least, strict=True)]
+    total = sum(wants)
+    for n, want in enumerate(wants):  # share the spare room in proportion to what each wants
+        widths[n] += want * spare // total if total else 0
+    return widths
+
+
+def _vertical(columns: list[str], rows: list[list[str]], term: Terminal) -> list[str]:
+    lines: list[str] = []
+    for row in rows:
+        if lines:
+            lines.append("")
+        lines += facts([(c, v) for c, v in zip(columns, row, strict=True) if v], term)
+    return lines
+
+
+# -- sizes and durations --------------------------------------------------------------------
+
+
+def size(n_bytes: int | float | None) -> str:
+    """Bytes for people: ``1.2 GB``, ``340 MB``, ``12 kB``, ``512 B`` (decimal units)."""
+    if n_bytes is None:
+        return ""
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n_bytes) >= scale:
+            value = n_bytes / scale
+            return f"{value:.1f} {unit}" if value < 100 else f"{value:.0f} {unit}"
+    return f"{int(n_bytes)} B"
+
+
+def duration(seconds: float | None) -> str:
+    """Seconds for people: ``45 s``, ``3 min 20 s``, ``2 h 5 min``."""
+    if seconds is None:
+        return ""
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min" + (f" {s % 60} s" if s % 60 else "")
+    return f"{s // 3600} h" + (f" {s % 3600 // 60} min" if s % 3600 // 60 else "")
