@@ -65,9 +65,10 @@ def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
             hint = ("\nPlans live in the state folder of the session that made them: run this in the same project "
                     "folder, or set MODEL_FACTORY_STATE_DIR as the agent's message says."
                     ) if err.code == "unknown_plan" else ""
-            from skill.render import as_command  # the fix names tools; a person reads commands
+            from skill.render import for_people  # the fix names tools; a person reads commands
 
-            _say(f"Cannot approve {plan_id}: [{err.code}] {err.message}\nFix: {as_command(err.fix)}{hint}", sys.stderr)
+            fix = for_people(err.fix, err.next_calls)
+            _say(f"Cannot approve {plan_id}: [{err.code}] {err.message}\nFix: {fix}{hint}", sys.stderr)
             return EXIT_CONFIRMATION if err.code in _REFUSED_CODES else EXIT_TOOL_ERROR
         _say(ctx.scrubber.scrub_text(request.summary))
         _say("")
@@ -96,7 +97,9 @@ def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
             token = approve_plan(plan_id, "terminal", ctx, plan_hash=request.plan_hash)
         except ToolFailure as failure:
             err = ctx.scrubber.scrub_model(failure.error)
-            _say(f"Not approved: [{err.code}] {err.message}\nFix: {err.fix}", sys.stderr)
+            from skill.render import for_people
+
+            _say(f"Not approved: [{err.code}] {err.message}\nFix: {for_people(err.fix, err.next_calls)}", sys.stderr)
             return EXIT_CONFIRMATION if err.code in _REFUSED_CODES else EXIT_TOOL_ERROR
         _say(f"Approved. Confirmation code (valid {request.ttl_seconds // 60} minutes, works once):\n\n  {token}\n")
         _say("Paste it to the agent that asked for this approval, or run it yourself (in a shell with the agent's "

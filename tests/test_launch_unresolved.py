@@ -24,6 +24,7 @@ from skill.emulator import DEMO_SPEED, EmulatorServer
 from skill.exit_codes import EXIT_AMBIGUOUS, EXIT_CONFIRMATION, EXIT_OK
 from tools.configs import EXAMPLES_DIR
 from tools.core import Context
+from tools.errors import Call as ToolCall
 from tools.errors import ToolError
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger
@@ -103,8 +104,10 @@ def test_replanning_an_unresolved_config_in_a_new_process_is_refused_whatever_th
         code, out = cli(world, "plan-run", str(world["cfg"]), "--team", "personal", *extra)
         assert (code, out["code"]) == (EXIT_AMBIGUOUS, "unresolved_launch"), out
         assert p1.plan_id in out["message"] and p1.run_name in out["message"] and out["retryable"]
-        assert f"mf_dispatch_run plan_id='{p1.plan_id}'" in out["fix"]
-        assert f"acknowledge_unresolved='{p1.plan_id}'" in out["fix"]
+        assert {"tool": "mf_dispatch_run", "arguments": {"plan_id": p1.plan_id}} in out["next_calls"]
+        assert any(c["tool"] == "mf_plan_run" and c["arguments"].get("acknowledge_unresolved") == p1.plan_id
+                   for c in out["next_calls"])
+        assert all(str(ToolCall(**c)) in out["fix"] for c in out["next_calls"])
     assert plans_in_ledger(world) == [p1.plan_id]  # nothing planned, so nothing to approve
     # The same through the registry, in this process.
     again = call(world, "mf_plan_run", config_path=str(world["cfg"]), team="personal", max_steps=7)

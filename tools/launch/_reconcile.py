@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from tools.core import Context, owner_label
-from tools.errors import ToolFailure, fail
+from tools.errors import ToolFailure, call, fail
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger
 from tools.platform import errors as perr
@@ -119,13 +119,22 @@ def unresolved_failure(lookups: list[Lookup], *, planning: bool, config_path: st
     message = (f"An earlier launch{config} for the same owner is unresolved, so {what}: "
                + "; ".join(_describe(lookup) for lookup in lookups)
                + ". Another launch could start a second billed run.")
-    plan = f"mf_plan_run config_path='{config_path}'" if config_path else "mf_plan_run"
+    owner = lookups[0].state.plan.get("team_id") or "personal"
     ids = ",".join(lookup.state.plan_id for lookup in lookups)
-    fix = (f"Reconcile first: call mf_dispatch_run plan_id='{first}' (it only looks for the run, never re-sends) "
-           f"or look for a run whose name ends in -{lookups[0].fingerprint} with mf_list_runs or in the dashboard; "
-           f"then plan again ({plan}). Only if the user has checked and still wants another run: "
-           f"{plan} acknowledge_unresolved='{ids}', and a person approves it (a budget policy never does).")
-    return fail("unresolved_launch", message, fix, retryable=True)
+    dispatch, runs = call("mf_dispatch_run", plan_id=first), call("mf_list_runs", team=owner)
+    calls = [dispatch, runs]
+    fix = (f"Reconcile first: {dispatch} (it only looks for the run, never re-sends), or look for a run whose name "
+           f"ends in -{lookups[0].fingerprint} with {runs} or in the dashboard; then plan again")
+    if config_path:
+        again = call("mf_plan_run", config_path=config_path, team=owner)
+        anyway = call("mf_plan_run", config_path=config_path, team=owner, acknowledge_unresolved=ids)
+        calls += [again, anyway]
+        fix += (f" with the same arguments (e.g. {again}). Only if the user has checked and still wants another "
+                f"run: {anyway}, and a person approves it (a budget policy never does).")
+    else:
+        fix += (f" with the same arguments. Only if the user has checked and still wants another run: plan with "
+                f"acknowledge_unresolved set to {ids}, and a person approves it (a budget policy never does).")
+    return fail("unresolved_launch", message, fix, retryable=True, next_calls=calls)
 
 
 def check_unresolved(ctx: Context, ledger: Ledger, *, plan_id: str, team_id: str | None, file_sha256: str,
