@@ -264,12 +264,16 @@ class Command:
     run: Callable[[dict[str, Any]], int]
 
 
+#: Emulator clock speed (simulated seconds per wall second): ``emulator --speed`` and ``demo --speed``.
+_SPEED = _number(float, 0, 1_000_000)
+
+
 def _demo_arguments(parser: _Parser) -> None:
     _json_option(parser, "Print the summary as one JSON object.")
     parser.add_argument("--dest", metavar="DIR",
                         help="Folder for the downloaded traces (default ./model-factory-demo/<run_id>).")
-    parser.add_argument("--speed", type=_number(float), metavar="N",
-                        help="Emulator clock speed (simulated seconds per second).")
+    parser.add_argument("--speed", type=_SPEED, metavar="N",
+                        help="Emulator clock speed (simulated seconds per second, 0 to 1000000).")
 
 
 def _demo(values: dict[str, Any]) -> int:
@@ -285,7 +289,7 @@ def _emulator_arguments(parser: _Parser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="Interface to bind (default: 127.0.0.1, loopback).")
     parser.add_argument("--port", type=_number(int, 1, 65535), default=8765, metavar="N",
                         help="Port to listen on (default: 8765).")
-    parser.add_argument("--speed", type=_number(float, 0, 1_000_000), metavar="N",
+    parser.add_argument("--speed", type=_SPEED, metavar="N",
                         help="Clock speed (simulated seconds per wall second).")
 
 

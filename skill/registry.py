@@ -522,13 +522,44 @@ def check_arguments(name: str, arguments: Mapping[str, Any] | str | None) -> Bas
         return model.model_validate(_drop_null_defaults(model, arguments))
     except ValidationError as exc:
         return _bad_arguments(
-            [FieldProblem(path=".".join(str(p) for p in e["loc"]), problem=e["msg"]) for e in exc.errors()],
+            [FieldProblem(path=".".join(str(p) for p in e["loc"]), problem=_with_range(model, e))
+             for e in exc.errors()],
             spec.name,
         )
 
 
+_RANGE_ERRORS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number"})
+
+
+def _with_range(model: type[BaseModel], error: Mapping[str, Any]) -> str:
+    """pydantic's message for one error, plus the field's whole accepted range when a bound or
+    finiteness failed ("Input should be ...; accepted: 1 to 10,000,000"). Never the value."""
+    info = model.model_fields.get(str(error["loc"][0])) if error["loc"] else None
+    if error["type"] not in _RANGE_ERRORS or info is None or len(error["loc"]) != 1:
+        return error["msg"]
+    low = high = None
+    for bound in info.metadata:
+        for attr, is_low in (("ge", True), ("gt", True), ("le", False), ("lt", False)):
+            value = getattr(bound, attr, None)
+            if value is not None:
+                text = f"{value:,}" if attr in ("ge", "le") else f"{'more' if is_low else 'less'} than {value:,}"
+                low, high = (text, high) if is_low else (low, text)
+    if low is None and high is None:
+        return f"{error['msg']}; accepted: a finite number"
+    kind = "a finite number" if _is_float(info.annotation) else "an integer"
+    span = f"{low} to {high}" if low and high and not low.startswith("more") and not high.startswith("less") else \
+        ", ".join(filter(None, [low and (low if low.startswith("more") else f"at least {low}"),
+                                high and (high if high.startswith("less") else f"at most {high}")]))
+    return f"{error['msg']}; accepted: {kind}, {span}"
+
+
+def _is_float(annotation: Any) -> bool:
+    return annotation is float or float in typing.get_args(annotation)
+
+
 _INTEGER = re.compile(r"-?\d+")
 _NUMBER = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+_NON_FINITE = re.compile(r"[-+]?(inf|infinity|nan)", re.I)
 
 
 def _from_string(value: Any, schema: dict[str, Any]) -> Any:
@@ -540,8 +571,8 @@ def _from_string(value: Any, schema: dict[str, Any]) -> Any:
     text = value.strip()
     if "integer" in types and _INTEGER.fullmatch(text):
         return int(text)
-    if "number" in types and _NUMBER.fullmatch(text):
-        return float(text)
+    if "number" in types and (_NUMBER.fullmatch(text) or _NON_FINITE.fullmatch(text)):
+        return float(text)  # inf / nan reach the model, whose bounds then say what is accepted
     if "boolean" in types and text in ("true", "false"):
         return text == "true"
     if "array" in types and text.startswith("["):

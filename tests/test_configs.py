@@ -378,6 +378,7 @@ def prepare(ctx: Context, **kw) -> Any:
 def test_prepare_keeps_comments_and_drops_launcher_keys(tmp_path: Path, ctx: Context):
     source = EXAMPLES / "advanced/glm-4.5-air/swe.toml"
     before = (sha(source), source.stat().st_mtime_ns)
+    (tmp_path / "out").mkdir()
     result = prepare(ctx, example="advanced/glm-4.5-air/swe", dest="out/glm.toml", gpu_type="H200_141GB",
                      max_steps=10, name="glm-smoke")
     assert not isinstance(result, ToolError), result
@@ -470,14 +471,18 @@ def test_write_new_file_never_clobbers_a_file_that_appeared(tmp_path: Path):
         write_new_file(dest, b"ours\n")
     assert caught.value.error.code == "dest_exists"
     assert dest.read_text() == "theirs\n" and [p.name for p in tmp_path.iterdir()] == ["x.toml"]
+    (tmp_path / "new").mkdir()
     write_new_file(tmp_path / "new" / "y.toml", b"ours\n")
     assert (tmp_path / "new" / "y.toml").read_bytes() == b"ours\n" and len(list((tmp_path / "new").iterdir())) == 1
 
 
 def test_prepare_write_failure_is_a_tool_error(tmp_path: Path, ctx: Context):
     (tmp_path / "afile").write_text("not a folder")
-    err = prepare(ctx, example="basic/wordle/sft", dest="afile/sub/x.toml")
+    err = prepare(ctx, example="basic/wordle/sft", dest="/proc/x.toml")  # an existing folder nobody writes into
     assert isinstance(err, ToolError) and err.code == "write_failed"
+    nested = prepare(ctx, example="basic/wordle/sft", dest="afile/sub/x.toml")
+    assert isinstance(nested, ToolError) and nested.code == "bad_arguments"
+    assert (tmp_path / "afile").read_text() == "not a folder"
 
 
 def test_prepare_via_registry_schema(tmp_path: Path, ctx: Context):

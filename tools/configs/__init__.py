@@ -32,8 +32,8 @@ from tools.configs._facts import (
     sniff_mode,
 )
 from tools.configs._rules import RULES, source_ref_problem
-from tools.configs._toml import load_toml, read_config
-from tools.core import Context, tool
+from tools.configs._toml import MAX_CONFIG_BYTES, load_toml, parse_document, read_bounded, read_config
+from tools.core import MAX_STEPS, Context, tool
 from tools.errors import FieldProblem, fail
 from tools.guardrails.secrets import refuse_secret_values, toml_env_files
 
@@ -47,6 +47,7 @@ __all__ = [
     "ExampleList",
     "Issue",
     "ListExamplesInput",
+    "MAX_CONFIG_BYTES",
     "Mode",
     "PrepareConfigInput",
     "PreparedConfig",
@@ -57,6 +58,7 @@ __all__ = [
     "example_paths",
     "list_examples",
     "prepare_config",
+    "read_bounded",
     "read_config",
     "source_ref_problem",
     "validate_config",
@@ -117,6 +119,8 @@ class PreparedConfig(BaseModel):
     sha256: str = Field(description="sha256 (hex) of the written file.")
     size_bytes: int = Field(description="Size of the written file in bytes.")
     changes: list[Change] = Field(description="Edits made to the copy; comments and key order are kept.")
+    valid: bool = Field(description="True when the written file passes validation (validation.valid); the CLI exits "
+                                    "1 otherwise, as validate-config does.")
     validation: ValidationReport = Field(description="mf_validate_config's report of the written file.")
 
 
@@ -134,7 +138,8 @@ class PrepareConfigInput(BaseModel):
                                        description="deployment.num_train_gpus (single_node examples only).")
     num_infer_gpus: int | None = Field(default=None, ge=0, le=64,
                                        description="deployment.num_infer_gpus (single_node only; RL needs >= 1).")
-    max_steps: int | None = Field(default=None, ge=1, description="Step cap written as top-level max_steps.")
+    max_steps: int | None = Field(default=None, ge=1, le=MAX_STEPS,
+                                  description="Step cap written as top-level max_steps.")
     name: str | None = Field(default=None, min_length=1, max_length=128,
                              description="Top-level name: the platform run name.")
 
@@ -204,27 +209,35 @@ def prepare_config(inp: PrepareConfigInput, ctx: Context) -> PreparedConfig:
     validation report of the written file.
 
     Errors: ``config_not_found`` (unknown example), ``invalid_toml``, ``dest_exists``,
-    ``bad_arguments`` (dest not .toml, GPU counts on a multi_node example), ``write_failed``,
+    ``bad_arguments`` (dest not .toml, its folder missing (never created), GPU counts on a multi_node
+    example), ``write_failed``,
     ``secret_in_input`` (the source holds a secret-looking value; nothing is written).
     """
     source, label = resolve_example(inp.example, ctx)
     dest = ctx.resolve_path(inp.dest)
     if dest.suffix != ".toml":
-        raise fail("bad_arguments", f"dest must be a .toml file, got {dest.name!r}.",
+        raise fail("bad_arguments", "dest must be the path of a .toml file (its name does not end in .toml; value "
+                   "not shown).",
                    "Pass a dest ending in .toml.", fields=[FieldProblem(path="dest", problem="must end in .toml")])
     if dest.exists():
         raise dest_exists(dest)
-    data = load_toml(source)
+    if not dest.parent.is_dir():  # never create folders: a typo in the path would scatter files
+        raise fail("bad_arguments", f"The folder {dest.parent} does not exist; folders are never created here "
+                   "(a mistyped path would scatter files).",
+                   "Create the folder first (or pick an existing one), then call mf_prepare_config again.",
+                   fields=[FieldProblem(path="dest", problem="its folder does not exist")])
+    raw, data = read_config(source)
     for env_path in toml_env_files(data, source):
         ctx.scrubber.add_env_file(env_path, ctx.env)
     # Never copy a secret into a new file: refuse the source as mf_plan_run would (locations only).
     refuse_secret_values(data, root=source.name, known_values=ctx.scrubber.known_values(), check_key_names=True)
     mode, _ = sniff_mode(data)
-    doc = tomlkit.parse(source.read_text(encoding="utf-8"))
+    doc = parse_document(raw.decode("utf-8-sig"), source)
     changes = edit(doc, mode, gpu_type=inp.gpu_type, num_train_gpus=inp.num_train_gpus,
                    num_infer_gpus=inp.num_infer_gpus, max_steps=inp.max_steps, name=inp.name)
     text = tomlkit.dumps(doc).encode("utf-8")
     write_new_file(dest, text)
+    report = validate_file(dest, ctx)
     return PreparedConfig(
         path=str(dest), source=label, mode=mode, sha256=hashlib.sha256(text).hexdigest(), size_bytes=len(text),
-        changes=changes, validation=validate_file(dest, ctx))
+        changes=changes, valid=report.valid, validation=report)

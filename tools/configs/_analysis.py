@@ -26,7 +26,7 @@ from tools.configs._facts import (
 from tools.configs._rules import RULES
 from tools.configs._toml import load_toml
 from tools.core import OUTPUT_BUDGET_CHARS, Context, fit_largest
-from tools.guardrails.secrets import FORWARDABLE, toml_env_files
+from tools.guardrails.secrets import FORWARDABLE, secret_scrubber, toml_env_files
 
 SCHEMA_NOTE = (
     "Structural checks only: the real prime-rl schema (RLConfig/SFTConfig) was not run. For the "
@@ -101,7 +101,7 @@ def analyze(
         notes.append("multi_node without [slurm]: the hosted validator injects slurm = {} (the platform places nodes).")
     model, model_source = model_name_of(c)
     count, count_detail = gpu_count(c)
-    return ValidationReport(
+    report = ValidationReport(
         config_path=str(path), valid=not errors, mode=chosen, mode_reason=reason, errors=errors, warnings=warnings,
         notes=notes, model_name=model, model_name_source=model_source, max_steps=max_steps_of(c),
         deployment_type=c.deployment_type, gpu_count=count, gpu_count_detail=count_detail,
@@ -110,6 +110,9 @@ def analyze(
         wandb_project=wandb_project_of(c), secret_names=[n for n in c.env_file_vars[0] if n in FORWARDABLE],
         schema_check="structural", schema_note=SCHEMA_NOTE.format(path=path),
     )
+    if any(issue.rule == "secret_value" for issue in errors):  # a fact may repeat a flagged value: hide it there too
+        report = secret_scrubber(data, known_values=c.known_values, check_key_names=True).scrub_model(report)
+    return report
 
 
 def fit_budget(report: ValidationReport, budget: int = OUTPUT_BUDGET_CHARS) -> ValidationReport:

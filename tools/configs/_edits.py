@@ -116,13 +116,13 @@ def edit(doc: tomlkit.TOMLDocument, mode: Mode, *, gpu_type: str | None = None, 
 def write_new_file(dest: Path, data: bytes) -> None:
     """Write ``data`` to ``dest`` atomically, never replacing an existing file.
 
-    Temp file in the same folder, fsync, then ``os.link`` (fails if ``dest`` exists, so a
+    ``dest``'s folder must exist (it is never created). Temp file in the same folder, fsync, then
+    ``os.link`` (fails if ``dest`` exists, so a
     file created meanwhile is never overwritten); the temp file is always removed. Raises
     ToolFailure ``dest_exists`` / ``write_failed``; on any failure ``dest`` is untouched.
     """
     tmp: str | None = None
     try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

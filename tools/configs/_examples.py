@@ -34,7 +34,7 @@ def resolve_example(example: str, ctx: Context) -> tuple[Path, str]:
     if ident in bundled:
         return bundled[ident], ident
     path = ctx.resolve_path(example)
-    if path.is_file():
+    if path.exists():  # reading it says what is wrong when it is not a config file
         return path, str(path)
     raise fail("config_not_found", f"No bundled example {example!r} and no TOML file at {path}.",
                "Call mf_list_examples and pass one of its ids (e.g. basic/reverse-text/rl), or an existing path.")

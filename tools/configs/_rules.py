@@ -31,7 +31,7 @@ from tools.configs._facts import (
     model_name_of,
 )
 from tools.configs._toml import as_int, toml_text, value_at
-from tools.guardrails.secrets import FORWARDABLE, scan_for_secrets
+from tools.guardrails.secrets import FORWARDABLE, env_file_git_warning, scan_for_secrets, toml_env_files
 
 Severity = Literal["error", "warning"]
 
@@ -508,6 +508,12 @@ def _secret_value(c: Config) -> Iterator[Finding]:
                              "by name (WANDB_API_KEY / HF_TOKEN in the environment or an env file).")
 
 
+def _env_file_in_git(c: Config) -> Iterator[Finding]:
+    for env_path in toml_env_files(c.data, c.path):
+        if warning := env_file_git_warning(env_path):
+            yield "env_files", warning
+
+
 _CLI = "prime-api.md §3.2"
 _HOSTED = "prime-rl.md §10 (hosted worker)"
 _CLI_HELP = "prime 0.18.0 `prime train --sft` help"
@@ -526,6 +532,8 @@ RULES: tuple[Rule, ...] = (
     Rule("unsupported_secret", "error", _BOTH, _CLI, "env files may set only WANDB_API_KEY/HF_TOKEN",
          _unsupported_secret),
     Rule("secret_value", "error", _BOTH, "DESIGN guardrail 2", "secret-looking values in the TOML", _secret_value),
+    Rule("env_file_in_git", "warning", _BOTH, "DESIGN guardrail 2", "env files tracked by git or not ignored",
+         _env_file_in_git),
     Rule("mode_shape", "error", _BOTH, _SCHEMA, "RL needs [trainer]+[orchestrator]; SFT has neither", _mode_shape),
     Rule("k8s", "error", _BOTH, _HOSTED, "[k8s] rejected", _k8s),
     Rule("clean", "error", _RL, _HOSTED, "clean = true rejected", _clean),

@@ -1,50 +1,133 @@
 """Reading a prime-rl TOML: its bytes and their parse, and the small accessors every rule uses.
 
 TOML dates and times become ISO strings so a config can travel as JSON. Errors (ToolFailure):
-``config_not_found``, ``invalid_toml`` (with line and column).
+``config_not_found`` (also: not a regular file, over :data:`MAX_CONFIG_BYTES`), ``invalid_toml``
+(with line and column; nesting deeper than :data:`MAX_NESTING`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
+import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import tomlkit
+from tomlkit.exceptions import ParseError
 
 from tools.errors import FieldProblem, fail
 
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
-def read_config(path: Path) -> tuple[bytes, dict[str, Any]]:
-    """The bytes of ``path`` and their parse (tomllib; TOML dates/times as ISO strings so the
-    config can travel as JSON). Raises ToolFailure ``config_not_found`` / ``invalid_toml``."""
+#: A config is kilobytes; anything larger is refused before it is read (bytes).
+MAX_CONFIG_BYTES = 1024 * 1024
+#: Tables, arrays and inline tables nested deeper than this are refused (prime-rl configs nest < 10).
+MAX_NESTING = 64
+
+
+def read_bounded(path: Path, limit: int = MAX_CONFIG_BYTES) -> bytes:
+    """The bytes of ``path``, which must be a regular file of at most ``limit`` bytes: checked on
+    the opened file (non-blocking, so a FIFO cannot hang the open) before reading, and at most
+    ``limit + 1`` bytes are read, so a file growing meanwhile is refused too. Raises ToolFailure
+    ``config_not_found`` (missing, a folder, a device or FIFO, unreadable, too large)."""
+    fix = "Pass the path of a .toml file, or call mf_list_examples and mf_prepare_config to create one."
     try:
-        raw = path.read_bytes()
-    except IsADirectoryError:
-        raise fail("config_not_found", f"{path} is a folder, not a config file.",
-                   "Pass the path of a .toml file, or call mf_list_examples and mf_prepare_config to create "
-                   "one.") from None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except (FileNotFoundError, NotADirectoryError):
         raise fail("config_not_found", f"Config file not found: {path}",
                    "Check the path, or call mf_list_examples and mf_prepare_config to create one.") from None
+    except IsADirectoryError:
+        raise fail("config_not_found", f"{path} is a folder, not a config file.", fix) from None
     except OSError as exc:
         raise fail("config_not_found", f"Config file {path} cannot be read: {exc.strerror}",
                    "Check the file's permissions, then call again.") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise fail("config_not_found", f"{path} is a folder, not a config file.", fix)
+        raise fail("config_not_found", f"{path} is not a regular file (a device, pipe or socket); it was not read.",
+                   fix)
+    with os.fdopen(fd, "rb") as handle:
+        too_big = fail("config_not_found", f"{path} is larger than {limit:,} bytes; a config is a few kilobytes, so "
+                       "it was not read.", "Pass the path of the prime-rl .toml config itself.")
+        if info.st_size > limit:
+            raise too_big
+        try:
+            raw = handle.read(limit + 1)
+        except OSError as exc:
+            raise fail("config_not_found", f"Config file {path} cannot be read: {exc.strerror}",
+                       "Check the file, then call again.") from None
+    if len(raw) > limit:
+        raise too_big
+    return raw
+
+
+def _too_deep(path: Path) -> Exception:
+    return fail("invalid_toml", f"Invalid TOML in {path}: tables, arrays or inline tables are nested more than "
+                f"{MAX_NESTING} levels deep.",
+                "A prime-rl config nests a few levels; fix the file, then validate again.",
+                fields=[FieldProblem(path=str(path), problem=f"nested more than {MAX_NESTING} levels")])
+
+
+def _depth_ok(value: Any) -> bool:
+    """True when no table or array in ``value`` is nested deeper than :data:`MAX_NESTING` (iterative)."""
+    stack = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return False
+        if isinstance(node, dict):
+            stack += [(v, depth + 1) for v in node.values()]
+        elif isinstance(node, list):
+            stack += [(v, depth + 1) for v in node]
+    return True
+
+
+def parse_toml_text(raw: bytes, path: Path) -> tuple[str, dict[str, Any]]:
+    """``raw`` decoded (UTF-8, a leading BOM dropped) and parsed with tomllib, dates as ISO strings.
+    Raises ToolFailure ``invalid_toml`` (not UTF-8, a syntax error with line and column, or
+    nesting deeper than :data:`MAX_NESTING`)."""
     try:
-        return raw, _jsonable(tomllib.loads(raw.decode("utf-8-sig")))  # a leading BOM is not an error
+        text = raw.decode("utf-8-sig")  # a leading BOM is not an error
     except UnicodeDecodeError:
         raise fail("invalid_toml", f"Invalid TOML in {path}: not UTF-8 text.", "Save the file as UTF-8.") from None
+    try:
+        data = tomllib.loads(text)
+    except RecursionError:
+        raise _too_deep(path) from None
     except tomllib.TOMLDecodeError as exc:
         where = _TOML_POSITION.search(str(exc))
         location = f"{path}:{where[1]}:{where[2]}" if where else str(path)
         raise fail("invalid_toml", f"Invalid TOML in {path}: {exc}",
                    "Fix the TOML syntax at the line and column given, then validate again.",
                    fields=[FieldProblem(path=location, problem=str(exc))]) from None
+    if not _depth_ok(data):
+        raise _too_deep(path)
+    return text, _jsonable(data)
+
+
+def read_config(path: Path) -> tuple[bytes, dict[str, Any]]:
+    """The bytes of ``path`` (:func:`read_bounded`: a regular file of at most
+    :data:`MAX_CONFIG_BYTES`) and their parse (:func:`parse_toml_text`). Raises ToolFailure
+    ``config_not_found`` / ``invalid_toml``."""
+    raw = read_bounded(path)
+    return raw, parse_toml_text(raw, path)[1]
+
+
+def parse_document(text: str, path: Path) -> tomlkit.TOMLDocument:
+    """``text`` parsed with tomlkit (for edits that keep comments and layout). Raises ToolFailure
+    ``invalid_toml`` (tomlkit reports deep nesting as a parse error)."""
+    try:
+        return tomlkit.parse(text)
+    except (ParseError, RecursionError) as exc:
+        raise fail("invalid_toml", f"Invalid TOML in {path}: {exc}"[:500],
+                   "Fix the TOML syntax, then try again.") from None
 
 
 def load_toml(path: Path) -> dict[str, Any]:

@@ -12,6 +12,7 @@ packages. The definitions live in private modules; import them from here.
 from tools.core._budget import OUTPUT_BUDGET_CHARS, fit_largest, json_chars
 from tools.core._command import PROGRAM, console_script, program, shell_command
 from tools.core._context import STATE_DIR_ENV, Approver, Context, ProgressCallback, tool
+from tools.core._limits import INT64_MAX, MAX_SECONDS_PER_STEP, MAX_STEPS
 from tools.core._owner import PERSONAL, Owner, owner_label, resolve_owner
 from tools.core._runs import (
     RUN_ID,
@@ -24,6 +25,9 @@ from tools.core._runs import (
 __all__ = [
     "Approver",
     "Context",
+    "INT64_MAX",
+    "MAX_SECONDS_PER_STEP",
+    "MAX_STEPS",
     "OUTPUT_BUDGET_CHARS",
     "Owner",
     "PERSONAL",

@@ -78,7 +78,9 @@ def resolve_owner(ctx: Context, requested: str | None = None, *, strict: bool = 
     if requested:
         team_id = requested.strip()
         if not looks_like_team_id(team_id):
-            raise fail("invalid_team", f"{team_id!r} is not a team id (c followed by 24 lowercase letters/digits).",
+            # The value is not repeated: a mistyped argument may be a pasted key.
+            raise fail("invalid_team", "The team argument is not a team id (c followed by 24 lowercase letters/digits) "
+                       "nor 'personal' (value not shown).",
                        "Call mf_list_teams and pass one of its team ids, or 'personal'.")
         if strict:
             teams = {t.team_id: t for t in ctx.platform().list_all_teams()}

@@ -18,6 +18,7 @@ Four jobs, all local and pure (no HTTP):
 from __future__ import annotations
 
 import re
+import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,9 +120,18 @@ def parse_env_file(path: str | Path, env: Mapping[str, str]) -> EnvFile:
     return EnvFile(path=p, values=values, warnings=warnings)
 
 
+#: An env file holds a few lines; a larger one is not read (bytes).
+MAX_ENV_FILE_BYTES = 1024 * 1024
+
+
 def _read_lines(p: Path) -> list[str]:
     if not p.is_file():
         raise EnvFileError(f"Env file not found: {p}", p)
+    try:
+        if p.stat().st_size > MAX_ENV_FILE_BYTES:
+            raise EnvFileError(f"Env file {p} is larger than {MAX_ENV_FILE_BYTES:,} bytes; it was not read", p)
+    except OSError as exc:
+        raise EnvFileError(f"Env file {p} cannot be read: {exc.strerror}", p) from None
     try:
         with open(p, encoding="utf-8") as f:
             return f.readlines()
@@ -157,6 +167,37 @@ def toml_env_files(config: Mapping[str, Any], config_path: str | Path) -> list[P
         elif isinstance(val, str):
             out.append(folder / val)
     return out
+
+
+#: Seconds each ``git`` call of :func:`env_file_git_warning` may take.
+GIT_TIMEOUT_SECONDS = 5.0
+
+
+def env_file_git_warning(path: str | Path) -> str | None:
+    """A warning naming ``path`` when the env file is tracked by git, or lies inside a git work
+    tree without being ignored (its secrets could be committed and pushed); ``None`` outside git,
+    when ignored, or when ``git`` is missing or slow. Asks the local ``git`` (``rev-parse
+    --is-inside-work-tree``, ``ls-files --error-unmatch``, ``check-ignore``) in the file's folder,
+    each call bounded by :data:`GIT_TIMEOUT_SECONDS`; no network."""
+    p = Path(path)
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", "-C", str(p.parent), *args], capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=GIT_TIMEOUT_SECONDS, check=False)
+
+    try:
+        if git("rev-parse", "--is-inside-work-tree").stdout.strip() != "true":
+            return None
+        if git("ls-files", "--error-unmatch", "--", p.name).returncode == 0:
+            return (f"Env file {p} is tracked by git: its secrets are in the repository's history once committed. "
+                    f"Untrack it (`git rm --cached {p.name}` in its folder), add it to .gitignore, and rotate any key "
+                    "that was committed.")
+        if git("check-ignore", "-q", "--", p.name).returncode == 0:
+            return None
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (f"Env file {p} is inside a git work tree and not ignored: a `git add .` would commit its secrets. "
+            "Add it to .gitignore.")
 
 
 # --------------------------------------------------------------------------------------
@@ -277,6 +318,9 @@ def wire_secrets(values: Mapping[str, str]) -> dict[str, str]:
 
 _B = r"(?<![A-Za-z0-9])"  # not in the middle of a longer word
 _FORMATS: list[tuple[str, re.Pattern[str]]] = [
+    # W&B keys since 2025: "wandb_v1_" + 77 letters, digits and "_" (86 characters in all).
+    ("Weights & Biases API key", re.compile(_B + r"wandb_v1_[A-Za-z0-9_]{20,}")),
+    ("Tailscale key", re.compile(_B + r"tskey-[A-Za-z0-9-]{16,}")),
     ("Hugging Face token", re.compile(_B + r"hf_[A-Za-z0-9]{30,}")),
     ("Anthropic API key", re.compile(_B + r"sk-ant-[A-Za-z0-9_-]{20,}")),
     ("OpenAI-style API key", re.compile(_B + r"sk-[A-Za-z0-9_-]{20,}")),
@@ -290,8 +334,8 @@ _FORMATS: list[tuple[str, re.Pattern[str]]] = [
 _WANDB_KEY = re.compile(r"(?<![0-9a-f])(?:local-)?[0-9a-f]{40}(?![0-9a-f])")
 _WANDB_FIELD = re.compile(r"wandb|weights.?and.?biases", re.I)
 _SECRET_KEY_NAME = re.compile(
-    r"^(?:.*[_-])?(?:api[_-]?key|access[_-]?key|secret(?:[_-]?key)?|client[_-]?secret|password|passwd"
-    r"|private[_-]?key|credentials?)$"
+    r"^(?:.*[_-])?(?:api[_-]?key|access[_-]?key|auth[_-]?key|secret(?:[_-]?key)?|client[_-]?secret|password"
+    r"|passwd|private[_-]?key|credentials?)$"
     r"|^(?:(?:hf|wandb|auth|access|api|bearer|github|gh|refresh|session|id)[_-])?token$",
     re.I,
 )
@@ -330,12 +374,10 @@ def _child(path: str, key: Any, index: int, secret_key: bool) -> str:
     return f"{path}[{key!r}]"
 
 
-def scan_for_secrets(
-    obj: Any, *, root: str, known_values: Iterable[str] = (), check_key_names: bool = False
-) -> list[SecretHit]:
-    """Like :func:`find_secret_values`, with the reason for each location."""
+def _scan(obj: Any, root: str, known_values: Iterable[str], check_key_names: bool) -> list[tuple[str, str, str]]:
+    """``(location, kind, flagged text)`` for every secret-looking string or key in ``obj``."""
     known = [v for v in set(known_values) if isinstance(v, str) and len(v) >= MIN_SECRET_LENGTH]
-    hits: dict[str, str] = {}
+    hits: dict[str, tuple[str, str]] = {}
 
     def check_str(text: str, path: str, key: str | None) -> None:
         kind = _format_of(text)
@@ -353,7 +395,7 @@ def scan_for_secrets(
         ):
             kind = "a literal under a secret-named key"
         if kind is not None:
-            hits.setdefault(path, kind)
+            hits.setdefault(path, (kind, text))
 
     def walk(value: Any, path: str, key: str | None) -> None:
         if isinstance(value, BaseModel):
@@ -364,14 +406,28 @@ def scan_for_secrets(
             for i, (k, v) in enumerate(value.items()):
                 secret_key = isinstance(k, str) and bool(_format_of(k) or any(s in k for s in known))
                 if secret_key:
-                    hits.setdefault(f"{path}.<key #{i + 1}>", "a secret-looking key")
+                    hits.setdefault(f"{path}.<key #{i + 1}>", ("a secret-looking key", k))
                 walk(v, _child(path, k, i, secret_key), k if isinstance(k, str) else None)
         elif isinstance(value, (list, tuple)):
             for i, v in enumerate(value):
                 walk(v, f"{path}[{i}]", key)
 
     walk(obj, root, None)
-    return [SecretHit(location=loc, kind=kind) for loc, kind in hits.items()]
+    return [(location, kind, text) for location, (kind, text) in hits.items()]
+
+
+def scan_for_secrets(
+    obj: Any, *, root: str, known_values: Iterable[str] = (), check_key_names: bool = False
+) -> list[SecretHit]:
+    """Like :func:`find_secret_values`, with the reason for each location."""
+    return [SecretHit(location=loc, kind=kind) for loc, kind, _ in _scan(obj, root, known_values, check_key_names)]
+
+
+def secret_scrubber(obj: Any, *, known_values: Iterable[str] = (), check_key_names: bool = False) -> Scrubber:
+    """A :class:`Scrubber` that hides every string :func:`scan_for_secrets` flags in ``obj`` (for
+    a result that reports facts read from the same input, e.g. a config's W&B project holding a
+    key: the finding names the location, and the fact must not show the value either)."""
+    return Scrubber(("secret-looking value", text) for _, _, text in _scan(obj, "", known_values, check_key_names))
 
 
 def find_secret_values(
@@ -380,14 +436,15 @@ def find_secret_values(
     """Dotted locations (``root.a.b[2].c``) of values in ``obj`` that look like secrets.
 
     ``obj``: str / dict / list / pydantic model, nested (tool arguments, a parsed TOML).
-    A string is flagged when it contains a known key format (Hugging Face ``hf_``, OpenAI
-    ``sk-``, Anthropic ``sk-ant-``, GitHub ``ghp_``/``github_pat_``, AWS ``AKIA``, Slack
-    ``xox?-``, Prime ``pit_``, a JWT, a PEM private key), a 40-hex W&B key in a field whose
+    A string is flagged when it contains a known key format (W&B ``wandb_v1_``, Tailscale
+    ``tskey-``, Hugging Face ``hf_``, OpenAI ``sk-``/``sk-proj-``, Anthropic ``sk-ant-``, GitHub
+    ``ghp_``/``github_pat_``, AWS ``AKIA``, Slack ``xox?-``, Prime ``pit_``, a JWT, a PEM private
+    key), under any key or table, a 40-hex legacy W&B key in a field whose
     path mentions wandb (elsewhere 40 hex is usually a git sha), or any of
     ``known_values`` (those of at least :data:`MIN_SECRET_LENGTH` characters; pass
     ``Scrubber.known_values()``). With ``check_key_names`` (use it for TOML files) a literal
-    of 8+ characters under a key named like ``api_key``/``token``/``password``/``secret``
-    is flagged too, unless it is an env var name (``OPENAI_API_KEY``, ``EMPTY``) or
+    of 8+ characters under a key named like ``api_key``/``auth_key``/``token``/``password``/``secret``
+    (a 40-hex legacy W&B key there, too) is flagged too, unless it is an env var name (``OPENAI_API_KEY``, ``EMPTY``) or
     ``${VAR}``. Keys that look like secrets are reported as ``path.<key #n>``.
 
     Returns locations only, never values; ``[]`` when clean.

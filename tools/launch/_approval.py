@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from tools.configs import read_bounded
 from tools.core import STATE_DIR_ENV, Context, shell_command
 from tools.errors import FieldProblem, ToolFailure, fail
 from tools.guardrails.confirmation import LaunchState, launch_state, material_changes, mint, unresolved_launches
@@ -157,10 +158,10 @@ def check_locally(state: LaunchState, now: datetime | None = None) -> None:
         return
     path, planned_sha = state.plan.get("config_path"), state.plan.get("file_sha256")
     try:
-        current = hashlib.sha256(Path(str(path)).read_bytes()).hexdigest()
-    except OSError as exc:
-        raise fail("config_not_found", f"The config file of plan {state.plan_id} ({path}) cannot be read: "
-                   f"{exc.strerror}.", "Restore the file, or ask the agent to plan again.") from None
+        current = hashlib.sha256(read_bounded(Path(str(path)))).hexdigest()
+    except ToolFailure as failure:
+        raise fail("config_not_found", f"The config file of plan {state.plan_id} cannot be used: "
+                   f"{failure.error.message}", "Restore the file, or ask the agent to plan again.") from None
     if current != planned_sha:
         raise _plan_changed(state.plan_id, [("file_sha256", planned_sha, current)],
                             f" (the config file {path} was edited since planning)")

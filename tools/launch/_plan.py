@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tools import configs
-from tools.core import Context, Owner, resolve_owner
+from tools.core import MAX_SECONDS_PER_STEP, MAX_STEPS, Context, Owner, resolve_owner
 from tools.errors import FieldProblem, ToolFailure, fail
 from tools.guardrails import secrets as gsecrets
 from tools.guardrails.confirmation import config_sha256, plan_hash
@@ -59,28 +59,40 @@ class PlanRunInput(BaseModel):
     volume: str | None = Field(default=None, description="Name of an existing volume of the owner to attach "
                                                          "(see mf_list_volumes). Null: the TOML's volume, or none.")
     secrets: list[str] = Field(default_factory=list, description=(
-        "NAMES of environment variables to forward to the run: only WANDB_API_KEY and HF_TOKEN. Never "
-        "values; values are read from the environment / env files only at dispatch."))
+        "NAMES of environment variables to forward to the run: only WANDB_API_KEY and HF_TOKEN (an item may "
+        "list several, comma-separated). Never values; values are read from the environment / env files only "
+        "at dispatch."))
     env_files: list[str] = Field(default_factory=list, description=(
         "Paths of .env files to read forwarded secrets from (after the TOML's env_file(s); later wins). As with "
         "prime train, the WANDB_API_KEY / HF_TOKEN they set are forwarded; any other variable in them is refused."))
     run_kind: Literal["smoke", "full"] = Field(default="smoke", description=(
         "smoke: cap the run at min(config max_steps, 20) steps; full: the config's max_steps (none = "
         "runs until stopped)."))
-    max_steps: int | None = Field(default=None, ge=1, description="Explicit step cap; overrides run_kind.")
+    max_steps: int | None = Field(default=None, ge=1, le=MAX_STEPS,
+                                  description="Explicit step cap; overrides run_kind.")
     image_tag: str | None = Field(default=None, description="prime-rl image tag (overrides the TOML's "
                                                             "image_tag); null: platform default.")
     source_ref: str | None = Field(default=None, description="prime-rl git branch/tag/sha to overlay "
                                                              "(overrides the TOML's source_ref); null: none.")
     name: str | None = Field(default=None, description="Run name (default: the TOML's name, else the file "
                                                        "name); a fingerprint of the plan id is appended.")
-    seconds_per_step: float | None = Field(default=None, gt=0, description=(
+    seconds_per_step: float | None = Field(default=None, gt=0, le=MAX_SECONDS_PER_STEP, allow_inf_nan=False,
+                                           description=(
         "Your own estimate of seconds per training step, for the cost estimate. Null: a documented "
         "default range by deployment size (an assumption, not platform data)."))
     acknowledge_unresolved: str | None = Field(default=None, description=(
         "Only after an unresolved_launch error, and only when the user has checked the earlier launch and still "
         "wants another run: the plan id(s) that error named, comma-separated. The plan then shows them, and only "
         "a person can approve it (never a budget policy). Null: planning refuses while one is unresolved."))
+
+
+    @field_validator("secrets", mode="before")
+    @classmethod
+    def _split_names(cls, value: object) -> object:
+        """``["WANDB_API_KEY,HF_TOKEN"]`` (``--secrets WANDB_API_KEY,HF_TOKEN``) -> both names."""
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            return [name.strip() for item in value for name in item.split(",") if name.strip()]
+        return value
 
 
 class RuntimeInfo(BaseModel):
@@ -337,6 +349,7 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     toml_strings = {k: raw.get(k) for k in configs.CLI_OPTIONS}
     warnings: list[str] = [f"{w.path}: {w.message}" for w in report.warnings
                           if w.rule not in {"no_max_steps", "deprecated_orchestrator_key", "cli_type_key"}]
+    warnings += [w for p in args.env_files if (w := gsecrets.env_file_git_warning(ctx.resolve_path(p)))]
     mode: Literal["rl", "sft"] = report.mode
     hosted = hosted_config(raw, warnings)
     names = _secret_names(args, ctx, files, warnings)

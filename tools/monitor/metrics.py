@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.core import RUN_ID, Context, fit_largest, require_run_on_404, tool
+from tools.core import MAX_STEPS, RUN_ID, Context, fit_largest, require_run_on_404, tool
 from tools.errors import fail
 from tools.monitor._series import is_number, reward_key
 from tools.platform.client import PlatformClient
@@ -83,8 +83,8 @@ class GetMetricsInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     run_id: str = RUN_ID
-    min_step: int | None = Field(default=None, ge=0, description="First step to include.")
-    max_step: int | None = Field(default=None, ge=0, description="Last step to include.")
+    min_step: int | None = Field(default=None, ge=0, le=MAX_STEPS, description="First step to include.")
+    max_step: int | None = Field(default=None, ge=0, le=MAX_STEPS, description="Last step to include.")
     names: list[str] | None = Field(default=None, description=(
         f"Metric names (or prefixes such as 'reward') to include. Default: all, or the first {DEFAULT_METRIC_COLUMNS} "
         "(rewards, loss, entropy first) when there are more."))

@@ -14,6 +14,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tools.core import (
+    INT64_MAX,
+    MAX_STEPS,
     RUN_ID,
     Context,
     dashboard_url,
@@ -114,7 +116,7 @@ class ListRunsInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
     team: str | None = Field(default=None, description=(
         "'personal', a team id, or null for the configured owner (PRIME_TEAM_ID, then ~/.prime/config.json)."))
-    page: int = Field(default=1, ge=1, description="Page number, from 1.")
+    page: int = Field(default=1, ge=1, le=INT64_MAX, description="Page number, from 1.")
     limit: int = Field(default=20, ge=1, le=100, description="Runs per page (1..100).")
     status: str | None = Field(default=None, max_length=40, description=(
         "Only runs with this status (e.g. RUNNING, FAILED; any case). Filtered here: the newest 1000 runs are "
@@ -280,7 +282,7 @@ class WaitForRunInput(BaseModel):
         f"Wall-clock seconds to wait at most (1..{MAX_WAIT_SECONDS}); call again to keep waiting."))
     until: Literal["terminal", "running", "step"] = Field(default="terminal", description=(
         "terminal: a final status; running: the run has started; step: latest step >= step."))
-    step: int | None = Field(default=None, ge=1, description="Target step, with until='step' only.")
+    step: int | None = Field(default=None, ge=1, le=MAX_STEPS, description="Target step, with until='step' only.")
 
     @model_validator(mode="after")
     def _step_needed(self) -> WaitForRunInput:

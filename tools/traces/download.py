@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.core import RUN_ID, Context, not_found, tool
+from tools.core import INT64_MAX, RUN_ID, Context, not_found, tool
 from tools.errors import fail
 from tools.platform import errors as perr
 from tools.platform import wire
@@ -53,7 +53,7 @@ class DownloadTracesInput(BaseModel):
         "fetched again). false: fetch everything again."))
     include_episodes: bool = Field(default=True, description=(
         "Also write each episode's raw envelope to episodes/<episode_id>.json and check its member traces."))
-    max_traces: int | None = Field(default=None, ge=1, description=(
+    max_traces: int | None = Field(default=None, ge=1, le=INT64_MAX, description=(
         "Stop after this many traces (newest first); the result then says complete=false."))
 
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.core import OUTPUT_BUDGET_CHARS, RUN_ID, Context, json_chars, not_found, tool
+from tools.core import MAX_STEPS, OUTPUT_BUDGET_CHARS, RUN_ID, Context, json_chars, not_found, tool
 from tools.errors import fail
 from tools.platform import wire
 from tools.platform.client import TracesClient
@@ -39,7 +39,7 @@ class ListTracesInput(BaseModel):
     kind: Literal["traces", "episodes", "eval_runs"] = Field(default="traces", description=(
         "traces (one rollout each), episodes (groups of traces) or eval_runs (the run's evaluation runs on the "
         "traces host)."))
-    step: int | None = Field(default=None, ge=0, description=(
+    step: int | None = Field(default=None, ge=0, le=MAX_STEPS, description=(
         "Only this training step (run_step). traces: members of the step's episodes; episodes: server filter "
         "run_step; eval_runs: runs covering the step."))
     cursor: str | None = Field(default=None, max_length=4000, description=(
@@ -47,9 +47,10 @@ class ListTracesInput(BaseModel):
     limit: int = Field(default=20, ge=1, le=100, description=(
         "Rows per page (1..100); fewer when the output budget needs it."))
     has_error: bool | None = Field(default=None, description="Only rows with (true) or without (false) an error.")
-    reward_min: float | None = Field(default=None, description=(
+    reward_min: float | None = Field(default=None, allow_inf_nan=False, description=(
         "Only traces with reward >= this (unscored traces excluded). Not for episodes."))
-    reward_max: float | None = Field(default=None, description="Only traces with reward <= this. Not for episodes.")
+    reward_max: float | None = Field(default=None, allow_inf_nan=False,
+                                     description="Only traces with reward <= this. Not for episodes.")
 
 
 class TraceRow(BaseModel):

@@ -1,0 +1,209 @@
+"""Inputs without limits: what is not a config file, files too large, TOML nested too deeply,
+numbers out of range, a destination folder that does not exist, lists of secret names.
+
+Through the ``model-factory`` CLI (a new process; its timeout only guards against a hang) or
+the registry, against the emulator where a plan needs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skill import registry
+from tools.configs import EXAMPLES_DIR, MAX_CONFIG_BYTES
+from tools.core import INT64_MAX, Context
+from tools.errors import ToolError
+
+EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
+CLI = Path(sys.executable).parent / "model-factory"
+
+
+def mf(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(CLI), *args], env=env, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+def mf_json(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any]]:
+    done = mf(env, *args, "--json")
+    return done.returncode, json.loads(done.stdout)
+
+
+@pytest.fixture(params=["dev_zero", "fifo", "folder", "sparse_1gb"])
+def not_a_config(request, tmp_path: Path) -> tuple[Path, str]:
+    """Paths that must be refused before reading: (path, what the message says)."""
+    if request.param == "dev_zero":
+        return Path("/dev/zero"), "not a regular file"
+    if request.param == "fifo":
+        path = tmp_path / "pipe.toml"
+        os.mkfifo(path)  # nobody writes: an open without O_NONBLOCK, or a read, would wait forever
+        return path, "not a regular file"
+    if request.param == "folder":
+        path = tmp_path / "folder.toml"
+        path.mkdir()
+        return path, "is a folder"
+    path = tmp_path / "huge.toml"
+    with open(path, "wb") as handle:  # sparse: 1 GB long, no disk used
+        handle.truncate(1024**3)
+    return path, "larger than 1,048,576 bytes"
+
+
+def test_anything_but_a_regular_config_file_is_refused_before_reading(mf_env, not_a_config):
+    path, said = not_a_config
+    for args in (("validate-config", str(path)), ("plan-run", str(path), "--team", "personal"),
+                 ("prepare-config", str(path), str(path.parent / "copy.toml"))):
+        code, error = mf_json(mf_env, *args)
+        assert (code, error["code"]) == (3, "config_not_found") and said in error["message"], error
+    assert not (path.parent / "copy.toml").exists()
+
+
+def test_a_config_of_exactly_the_limit_is_read_and_one_byte_more_is_not(mf_env, tmp_path):
+    text = EXAMPLE.read_text() + "\n#"
+    at_limit = tmp_path / "at.toml"
+    at_limit.write_text(text + "x" * (MAX_CONFIG_BYTES - len(text.encode()) - 1) + "\n")
+    assert at_limit.stat().st_size == MAX_CONFIG_BYTES
+    code, report = mf_json(mf_env, "validate-config", str(at_limit))
+    assert code == 0 and report["valid"], report
+    over = tmp_path / "over.toml"
+    over.write_bytes(at_limit.read_bytes() + b"\n")
+    code, error = mf_json(mf_env, "validate-config", str(over))
+    assert (code, error["code"]) == (3, "config_not_found")
+
+
+def test_a_file_whose_size_is_not_known_before_reading_is_read_only_up_to_the_limit(mf_env):
+    """/proc/kallsyms reports size 0 and holds megabytes: only limit + 1 bytes are read, then refused."""
+    source = Path("/proc/kallsyms")
+    if not source.is_file() or source.stat().st_size != 0:
+        pytest.skip("needs a Linux /proc file that reports size 0")
+    code, error = mf_json(mf_env, "validate-config", str(source))
+    assert (code, error["code"]) == (3, "config_not_found") and "larger than 1,048,576 bytes" in error["message"]
+
+
+DEEP = 5000
+NESTED = {
+    "arrays": "x = " + "[" * DEEP + "]" * DEEP + "\n",
+    "inline_tables": "x = " + "{a = " * DEEP + "1" + "}" * DEEP + "\n",
+    "mixed": "x = " + "[{a = " * (DEEP // 2) + "1" + "}]" * (DEEP // 2) + "\n",
+    "dotted_keys": "x" + ".a" * DEEP + " = 1\n",
+    "table_headers": "[" + ".".join(["a"] * DEEP) + "]\nb = 1\n",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(NESTED))
+def test_deeply_nested_toml_is_a_clear_invalid_toml_error(mf_env, tmp_path, shape):
+    cfg = tmp_path / "deep.toml"
+    cfg.write_text(EXAMPLE.read_text() + "\n" + NESTED[shape])
+    for args in (("validate-config", str(cfg)), ("plan-run", str(cfg), "--team", "personal"),
+                 ("prepare-config", str(cfg), str(tmp_path / "copy.toml"))):
+        code, error = mf_json(mf_env, *args)
+        assert (code, error["code"]) == (3, "invalid_toml"), error
+        assert "nested more than 64 levels" in error["message"]
+    assert not (tmp_path / "copy.toml").exists()
+
+
+def test_nesting_within_the_limit_is_still_valid_toml(mf_env, tmp_path):
+    cfg = tmp_path / "ok.toml"
+    cfg.write_text(EXAMPLE.read_text() + "\n[extras]\nx = " + "[" * 60 + "]" * 60 + "\n")
+    code, report = mf_json(mf_env, "validate-config", str(cfg))
+    assert code == 0 and "invalid_toml" not in json.dumps(report)
+
+
+@pytest.mark.parametrize(("option", "value", "accepted"), [
+    ("--seconds-per-step", "inf", "at most 86,400"),
+    ("--seconds-per-step", "nan", "at most 86,400"),
+    ("--seconds-per-step", "-inf", "more than 0"),
+    ("--seconds-per-step", "1e300", "at most 86,400"),
+    ("--seconds-per-step", "-1", "more than 0"),
+    ("--seconds-per-step", "0", "more than 0"),
+    ("--max-steps", "99999999999999999999999", "1 to 10,000,000"),
+    ("--max-steps", "10000001", "1 to 10,000,000"),
+    ("--max-steps", "-5", "1 to 10,000,000"),
+    ("--max-steps", "0", "1 to 10,000,000"),
+])
+def test_out_of_range_numbers_are_usage_errors_stating_the_range(mf_env, tmp_path, option, value, accepted):
+    code, error = mf_json(mf_env, "plan-run", str(EXAMPLE), "--team", "personal", f"{option}={value}")
+    assert (code, error["code"]) == (2, "bad_arguments"), error
+    field = option.removeprefix("--").replace("-", "_")
+    assert [f["path"] for f in error["fields"]] == [field] and accepted in error["fields"][0]["problem"]
+    done = mf(mf_env, "plan-run", str(EXAMPLE), "--team", "personal", f"{option}={value}")
+    assert done.returncode == 2 and accepted in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_largest_accepted_figures_plan_with_their_warnings(emulator, mf_env):
+    code, plan = mf_json(mf_env, "plan-run", str(EXAMPLE), "--team", "personal", "--max-steps", "10000000",
+                         "--seconds-per-step", "86400")
+    assert code == 0 and plan["max_steps"] == 10_000_000, plan
+    said = " ".join(plan["warnings"])
+    assert "The high cost estimate is $" in said and "The step cap is 10,000,000 steps" in said, plan["warnings"]
+
+
+def test_non_finite_json_numbers_from_an_mcp_client_are_bad_arguments(mf_env):
+    ctx = Context(env=mf_env)
+    for raw in ('{"config_path": "x.toml", "seconds_per_step": Infinity}',
+                '{"config_path": "x.toml", "seconds_per_step": NaN}',
+                '{"config_path": "x.toml", "max_steps": 1e400}'):
+        result = registry.call_tool("mf_plan_run", raw, ctx)
+        assert isinstance(result, ToolError) and result.code == "bad_arguments", (raw, result)
+
+
+def _required(spec: Any) -> dict[str, Any]:
+    return {name: "x" for name, info in spec.input_model.model_fields.items() if info.is_required()}
+
+
+def test_every_numeric_argument_of_every_tool_is_bounded(mf_env):
+    """An integer beyond 64 bits and a non-finite number are refused for every numeric field."""
+    ctx = Context(env=mf_env)
+    checked = 0
+    for spec in registry.TOOLS:
+        for name, info in spec.input_model.model_fields.items():
+            kinds = {info.annotation, *getattr(info.annotation, "__args__", ())}
+            bad = [INT64_MAX + 1] if int in kinds else [float("inf"), float("nan")] if float in kinds else []
+            for value in bad:
+                result = registry.call_tool(spec.name, {**_required(spec), name: value}, ctx)
+                assert isinstance(result, ToolError) and result.code == "bad_arguments", (spec.name, name, value)
+                assert name in [f.path for f in result.fields], (spec.name, name, result.fields)
+                checked += 1
+    assert checked >= 25
+
+
+@pytest.mark.parametrize("command", ["demo", "emulator"])
+@pytest.mark.parametrize("speed", ["-1", "nan", "inf", "1e9"])
+def test_a_clock_speed_out_of_range_is_a_usage_error(mf_env, command, speed):
+    done = mf(mf_env, command, "--speed", speed)
+    assert done.returncode == 2 and "0 to 1e+06" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_prepare_refuses_a_destination_folder_that_does_not_exist(mf_env, tmp_path):
+    dest = tmp_path / "missing" / "dir" / "x.toml"
+    code, error = mf_json(mf_env, "prepare-config", "basic/reverse-text/rl", str(dest))
+    assert (code, error["code"]) == (2, "bad_arguments") and str(dest.parent) in error["message"]
+    assert not (tmp_path / "missing").exists()
+
+
+def test_prepare_exits_1_when_the_file_it_wrote_is_invalid(mf_env, tmp_path):
+    good, bad = tmp_path / "good.toml", tmp_path / "bad.toml"
+    code, result = mf_json(mf_env, "prepare-config", "basic/reverse-text/rl", str(good))
+    assert code == 0 and result["valid"] is True
+    code, result = mf_json(mf_env, "prepare-config", "basic/reverse-text/rl", str(bad), "--num-infer-gpus", "0")
+    assert code == 1 and result["valid"] is False and result["validation"]["errors"] and bad.exists()
+    assert mf(mf_env, "prepare-config", "basic/reverse-text/rl", str(tmp_path / "b2.toml"),
+              "--num-infer-gpus", "0").returncode == 1
+
+
+@pytest.mark.parametrize("secrets", [["WANDB_API_KEY,HF_TOKEN"], ["WANDB_API_KEY, HF_TOKEN"],
+                                     ["WANDB_API_KEY", "HF_TOKEN"]])
+def test_secret_names_may_come_comma_separated(emulator, mf_env, secrets):
+    env = {**mf_env, "WANDB_API_KEY": "fake-wandb-FAKEFAKEFAKE", "HF_TOKEN": "hf_" + "FAKE" * 9}
+    plan = registry.call_tool("mf_plan_run", {"config_path": str(EXAMPLE), "team": "personal", "secrets": secrets},
+                              Context(env=env))
+    assert not isinstance(plan, ToolError), plan
+    assert plan.secret_names == ["HF_TOKEN", "WANDB_API_KEY"]
+    code, out = mf_json(env, "plan-run", str(EXAMPLE), "--team", "personal",
+                        *[arg for name in secrets for arg in ("--secrets", name)])
+    assert code == 0 and out["secret_names"] == ["HF_TOKEN", "WANDB_API_KEY"], out
