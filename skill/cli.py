@@ -174,7 +174,16 @@ def _unwrap_optional(annotation: Any) -> Any:
     return annotation
 
 
+_TOOL_NAME = re.compile(r"\bmf_([a-z_]+)\b")
+
+
+def _for_people(text: str) -> str:
+    """Help text names commands, not tools: ``mf_list_runs`` reads ``list-runs``."""
+    return _TOOL_NAME.sub(lambda m: m[1].replace("_", "-"), text)
+
+
 def tool_spec(command: str) -> Any:
+
     """The registry spec whose CLI command is ``command``, or None."""
     from skill.registry import TOOLS
 
@@ -185,13 +194,13 @@ def tool_parser(spec: Any) -> _Parser:
     """The parser of registry tool ``spec``: positional fields first, in ``spec.positional`` order,
     the others as ``--kebab-case`` options (lists repeat the option, booleans have a ``--no-``
     form), plus ``--json``. Values stay text: the registry checks and converts them."""
-    parser = _Parser(prog=f"{PROG} {spec.command}", description=spec.description)
+    parser = _Parser(prog=f"{PROG} {spec.command}", description=_for_people(spec.description))
     fields = spec.input_model.model_fields
     for name in [*spec.positional, *(n for n in fields if n not in spec.positional)]:
         info = fields[name]
         annotation = _unwrap_optional(info.annotation)
         origin = typing.get_origin(annotation)
-        kw: dict[str, Any] = {"help": (info.description or "").replace("%", "%%")}
+        kw: dict[str, Any] = {"help": _for_people(info.description or "").replace("%", "%%")}
         if origin is Literal:
             choices = [str(v) for v in typing.get_args(annotation)]
             if not any(c in kw["help"] for c in choices):
@@ -404,7 +413,7 @@ def top_parser() -> _Parser:
         workflow.add_argument(command.name, help=command.summary)
     tools = parser.add_argument_group("tool commands (one per mf_ tool; add --json for the result as JSON)")
     for spec in TOOLS:
-        tools.add_argument(spec.command, help=spec.description.split(". ")[0].rstrip(".") + ".")
+        tools.add_argument(spec.command, help=_for_people(spec.description).split(". ")[0].rstrip(".") + ".")
     options = parser.add_argument_group("options")
     options.add_argument("-h", "--help", action="help", help="Show this help and exit.")
     options.add_argument("--version", action="store_true", help="Print the version and exit.")

@@ -16,7 +16,9 @@ component="env-server")`` becomes ```model-factory get-logs r1 --component env-s
 positional fields in place, the others as options, every value shell-quoted, the program named so
 the person's shell finds it (:func:`tools.core.program`). No text is parsed for arguments: a bare
 tool name left in a text (no call declared) becomes the command when the tool needs no
-argument, else just the command's name.
+argument, else just the command's name; a command written in a text as ```model-factory ...```
+(not a tool: ``emulator``, ``approve``) gets the program's name as this installation needs it.
+
 
 Each tool may have a view (:data:`_VIEWS`) writing its opening line and its own next steps
 (built as calls, so they too are complete commands); any other tool, including new ones, gets the
@@ -35,7 +37,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from skill import registry, terminal
-from tools.core import program
+from tools.core import PROGRAM, program
 from tools.errors import Call, call
 
 #: Fields that only say what the output budget left out: shown only when they say something.
@@ -43,6 +45,7 @@ _BOOKKEEPING = ("truncated", "omitted", "narrow_hint")
 #: Rows shown per table on a terminal (piped: every row the result has).
 MAX_ROWS = 50
 _TOOL_NAME = re.compile(r"\bmf_[a-z_]+\b")
+_OUR_COMMAND = re.compile(r"`model-factory ")
 
 
 # -- hints: calls as commands -----------------------------------------------------------------
@@ -97,7 +100,11 @@ def for_people(text: str, calls: Iterable[Call] = ()) -> str:
         needs = [n for n, f in spec.input_model.model_fields.items() if f.is_required()]
         return f"`{program()} {spec.command}`" if not needs else spec.command
 
-    return _TOOL_NAME.sub(bare, text)
+    text = _TOOL_NAME.sub(bare, text)
+    ours = program()
+    if ours != PROGRAM:  # a command written as `model-factory ...` runs this installation
+        text = _OUR_COMMAND.sub(lambda m: f"`{ours} ", text)
+    return text
 
 
 # -- values for people and for pipes ------------------------------------------------------------
@@ -377,8 +384,12 @@ def _prepare(r: Any, v: View) -> None:
 
 def _plan(r: Any, v: View) -> None:
     v.opening = [f"Planned {r.plan_id}: nothing launched, nothing spent."]
+    v.next = []
+    v.hint(f"Approve it in a terminal: `{r.approve_command}` (it shows the plan again, then prints the command that "
+           "launches it).")
     v.facts, v.tables = [], []
     v.text = r.summary.splitlines()[1:] if r.summary.startswith("Plan ") else r.summary.splitlines()
+
 
 
 def _dispatch(r: Any, v: View) -> None:

@@ -100,7 +100,7 @@ def test_models_output_budget(ctx: Context, emulator: EmulatorServer):
     catalogue = ok(list_models(ListModelsInput(), ctx))
     assert catalogue.truncated and catalogue.total_models == len(emulator.state.seed.models)
     assert len(catalogue.model_dump_json()) <= OUTPUT_BUDGET_CHARS
-    assert catalogue.omitted and "search=" in catalogue.narrow_hint
+    assert catalogue.omitted and "Search for part of the model name" in catalogue.narrow_hint
     assert catalogue.models and len(catalogue.models) < catalogue.total_models
 
 
@@ -120,7 +120,7 @@ def test_teams_show_ambiguous_owner(ctx: Context):
     assert {t.team_id for t in teams.teams} == {TEAM_RESEARCH_ID, TEAM_EVALS_ID}
     assert teams.selected.kind == "personal" and teams.selected.source == "default"
     assert teams.launch_would_stop_ambiguous is True and not any(t.selected for t in teams.teams)
-    assert "team=" in teams.note
+    assert "team set to personal or a team id" in teams.note
 
 
 def test_teams_selected_from_env_and_config(mf_env: dict[str, str], tmp_path: Path):
@@ -163,6 +163,6 @@ def test_teams_output_budget_and_search(ctx: Context, emulator: EmulatorServer):
              {DEFAULT_USER_ID: "MEMBER"}) for i in range(120))
     teams = ok(list_teams(ListTeamsInput(), ctx))
     assert teams.truncated and teams.total == 122 and len(teams.model_dump_json()) <= OUTPUT_BUDGET_CHARS
-    assert teams.narrow_hint and "search=" in teams.narrow_hint and teams.launch_would_stop_ambiguous
+    assert teams.narrow_hint and "part of the team name" in teams.narrow_hint and teams.launch_would_stop_ambiguous
     found = ok(list_teams(ListTeamsInput(search="number 007"), ctx))
     assert [t.slug for t in found.teams] == ["bulk-007"] and not found.truncated

@@ -295,7 +295,12 @@ def test_step_cap_rules_and_where_the_cap_is_written(emu, ctx, tmp_path):
 def test_owner_ambiguous_stops_and_team_override_is_shown(emu, ctx, tmp_path):
     cfg = example(tmp_path, "reverse-text/rl.toml")
     error = err(plan_run(PlanRunInput(config_path=str(cfg)), ctx), "owner_ambiguous")
-    assert TEAM_RESEARCH_ID in error.message and "team='personal'" in error.fix
+    assert TEAM_RESEARCH_ID in error.message
+    # the fix names the same call with each owner to choose from, quoted in the text
+    assert [(c.tool, c.arguments) for c in error.next_calls] == [
+        ("mf_plan_run", {"config_path": str(cfg), "team": team}) for team in ("personal", TEAM_RESEARCH_ID,
+                                                                               TEAM_EVALS_ID)]
+    assert all(str(c) in error.fix for c in error.next_calls)
     assert not (tmp_path / "state" / "launches.jsonl").exists()
 
     prime = tmp_path / "home" / ".prime"

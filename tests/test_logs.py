@@ -117,7 +117,7 @@ def test_not_started_is_a_normal_result_after_one_request(ctx, emulator, launch)
     result = call(ctx, "mf_get_logs", run_id=run_id)
     assert not isinstance(result, ToolError)
     assert result.available is False and result.lines == []
-    assert "mf_wait_for_run" in result.note and "until='running'" in result.note
+    assert "mf_wait_for_run" in result.note and "until running" in result.note
     assert counter.hits == 1
 
 

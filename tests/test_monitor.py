@@ -22,6 +22,7 @@ from skill.emulator import TEAM_EVALS_ID, EmulatorServer, TraceShape
 from skill.emulator.logs import make_line
 from tools.core import OUTPUT_BUDGET_CHARS, Context
 from tools.errors import ToolError
+from tools.errors import call as tool_call
 from tools.monitor import PNG_SIGNATURE
 from tools.platform import wire
 
@@ -151,12 +152,19 @@ def progress(ctx, run_id, **extra):
     return ok(ctx, "mf_check_progress", run_id=run_id, **extra)
 
 
+def calls(result) -> list[tuple[str, dict]]:
+    """The calls a result's next step names; each is quoted in its text, as agents read it."""
+    assert all(str(c) in result.next_step for c in result.next_calls), result.next_step
+    return [(c.tool, c.arguments) for c in result.next_calls]
+
+
 def test_verdict_queued(ctx, emulator, launch):
     run_id = launch("stay_queued", runs_ahead=3)
     emulator.state.advance(600)
     result = progress(ctx, run_id)
     assert (result.verdict, result.status, result.healthy) == ("queued", "QUEUED", True)
-    assert "3 run(s) ahead" in result.evidence[0] and "until='running'" in result.next_step
+    assert "3 run(s) ahead" in result.evidence[0]
+    assert calls(result) == [("mf_wait_for_run", {"run_id": run_id, "until": "running"})]
 
 
 def test_verdict_starting(ctx, emulator, launch):
@@ -189,7 +197,7 @@ def test_verdict_stalled_uses_the_threshold(ctx, emulator, launch):
     result = progress(ctx, run_id)
     assert (result.verdict, result.status, result.healthy) == ("stalled", "RUNNING", False)
     assert result.last_step_age_seconds > result.stall_threshold_seconds == 600.0
-    assert "mf_summarize_logs" in result.next_step and "mf_stop_run" in result.next_step
+    assert calls(result) == [("mf_summarize_logs", {"run_id": run_id}), ("mf_stop_run", {"run_id": run_id})]
 
 
 def test_verdict_crash_looping(ctx, emulator, launch):
@@ -198,7 +206,8 @@ def test_verdict_crash_looping(ctx, emulator, launch):
     result = progress(ctx, run_id)
     assert result.verdict == "crash_looping" and not result.healthy
     assert [(e.env_name, e.status) for e in result.env_servers] == [("reverse-text", "CrashLoopBackOff")]
-    assert "env_name='reverse-text'" in result.next_step
+    assert calls(result)[0] == ("mf_get_logs", {"run_id": run_id, "component": "env-server",
+                                                "env_name": "reverse-text", "level": "ERROR"})
 
 
 def test_verdict_failing_on_recent_error_lines(ctx, emulator, launch, config):
@@ -209,7 +218,7 @@ def test_verdict_failing_on_recent_error_lines(ctx, emulator, launch, config):
         make_line(now, emulator.state.clock.iso(now), "trainer", "ERROR", "NaN loss detected", prefix="[rank0]: "))
     result = progress(ctx, run_id)
     assert result.verdict == "failing" and result.recent_error_lines == 1
-    assert "components=['trainer', 'orchestrator']" in result.next_step
+    assert calls(result)[0] == ("mf_summarize_logs", {"run_id": run_id, "components": ["trainer", "orchestrator"]})
     emulator.state.advance(20 * 60)  # the error leaves the 15-minute window; steps went on
     assert progress(ctx, run_id).verdict == "progressing"
 
@@ -221,7 +230,7 @@ def test_verdict_failed_surfaces_the_failure_analysis(ctx, emulator, launch):
     assert (result.verdict, result.status, result.terminal, result.latest_step) == ("failed", "FAILED", True, 5)
     assert result.failure_analysis.root_cause == "CUDA OOM in trainer at step 6"
     assert any("CUDA OOM in trainer at step 6" in line and "86%" in line for line in result.evidence)
-    assert "mf_summarize_logs" in result.next_step
+    assert calls(result)[0][0] == "mf_summarize_logs"
 
 
 def test_verdict_completed(ctx, emulator, launch):
@@ -301,7 +310,7 @@ def test_metrics_of_a_long_run_stay_in_budget(tmp_path, mf_env, config):
     assert result.steps_available == 500 and 2 <= len(steps) < 500 and steps[0] == 1 and steps[-1] == 500
     gaps = {b - a for a, b in itertools.pairwise(steps)}
     assert max(gaps) - min(gaps) <= 1  # evenly spread
-    assert result.truncated and result.omitted == 500 - len(steps) and "min_step" in result.narrow_hint
+    assert result.truncated and result.omitted == 500 - len(steps) and "min and max step" in result.narrow_hint
 
 
 def test_plot_writes_a_png(ctx, emulator, launch, tmp_path):
@@ -362,7 +371,7 @@ def test_wait_is_bounded_on_a_stalled_run(ctx, emulator, launch):
     assert 2.0 <= elapsed < 3.5
     assert (result.status, result.terminal, result.reached, result.latest_step) == ("RUNNING", False, False, 1)
     assert result.polls >= 2 and result.waited_seconds <= elapsed + 0.01
-    assert "mf_wait_for_run again" in result.next_step
+    assert result.next_calls[0] == tool_call("mf_wait_for_run", run_id=result.run_id, timeout_seconds=2)
 
 
 def test_wait_until_terminal_reports_progress(ctx, emulator, launch):

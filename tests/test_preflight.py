@@ -67,7 +67,7 @@ def test_no_team_configured_is_ambiguous_but_not_blocking(env: dict[str, str], t
     owner = by_name(report)["owner"]
     assert report.ok and report.launch_would_stop_ambiguous is True
     assert owner.ok is False and owner.required is False and owner.code == "owner_ambiguous"
-    assert "team=" in owner.fix and report.owner.kind == "personal" and report.owner.source == "default"
+    assert "team set to personal" in owner.fix and report.owner.kind == "personal" and report.owner.source == "default"
 
 
 def test_key_with_one_team_and_saved_team_from_config(env: dict[str, str], tmp_path: Path):

@@ -25,6 +25,7 @@ import pytest
 from skill import registry
 from tools.core import OUTPUT_BUDGET_CHARS, Context
 from tools.errors import ToolError
+from tools.errors import call as tool_call
 from tools.platform import wire
 
 DONE = 60 + 90 + 30 * 20 + 10 + 5  # queued + start-up + 20 steps + finalize + ingest, simulated seconds
@@ -239,7 +240,8 @@ def test_connection_cut_leaves_no_partial_file_and_a_rerun_completes(ctx, emulat
     emulator.faults.cut(100, "GET", "/traces/tr-*", skip=50, times=2)  # one file's two attempts, mid-download
     failed = call(ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
     assert isinstance(failed, ToolError) and failed.code == "unavailable" and failed.retryable
-    assert "mf_download_traces again" in failed.fix
+    assert failed.next_calls == [tool_call("mf_download_traces", run_id=run_id, dest=str(dest))]
+    assert "resumes" in failed.fix
     assert [f for f in files(dest) if f.name.endswith(".partial") or f.name.startswith(".")] == []
     manifest = json.loads((dest / "manifest.json").read_text())
     assert len(manifest["traces"]) == 50 == len(list((dest / "traces").iterdir()))

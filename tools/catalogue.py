@@ -115,7 +115,7 @@ def list_models(inp: ListModelsInput, ctx: Context) -> ModelCatalogue:
             owner=owner, models=models[:k], total_models=len(models), on_demand=offers,
             on_demand_beta_access=data.on_demand_beta_access, truncated=cut > 0,
             omitted=f"{cut} of {len(models)} models (the last ones in platform order)." if cut else None,
-            narrow_hint="Pass search='<part of the model name>' (e.g. 'Qwen3') to list fewer models." if cut else None)
+            narrow_hint="Search for part of the model name (e.g. Qwen3) to list fewer models." if cut else None)
 
     return fit_largest(build, len(models))
 
@@ -232,7 +232,7 @@ def list_volumes(inp: ListVolumesInput, ctx: Context) -> VolumeList:
         cut = len(volumes) - k
         return VolumeList(owner=owner, volumes=volumes[:k], total=len(volumes), truncated=cut > 0,
                           omitted=f"{cut} of {len(volumes)} volumes." if cut else None,
-                          narrow_hint="Pass search='<part of the volume name>'." if cut else None)
+                          narrow_hint="Search for part of the volume name." if cut else None)
 
     return fit_largest(build, len(volumes))
 
@@ -295,20 +295,21 @@ def list_teams(inp: ListTeamsInput, ctx: Context) -> TeamList:
     ambiguous = owner.source == "default" and bool(teams)
     if ambiguous:
         note = (f"No team is configured, so requests act for the personal account; this key also belongs to "
-                f"{len(teams)} team(s). Ask the user who pays, then pass team='personal' or a team_id to mf_plan_run "
+                f"{len(teams)} team(s). Ask the user who pays, then plan with the team set to personal or a team id "
                 "(or set PRIME_TEAM_ID).")
     elif not member:
         note = (f"The configured team {owner.team_id} ({owner.source}) is not one of this key's teams: set "
-                "PRIME_TEAM_ID to one listed here, or pass team= explicitly.")
+                "PRIME_TEAM_ID to one listed here, or name the team explicitly.")
     else:
-        note = f"Requests act for {owner.label} ({owner.source}). Pass team= to act for another owner."
+        note = f"Requests act for {owner.label} ({owner.source}). Name a team to act for another owner."
 
     def build(k: int) -> TeamList:
         cut = len(entries) - k
         return TeamList(teams=entries[:k], total=len(entries), selected=owner, selected_is_member=member,
                         launch_would_stop_ambiguous=ambiguous, note=note, truncated=cut > 0,
                         omitted=f"{cut} of {len(entries)} teams." if cut else None,
-                        narrow_hint="Pass search='<part of the team name>'." if cut else None)
+                        narrow_hint="Search for part of the team name." if cut else None)
+
 
     return fit_largest(build, len(entries))
 

@@ -108,61 +108,62 @@ def fail(code: ErrorCode, message: str, fix: str, **extra: Any) -> ToolFailure:
     return ToolFailure(ToolError(code=code, message=message, fix=fix, **extra))
 
 
-_FIXES: dict[type[perr.PlatformError], str] = {
+_PREFLIGHT, _TEAMS, _RUNS, _LAUNCHES = call("mf_preflight"), call("mf_list_teams"), call("mf_list_runs"), \
+    call("mf_list_launches")
+
+#: The fix of each platform error class, and the calls it names.
+_FIXES: dict[type[perr.PlatformError], tuple[str, list[Call]]] = {
     perr.CredentialsMissing: (
-        "Set PRIME_API_KEY in the environment of this process, or run `prime login` "
-        "(never paste the key into a tool argument); then call mf_preflight."
-    ),
+        "Set PRIME_API_KEY in the environment of this process, or run `prime login` (needs the prime CLI); never "
+        f"paste the key into a tool argument. Then check with {_PREFLIGHT}.", [_PREFLIGHT]),
     perr.Unauthorized: (
-        "The API key was rejected: check PRIME_API_KEY / `prime login`, and that "
-        "PRIME_API_BASE_URL points at the right platform; then call mf_preflight."
-    ),
-    perr.PaymentRequired: "Add credit or a billing method for this owner in the Prime Intellect dashboard, then retry.",
+        "The API key was rejected: check PRIME_API_KEY (or `prime login`, which needs the prime CLI), and that "
+        f"PRIME_API_BASE_URL points at the right platform; then check with {_PREFLIGHT}.", [_PREFLIGHT]),
+    perr.PaymentRequired: (
+        "Add credit or a billing method for this owner in the Prime Intellect dashboard, then retry.", []),
     perr.Forbidden: (
-        "The key cannot act for this owner: check the team (PRIME_TEAM_ID, mf_list_teams) "
-        "and your role in it."
-    ),
+        f"The key cannot act for this owner: check the team (PRIME_TEAM_ID; the key's teams: {_TEAMS}) and your "
+        "role in it.", [_TEAMS]),
     perr.NotFound: (
-        "Check the id and the owner: call mf_list_runs (runs are scoped to the team that "
-        "launched them; set the team explicitly if needed)."
-    ),
-    perr.Conflict: "Read the current state (mf_get_run) and act on it; the request does not fit that state.",
-    perr.RateLimited: "Wait retry_after_seconds (or ~10 s), then repeat the same read.",
+        f"Check the id and the owner: {_RUNS} lists the runs (they belong to the team that launched them; name the "
+        "team if needed).", [_RUNS]),
+    perr.Conflict: ("Read the current state (mf_get_run) and act on it; the request does not fit that state.", []),
+    perr.RateLimited: ("Wait retry_after_seconds (or about 10 s), then repeat the same read.", []),
     perr.Unavailable: (
-        "The platform could not be reached or answered with a server error: check "
-        "PRIME_API_BASE_URL and your network (mf_preflight), then retry the read."
-    ),
-    perr.InvalidRequest: "Correct the listed fields and call again.",
+        "The platform could not be reached or answered with a server error: check PRIME_API_BASE_URL and your "
+        f"network ({_PREFLIGHT}), then retry the read.", [_PREFLIGHT]),
+    perr.InvalidRequest: ("Correct the listed fields and call again.", []),
     perr.Ambiguous: (
-        "Do not repeat the request. Reconcile first: call mf_dispatch_run with the same "
-        "plan_id (it only reconciles) or mf_list_launches."
-    ),
+        "Do not repeat the request. Reconcile first: call mf_dispatch_run with the same plan id (it only "
+        f"reconciles), or see {_LAUNCHES}.", [_LAUNCHES]),
 }
 
 
 def from_platform(exc: perr.PlatformError) -> ToolError:
     """Map a :class:`~tools.platform.errors.PlatformError` to a :class:`ToolError`.
 
-    The ``fix`` comes from the error class; ``Unavailable`` with ``sent=False`` is marked
-    not ambiguous (nothing left this machine).
+    The ``fix`` (and its ``next_calls``) comes from the error class; ``Unavailable`` with
+    ``sent=False`` is marked not ambiguous (nothing left this machine).
     """
-    fix = next((text for cls, text in _FIXES.items() if isinstance(exc, cls)), "Call mf_preflight.")
+    fix, calls = next((f for cls, f in _FIXES.items() if isinstance(exc, cls)),
+                      (f"Check with {_PREFLIGHT}.", [_PREFLIGHT]))
     if isinstance(exc, perr.NotFound) and exc.service_code == "not_the_api":
         fix = ("Check that PRIME_API_BASE_URL (and PRIME_TRACES_URL) point at the Model Factory API "
                "(default https://api.primeintellect.ai; the local emulator: `model-factory emulator`), "
-               "then call mf_preflight.")
+               f"then check with {_PREFLIGHT}.")
+        calls = [_PREFLIGHT]
     ambiguous = exc.ambiguous
     if isinstance(exc, perr.Unavailable) and not exc.sent:
-        fix = (
-            "Nothing was sent: the platform is not reachable. Check PRIME_API_BASE_URL (for the "
-            "local emulator start `model-factory emulator`), then retry."
-        )
+        fix = ("Nothing was sent: the platform is not reachable. Check PRIME_API_BASE_URL (for the local emulator "
+               "start `model-factory emulator`), then retry.")
+        calls = []
     return ToolError(
         code=exc.code,
         message=exc.message,
         retryable=exc.retryable,
         ambiguous=ambiguous,
         fix=fix,
+        next_calls=calls,
         fields=[FieldProblem(path=loc, problem=msg) for loc, msg in exc.field_errors],
         retry_after_seconds=exc.retry_after,
     )

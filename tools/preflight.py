@@ -44,8 +44,8 @@ MAX_TEAMS_SHOWN = 20
 SUPPORTED_PRIME = re.compile(r"^0\.18\.\d+")
 _PRIME_VERSION = re.compile(r"Prime CLI version:\s*(\S+)")
 _UV_VERSION = re.compile(r"^uv\s+(\S+)")
-_NO_KEY_FIX = ("Set PRIME_API_KEY in the environment this agent runs in, or run `prime login` in a terminal "
-               "(never paste the key into a chat or a tool argument); then call mf_preflight again.")
+_NO_KEY_FIX = ("Set PRIME_API_KEY in the environment this agent runs in, or run `prime login` in a terminal (needs "
+               "the prime CLI); never paste the key into a chat or a tool argument. Then call mf_preflight again.")
 
 
 class Check(BaseModel):
@@ -138,8 +138,9 @@ def _subprocess_env(ctx: Context) -> dict[str, str]:
 
 def check_prime_cli(ctx: Context, timeout: float) -> Check:
     """``prime`` on ctx.env PATH: found, version 0.18.x, the Prime Intellect CLI, not shadowed."""
-    fix_install = ("Install the Prime Intellect CLI 0.18: `uv tool install prime==0.18.0` (needed only for "
-                   "`prime train validate`).")
+    fix_install = ("Install the Prime Intellect CLI 0.18: `uv tool install prime==0.18.0` (the prime CLI is needed "
+                   "only for `prime train validate`).")
+
     found = _on_path("prime", ctx.env.get("PATH", ""))
     if not found:
         return Check(name="prime_cli", ok=False, required=False, code="prime_not_found",
@@ -197,8 +198,8 @@ def check_prime_rl(ctx: Context) -> Check:
     detail = f"No prime-rl schema venv in {schemas}"
     detail += f" and {checkout} is not a prime-rl checkout." if checkout else " and PRIME_RL_DIR is not set."
     return Check(name="prime_rl_checkout", ok=False, required=False, code="prime_rl_missing", detail=detail,
-                 fix="Optional: `prime train validate CONFIG` builds the schema venv on first use (needs uv); "
-                     "until then mf_validate_config runs structural checks only.")
+                 fix="Optional: the prime CLI's `prime train validate CONFIG` builds the schema venv on first use "
+                     "(needs the prime CLI and uv); until then validate-config runs structural checks only.")
 
 
 # --------------------------------------------------------------------------------------
@@ -247,8 +248,9 @@ def _platform_checks(ctx: Context, timeout: float) -> _Api:
             return _Api(checks=[reachable, Check(
                 name="api_key_valid", ok=False, required=True, code="api_key_invalid",
                 detail=f"{base} rejected the API key from {settings.api_key_source} (HTTP {exc.status}).",
-                fix="Create a new key in the Prime Intellect dashboard and set PRIME_API_KEY (or `prime login`); "
-                    "check PRIME_API_BASE_URL points at the platform that issued the key."),
+                fix="Create a new key in the Prime Intellect dashboard and set PRIME_API_KEY (or `prime login`, "
+                    "with the prime CLI); check PRIME_API_BASE_URL points at the platform that issued the key."),
+
                 _skipped("owner", "the API key was rejected")])
         reachable = Check(name="api_reachable", ok=True, required=True, code="ok", detail=f"{base} answered.")
         valid = Check(name="api_key_valid", ok=True, required=True, code="ok",
@@ -296,8 +298,8 @@ def _owner_check(ctx: Context, client: PlatformClient, api: _Api) -> Check:
         return Check(name="owner", ok=False, required=False, code="owner_ambiguous",
                      detail=detail + f" No team is configured but the key belongs to {len(teams)} team(s): a launch "
                                      "stops until the user says who pays.",
-                     fix="Ask the user which owner pays, then pass team='personal' or a team id to mf_plan_run "
-                         "(or set PRIME_TEAM_ID).")
+                     fix="Ask the user which owner pays, then plan with the team set to personal or a team id (or "
+                         "set PRIME_TEAM_ID).")
     return Check(name="owner", ok=True, required=True, code="ok", detail=detail)
 
 

@@ -30,7 +30,7 @@ from tools.guardrails.secrets import FORWARDABLE, secret_scrubber, toml_env_file
 
 SCHEMA_NOTE = (
     "Structural checks only: the real prime-rl schema (RLConfig/SFTConfig) was not run. For the "
-    "full schema check run `prime train validate {path}` (needs uv and PRIME_API_KEY; it builds a "
+    "full schema check run `prime train validate {path}` (needs the prime CLI, uv and PRIME_API_KEY; it builds a "
     "prime-rl-configs venv pinned to the platform's schema commit). The platform validates again "
     "on submission."
 )

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from tools.configs._facts import SFT_REJECTED_TABLES, Mode
 from tools.configs._toml import toml_text
-from tools.errors import FieldProblem, fail
+from tools.errors import FieldProblem, call, fail
 
 
 class Change(BaseModel):
@@ -90,8 +90,8 @@ def edit(doc: tomlkit.TOMLDocument, mode: Mode, *, gpu_type: str | None = None, 
         if kind != "single_node":
             raise fail("bad_arguments", f"This example is a {kind} deployment: its size is set in nodes, not with "
                        "num_train_gpus/num_infer_gpus.",
-                       "Leave num_train_gpus/num_infer_gpus unset, or start from a single_node example "
-                       "(mf_list_examples), then edit [deployment] by hand.",
+                       "Leave the GPU counts unset, or start from a single_node example (mf_list_examples lists "
+                       "them), then edit [deployment] by hand.",
                        fields=[FieldProblem(path="num_train_gpus", problem="single_node examples only")])
         if deployment is None:
             deployment = tomlkit.table()
@@ -139,7 +139,7 @@ def write_new_file(dest: Path, data: bytes) -> None:
             os.replace(tmp, dest)
     except OSError as exc:
         raise fail("write_failed", f"Could not write {dest}: {exc.strerror or exc}.",
-                   "Pick a dest in a writable folder and call mf_prepare_config again.") from None
+                   "Pick a destination in a writable folder and copy again.") from None
     finally:
         if tmp is not None:
             with contextlib.suppress(FileNotFoundError):
@@ -147,6 +147,8 @@ def write_new_file(dest: Path, data: bytes) -> None:
 
 
 def dest_exists(dest: Path) -> Exception:
+    check = call("mf_validate_config", config_path=str(dest))
     return fail("dest_exists", f"{dest} already exists; mf_prepare_config never overwrites a file.",
-                "Pass a new dest path (e.g. add a suffix), or validate/edit the existing file with "
-                "mf_validate_config instead.")
+                f"Pass a new destination path (e.g. add a suffix), or check and edit the existing file: {check}.",
+                next_calls=[check])
+

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from tools.core import Context
-from tools.errors import fail
+from tools.errors import call, fail
 
 #: The bundled prime-rl examples (verbatim, see examples/PROVENANCE.md).
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
@@ -36,5 +36,8 @@ def resolve_example(example: str, ctx: Context) -> tuple[Path, str]:
     path = ctx.resolve_path(example)
     if path.exists():  # reading it says what is wrong when it is not a config file
         return path, str(path)
+    listing = call("mf_list_examples")
     raise fail("config_not_found", f"No bundled example {example!r} and no TOML file at {path}.",
-               "Call mf_list_examples and pass one of its ids (e.g. basic/reverse-text/rl), or an existing path.")
+               f"Pass one of the ids {listing} lists (e.g. basic/reverse-text/rl), or an existing path.",
+               next_calls=[listing])
+

@@ -146,10 +146,10 @@ def sniff_mode(data: Mapping[str, Any], forced: Mode | None = None) -> tuple[Mod
     ``data`` and neither ``trainer`` nor ``orchestrator``; else RL."""
     looks_sft = "data" in data and "trainer" not in data and "orchestrator" not in data
     if forced == "sft":
-        return "sft", "SFT: forced by mode='sft' (like `prime train --sft`)."
+        return "sft", "SFT: forced by the mode argument (like `prime train --sft` of the prime CLI)."
     if forced == "rl":
         note = " Note: `prime train` would dispatch this file as SFT (it has [data] and no [trainer]/[orchestrator])."
-        return "rl", "RL: forced by mode='rl'." + (note if looks_sft else "")
+        return "rl", "RL: forced by the mode argument." + (note if looks_sft else "")
     if looks_sft:
         return "sft", "SFT: the file has [data] and neither [trainer] nor [orchestrator] (the prime CLI's sniff)."
     return "rl", "RL: the prime CLI's sniff (SFT only when [data] is present without [trainer]/[orchestrator])."

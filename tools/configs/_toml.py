@@ -19,9 +19,10 @@ from typing import Any
 import tomlkit
 from tomlkit.exceptions import ParseError
 
-from tools.errors import FieldProblem, fail
+from tools.errors import FieldProblem, call, fail
 
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
+_EXAMPLES = call("mf_list_examples")
 
 
 #: A config is kilobytes; anything larger is refused before it is read (bytes).
@@ -35,14 +36,16 @@ def read_bounded(path: Path, limit: int = MAX_CONFIG_BYTES) -> bytes:
     the opened file (non-blocking, so a FIFO cannot hang the open) before reading, and at most
     ``limit + 1`` bytes are read, so a file growing meanwhile is refused too. Raises ToolFailure
     ``config_not_found`` (missing, a folder, a device or FIFO, unreadable, too large)."""
-    fix = "Pass the path of a .toml file, or call mf_list_examples and mf_prepare_config to create one."
+    fix = (f"Pass the path of a .toml file, or make one from a bundled example: {_EXAMPLES} lists them, "
+           "mf_prepare_config copies one.")
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except (FileNotFoundError, NotADirectoryError):
         raise fail("config_not_found", f"Config file not found: {path}",
-                   "Check the path, or call mf_list_examples and mf_prepare_config to create one.") from None
+                   f"Check the path, or make one from a bundled example: {_EXAMPLES} lists them, "
+                   "mf_prepare_config copies one.", next_calls=[_EXAMPLES]) from None
     except IsADirectoryError:
-        raise fail("config_not_found", f"{path} is a folder, not a config file.", fix) from None
+        raise fail("config_not_found", f"{path} is a folder, not a config file.", fix, next_calls=[_EXAMPLES]) from None
     except OSError as exc:
         raise fail("config_not_found", f"Config file {path} cannot be read: {exc.strerror}",
                    "Check the file's permissions, then call again.") from None
@@ -50,9 +53,9 @@ def read_bounded(path: Path, limit: int = MAX_CONFIG_BYTES) -> bytes:
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
         if stat.S_ISDIR(info.st_mode):
-            raise fail("config_not_found", f"{path} is a folder, not a config file.", fix)
+            raise fail("config_not_found", f"{path} is a folder, not a config file.", fix, next_calls=[_EXAMPLES])
         raise fail("config_not_found", f"{path} is not a regular file (a device, pipe or socket); it was not read.",
-                   fix)
+                   fix, next_calls=[_EXAMPLES])
     with os.fdopen(fd, "rb") as handle:
         too_big = fail("config_not_found", f"{path} is larger than {limit:,} bytes; a config is a few kilobytes, so "
                        "it was not read.", "Pass the path of the prime-rl .toml config itself.")

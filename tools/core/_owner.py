@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from tools.core._context import Context
-from tools.errors import fail
+from tools.errors import Call, call, fail
 from tools.platform.settings import looks_like_team_id
 
 PERSONAL = "personal"
@@ -61,15 +61,19 @@ def _team_name(ctx: Context, team_id: str) -> str | None:
     return next((t.name for t in ctx.platform().list_all_teams() if t.team_id == team_id), None)
 
 
-def resolve_owner(ctx: Context, requested: str | None = None, *, strict: bool = False) -> Owner:
+def resolve_owner(ctx: Context, requested: str | None = None, *, strict: bool = False,
+                  retry: Call | None = None) -> Owner:
     """Resolve the owner for a request.
 
     Args:
         requested: ``"personal"``, a team id, or ``None`` to use the configured owner.
         strict: for launches: verify an explicit team against GET ``/user/teams`` and stop
             with ``owner_ambiguous`` when nothing is configured but the account has teams.
+        retry: the call being made; ``owner_ambiguous`` then names it again with each possible
+            team (personal and the first teams) in ``next_calls``.
 
     Raises:
+
         ToolFailure: ``invalid_team`` (malformed id, or not a member), ``owner_ambiguous``.
         PlatformError: from GET ``/user/teams`` (strict mode only).
     """
@@ -79,14 +83,16 @@ def resolve_owner(ctx: Context, requested: str | None = None, *, strict: bool = 
         team_id = requested.strip()
         if not looks_like_team_id(team_id):
             # The value is not repeated: a mistyped argument may be a pasted key.
+            teams = call("mf_list_teams")
             raise fail("invalid_team", "The team argument is not a team id (c followed by 24 lowercase letters/digits) "
                        "nor 'personal' (value not shown).",
-                       "Call mf_list_teams and pass one of its team ids, or 'personal'.")
+                       f"Pass one of the team ids {teams} lists, or personal.", next_calls=[teams])
         if strict:
             teams = {t.team_id: t for t in ctx.platform().list_all_teams()}
             if team_id not in teams:
+                listing = call("mf_list_teams")
                 raise fail("invalid_team", f"This API key is not a member of team {team_id}.",
-                           "Call mf_list_teams and pass one of its team ids, or 'personal'.")
+                           f"Pass one of the team ids {listing} lists, or personal.", next_calls=[listing])
             return Owner(kind="team", team_id=team_id, team_name=teams[team_id].name, source="argument")
         return Owner(kind="team", team_id=team_id, source="argument")
 
@@ -102,11 +108,15 @@ def resolve_owner(ctx: Context, requested: str | None = None, *, strict: bool = 
         teams = ctx.platform().list_all_teams()
         if teams:
             options = ", ".join(f"{t.team_id} ({t.name})" for t in teams[:10])
+            owners = [PERSONAL, *(t.team_id for t in teams[:2])]
+            calls = [Call(tool=retry.tool, arguments={**retry.arguments, "team": o}) for o in owners] if retry else []
+            fix = ("Ask the user which owner should pay, then call again with the team set to personal or a team id "
+                   "(or set PRIME_TEAM_ID)")
             raise fail(
                 "owner_ambiguous",
                 f"No team is configured and this account belongs to {len(teams)} team(s): {options}. "
                 "A run would be billed to the personal account by default; say which owner pays.",
-                "Ask the user which owner should pay, then call again with team='personal' or "
-                "team='<team id>' (or set PRIME_TEAM_ID).",
+                fix + (": " + " or ".join(map(str, calls)) + "." if calls else "."), next_calls=calls,
             )
+
     return Owner(kind=PERSONAL, source="default")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from tools.core._context import Context
-from tools.errors import fail
+from tools.errors import call, fail
 from tools.platform import errors as perr
 
 if TYPE_CHECKING:  # annotations only: importing this module stays cheap (no httpx)
@@ -26,9 +26,10 @@ RUN_ID = Field(min_length=1, max_length=200,
 
 def not_found(run_id: str) -> Exception:
     """The ``not_found`` ToolFailure for a run id this key cannot see."""
+    mine, personal = call("mf_list_runs"), call("mf_list_runs", team="personal")
     return fail("not_found", f"No run {run_id!r} is visible to this API key.",
-                "Check the id with mf_list_runs (runs belong to the team that launched them: pass "
-                "team='<team id>' or team='personal').")
+                f"Check the id with {mine}. Runs belong to the owner that launched them: {personal} lists the "
+                "personal account's, and passing a team id lists that team's.", next_calls=[mine, personal])
 
 
 def require_run(ctx: Context, run_id: str) -> wire.RLRun:

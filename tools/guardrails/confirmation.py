@@ -57,7 +57,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from tools.errors import fail
+from tools.errors import call, fail
 from tools.guardrails.ledger import Ledger, iso, utc_now
 
 CHANNELS = ("host_callback", "mcp_elicitation", "terminal", "policy")
@@ -381,15 +381,16 @@ def claim_dispatch(
         blocking = p.blocking()
         if blocking and blocking[0] == "already_dispatched":
             run = f" as run {blocking[1]}" if blocking[1] else ""
+            watch = call("mf_get_run", run_id=blocking[1]) if blocking[1] else call("mf_list_launches")
             raise fail("already_dispatched", f"Plan {plan_id} was already dispatched{run}; it is never sent twice.",
-                       f"Monitor it with mf_get_run{' run_id=' + blocking[1] if blocking[1] else ''}; "
-                       "to launch again, plan a new run.")
+                       f"Monitor it with {watch}; to launch again, plan a new run.", next_calls=[watch])
         if blocking:
+            again, launches = call("mf_dispatch_run", plan_id=plan_id), call("mf_list_launches")
             raise fail("ambiguous_launch",
                        f"A dispatch of plan {plan_id} may have reached the platform (in flight, interrupted, "
                        "or its answer was lost). It must not be sent again.",
-                       "Do not repeat the request. Reconcile first: call mf_dispatch_run with the same plan_id "
-                       "(it only reconciles) or mf_list_launches.", ambiguous=True)
+                       f"Do not repeat the request. Reconcile first: {again} (it only reconciles), or see "
+                       f"{launches}.", ambiguous=True, next_calls=[again, launches])
         approve = f"Ask the user to approve plan {plan_id} through a human channel (the host's approval prompt, " \
                   f"or `model-factory approve {plan_id}` in their own terminal), then pass the confirmation it gives."
         if not token:
@@ -449,8 +450,10 @@ def launch_state(ledger: Ledger, plan_id: str, now: datetime | None = None) -> L
     """The folded state of one plan. Raises ``ToolFailure(unknown_plan)``."""
     p = _group(ledger.read()).get(plan_id)
     if p is None:
+        launches = call("mf_list_launches")
         raise fail("unknown_plan", f"There is no plan {plan_id} in the launch ledger {ledger.path}.",
-                   "Call mf_list_launches to see known plans, or mf_plan_run to make one.")
+                   f"See the known plans with {launches}, or plan one (mf_plan_run).", next_calls=[launches])
+
     return _state(p, _aware(now))
 
 

@@ -31,7 +31,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.core import Context, Owner, dashboard_url, fit_largest, owner_label, tool
-from tools.errors import ToolFailure, fail, from_platform
+from tools.errors import Call, ToolFailure, call, fail, from_platform
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger
 from tools.guardrails.policy import PlanFacts
@@ -123,7 +123,10 @@ class RunPlan(BaseModel):
     runtime: RuntimeInfo | None = Field(description="What prepare said about the prime-rl build.")
     warnings: list[str] = Field(description="Things the user should know before approving.")
     approval_ttl_seconds: int = Field(description="How long an approval of this plan stays valid.")
+    approve_command: str = Field(description="The command a person runs in their terminal to approve this plan "
+                                             "(it prints the confirmation code and the command that launches it).")
     next_step: str = Field(description="How to get it approved and launched.")
+    next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
 
 
 def _plan_id(prefix: str = "plan") -> str:
@@ -140,6 +143,7 @@ def plan_run(inp: PlanRunInput, ctx: Context) -> RunPlan:
     """
     plan_id = _plan_id()
     draft = build_plan(inp, ctx, plan_id, prepare=True)
+    approve, dispatch = approve_command(plan_id, ctx), call("mf_dispatch_run", plan_id=plan_id)
     summary = summary_text(draft)
     args = inp.model_dump()
     args["config_path"] = str(draft.config_path)
@@ -158,10 +162,10 @@ def plan_run(inp: PlanRunInput, ctx: Context) -> RunPlan:
         cost=draft.cost, run_kind=inp.run_kind, max_steps=draft.max_steps, max_steps_reason=draft.max_steps_reason,
         config_max_steps=draft.config_max_steps, secret_names=draft.secret_names, volume=draft.volume,
         image_tag=draft.image_tag, source_ref=draft.source_ref, runtime=draft.runtime, warnings=draft.warnings,
-        approval_ttl_seconds=APPROVAL_TTL_SECONDS,
-        next_step=(f"Show the summary to the user. They approve it with `{approve_command(plan_id, ctx)}` in their own "
-                   "terminal (same project folder) and give you the code it prints, or your host asks them; then "
-                   f"call mf_dispatch_run with plan_id='{plan_id}' (and confirmation='<code>' if they gave one)."))
+        approval_ttl_seconds=APPROVAL_TTL_SECONDS, approve_command=approve, next_calls=[dispatch],
+        next_step=(f"Show the summary to the user. They approve it with `{approve}` in their own terminal and give "
+                   f"you the code it prints, or your host asks them; then call {dispatch} (with the confirmation "
+                   "code they gave you, if any)."))
 
 
 # -- dispatch_run -----------------------------------------------------------------------------
@@ -194,19 +198,22 @@ class DispatchResult(BaseModel):
     estimated_usd_per_hour: float | None = Field(description="The platform's estimatedCostPerHour (on-demand runs).")
     message: str = Field(description="What happened, in words.")
     next_step: str = Field(description="What to call next.")
+    next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
 
 
 def _result(ctx: Context, state: gate.LaunchState, status: str, run_id: str, message: str,
             facts: dict | None = None) -> DispatchResult:
     facts = facts or {}
+    check, wait = call("mf_check_progress", run_id=run_id), call("mf_wait_for_run", run_id=run_id)
+
     channel = next((a.channel for a in reversed(state.attempts) if a.channel), None)
     return DispatchResult(
         plan_id=state.plan_id, status=status, run_id=run_id, run_name=state.plan.get("name"),
         dashboard_url=dashboard_url(ctx, run_id), approval_channel=facts.get("channel", channel),
         gpu_type=facts.get("gpu_type") or state.plan.get("gpu_type"),
         usd_per_gpu_hour=facts.get("usd_per_gpu_hour", state.plan.get("usd_per_gpu_hour")),
-        estimated_usd_per_hour=facts.get("estimated_usd_per_hour"), message=message,
-        next_step=f"Watch it: mf_check_progress run_id='{run_id}' (is it progressing?) or mf_wait_for_run.")
+        estimated_usd_per_hour=facts.get("estimated_usd_per_hour"), message=message, next_calls=[check, wait],
+        next_step=f"Watch it: {check} (is it progressing?) or {wait}.")
 
 
 def _already(ctx: Context, state: gate.LaunchState) -> DispatchResult:
@@ -220,18 +227,19 @@ def _reconcile(ctx: Context, ledger: Ledger, state: gate.LaunchState) -> Dispatc
     """Find the run of an attempt whose outcome is unknown (``_reconcile``); never re-send."""
     lookup = look_for_lost_run(ctx, ledger, state)
     fp, team_id = lookup.fingerprint, state.plan.get("team_id")
+    again, runs = call("mf_dispatch_run", plan_id=state.plan_id), call("mf_list_runs", team=team_id or "personal")
     if lookup.problem:
         raise fail("ambiguous_launch", f"Plan {state.plan_id} may have been launched (its answer was lost), and the "
                    f"runs could not be listed to check: {lookup.problem}",
-                   f"Do not re-dispatch. Call mf_dispatch_run with plan_id='{state.plan_id}' again later (it only "
-                   "reconciles), or check mf_list_runs / the dashboard.", ambiguous=True)
+                   f"Do not re-dispatch. Call {again} again later (it only reconciles), or check {runs} or the "
+                   "dashboard.", ambiguous=True, next_calls=[again, runs])
     if lookup.run is None:
         raise fail("ambiguous_launch",
                    f"Plan {state.plan_id}'s launch was sent but its answer was lost, and no run named *-{fp} is "
                    f"listed for the {team_id or 'personal account'} yet. It may still appear.",
-                   f"Never re-dispatch. Call mf_dispatch_run with plan_id='{state.plan_id}' again in a minute (it only "
-                   f"reconciles), or look for a run whose name ends in -{fp} with mf_list_runs or in the dashboard.",
-                   ambiguous=True)
+                   f"Never re-dispatch. Call {again} again in a minute (it only reconciles), or look for a run whose "
+                   f"name ends in -{fp} with {runs} or in the dashboard.", ambiguous=True, next_calls=[again, runs])
+
     run = lookup.run
     extra = f" Several runs carry the fingerprint: {', '.join(lookup.matches)}." if len(lookup.matches) > 1 else ""
     return _result(ctx, lookup.state, "reconciled", run.id,
@@ -289,7 +297,9 @@ def dispatch_run(inp: DispatchRunInput, ctx: Context) -> DispatchResult:
     ledger = Ledger.for_context(ctx)
     state = gate.launch_state(ledger, inp.plan_id)
     if state.plan.get("action") == "stop":
-        raise fail("bad_arguments", f"{inp.plan_id} is a stop plan.", "Call mf_stop_run with its run id instead.")
+        stop = call("mf_stop_run", run_id=state.plan.get("run_id"), confirmation=inp.confirmation)
+        raise fail("bad_arguments", f"{inp.plan_id} is a stop plan.", f"Stop the run instead: {stop}.",
+                   next_calls=[stop])
     if state.status == "dispatched":
         return _already(ctx, state)
     if state.status in ("ambiguous", "in_flight"):
@@ -313,10 +323,12 @@ def dispatch_run(inp: DispatchRunInput, ctx: Context) -> DispatchResult:
         return _reconcile(ctx, ledger, gate.launch_state(ledger, inp.plan_id))
     except (perr.CredentialsMissing, perr.Unavailable) as exc:  # create_run raises Unavailable only when not sent
         gate.record_outcome(ledger, inp.plan_id, claim.attempt_id, "not_sent", detail=exc.message)
+        check, again = call("mf_preflight"), call("mf_dispatch_run", plan_id=inp.plan_id, confirmation=inp.confirmation)
         raise fail("unavailable", f"Nothing was sent: {exc.message}",
                    f"The platform was not reached, so nothing was launched and the approval is not used up. Check "
-                   f"the network / PRIME_API_BASE_URL (mf_preflight), then call mf_dispatch_run with "
-                   f"plan_id='{inp.plan_id}' and the same confirmation.", retryable=True) from None
+                   f"the network and PRIME_API_BASE_URL ({check}), then call {again} again.", retryable=True,
+                   next_calls=[check, again]) from None
+
     except perr.PlatformError as exc:
         gate.record_outcome(ledger, inp.plan_id, claim.attempt_id, "rejected", status_code=exc.status,
                             detail=exc.message)
@@ -362,6 +374,7 @@ class StopRunResult(BaseModel):
     waited_seconds: float = Field(description="Seconds spent polling.")
     message: str = Field(description="What happened, in words.")
     next_step: str = Field(description="What to call next.")
+    next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
 
 
 def _stop_plan(ctx: Context, ledger: Ledger, run: wire.RLRun) -> gate.LaunchState:
@@ -388,9 +401,10 @@ def _stop_state(ctx: Context, ledger: Ledger, run: wire.RLRun, confirmation: str
     except ToolFailure:
         state = None
     if state is None or state.plan.get("action") != "stop" or state.plan.get("run_id") != run.id:
+        again = call("mf_stop_run", run_id=run.id)
         raise fail("confirmation_invalid", f"That confirmation does not approve stopping run {run.id}.",
-                   f"Call mf_stop_run with run_id='{run.id}' and no confirmation to get the approve command, "
-                   "and ask the user to run it.")
+                   f"Call {again} (no confirmation) to get the approve command, and ask the user to run it.",
+                   next_calls=[again])
     return state
 
 
@@ -415,11 +429,12 @@ def stop_run(inp: StopRunInput, ctx: Context) -> StopRunResult:
     ``unavailable`` (nothing sent), platform 4xx. A budget policy does not pre-authorize stops.
     """
     run = ctx.platform().get_run(inp.run_id)
+    inspect = call("mf_get_run", run_id=run.id)
     if run.is_terminal():
         return StopRunResult(run_id=run.id, status=run.status, outcome="already_terminal", plan_id=None,
                              approval_channel=None, waited_seconds=0.0,
                              message=f"Run {run.id} is already {run.status}; nothing was sent.",
-                             next_step=f"Inspect it with mf_get_run run_id='{run.id}'.")
+                             next_step=f"Inspect it with {inspect}.", next_calls=[inspect])
     ledger = Ledger.for_context(ctx)
     state = _stop_state(ctx, ledger, run, inp.confirmation)
     request: ApprovalRequest = request_from_state(state, ctx)
@@ -432,9 +447,10 @@ def stop_run(inp: StopRunInput, ctx: Context) -> StopRunResult:
     except perr.Unavailable as exc:
         if not exc.sent:
             gate.record_outcome(ledger, state.plan_id, claim.attempt_id, "not_sent", detail=exc.message)
+            check, again = call("mf_preflight"), call("mf_stop_run", run_id=run.id, confirmation=inp.confirmation)
             raise fail("unavailable", f"Nothing was sent: {exc.message}",
-                       "Check the network (mf_preflight), then call mf_stop_run again with the same confirmation.",
-                       retryable=True) from None
+                       f"Check the network ({check}), then call {again} again.", retryable=True,
+                       next_calls=[check, again]) from None
         gate.record_outcome(ledger, state.plan_id, claim.attempt_id, "ambiguous", run_id=run.id)
         status, note = run.status, " The stop request's answer was lost; polling the run instead."
     except perr.PlatformError as exc:
@@ -450,10 +466,13 @@ def stop_run(inp: StopRunInput, ctx: Context) -> StopRunResult:
     else:
         outcome, message = "still_tearing_down", (f"Run {run.id} is still being torn down ({status}) after "
                                                   f"{waited:g} s; the stop was accepted.")
+    wait = call("mf_wait_for_run", run_id=run.id)
+    tearing = outcome == "still_tearing_down"
     return StopRunResult(run_id=run.id, status=status, outcome=outcome, plan_id=state.plan_id,
                          approval_channel=claim.channel, waited_seconds=waited, message=message + note,
-                         next_step=f"Confirm with mf_get_run run_id='{run.id}'" + (
-                             " (or mf_wait_for_run)." if outcome == "still_tearing_down" else "."))
+                         next_step=f"Confirm with {inspect}" + (f" (or {wait})." if tearing else "."),
+                         next_calls=[inspect, wait] if tearing else [inspect])
+
 
 
 # -- list_launches ----------------------------------------------------------------------------

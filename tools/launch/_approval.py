@@ -38,7 +38,7 @@ from pydantic import BaseModel, Field
 
 from tools.configs import read_bounded
 from tools.core import STATE_DIR_ENV, Context, shell_command
-from tools.errors import FieldProblem, ToolFailure, fail
+from tools.errors import Call, FieldProblem, ToolFailure, call, fail
 from tools.guardrails.confirmation import LaunchState, launch_state, material_changes, mint, unresolved_launches
 from tools.guardrails.ledger import Ledger, utc_now
 from tools.guardrails.policy import PlanFacts, evaluate, load_for_context
@@ -94,12 +94,18 @@ def refuse_spent(state: LaunchState) -> None:
     if state.status == "dispatched":
         raise fail("already_dispatched", f"Plan {state.plan_id} was already carried out"
                    + (f" (run {state.run_id})" if state.run_id else "") + "; it is never sent twice.",
-                   "Nothing to approve. Monitor the run (mf_get_run); to launch again, plan a new run.")
+                   "Nothing to approve. Monitor the run" + (f" ({watch})" if (watch := _watch(state)) else "")
+                   + "; to launch again, plan a new run.", next_calls=[watch] if watch else [])
     if state.status in ("ambiguous", "in_flight"):
+        again, launches = call("mf_dispatch_run", plan_id=state.plan_id), call("mf_list_launches")
         raise fail("ambiguous_launch", f"Plan {state.plan_id} may already have reached the platform; it must not "
                    "be sent again, so it cannot be approved again.",
-                   f"Call mf_dispatch_run with plan_id='{state.plan_id}' (it only reconciles) or mf_list_launches.",
-                   ambiguous=True)
+                   f"Call {again} (it only reconciles) or see {launches}.", ambiguous=True,
+                   next_calls=[again, launches])
+
+
+def _watch(state: LaunchState) -> Call | None:
+    return call("mf_check_progress", run_id=state.run_id) if state.run_id else None
 
 
 def rebuild(ctx: Context, state: LaunchState) -> Draft:
@@ -131,8 +137,10 @@ def _plan_changed(plan_id: str, changes: list[tuple[str, Any, Any]], why: str = 
     return fail("plan_changed",
                 f"Plan {plan_id} is no longer what was shown{why}: " + (said or "its hash differs from the "
                 "recorded plan (the record does not say which fact moved)") + ".",
-                "Call mf_plan_run again, show the new summary, and get the new plan approved.",
-                fields=[FieldProblem(path=name, problem=f"planned {_shown(name, old)}, now {_shown(name, new)}")
+                "Plan again (mf_plan_run, with the same arguments), show the new summary, and get the new plan "
+                "approved.",
+                fields=
+[FieldProblem(path=name, problem=f"planned {_shown(name, old)}, now {_shown(name, new)}")
                         for name, old, new in changes])
 
 
@@ -262,7 +270,8 @@ def obtain_confirmation(
                        "done.", f"Ask the user to approve with `{request.approve_command}` in a terminal.") from None
         if not approved:
             raise fail("approval_refused", f"The user did not approve plan {request.plan_id}; nothing was done.",
-                       "Ask the user what to change, then plan again (mf_plan_run / mf_stop_run).")
+                       "Ask the user what to change, then plan again (mf_plan_run) or stop again (mf_stop_run).")
+
         channel = getattr(ctx.approver, "channel", "host_callback")  # the MCP server's says mcp_elicitation
         if channel not in ("host_callback", "mcp_elicitation"):  # a callback cannot claim terminal or policy
             channel = "host_callback"
@@ -275,9 +284,8 @@ def obtain_confirmation(
         "confirmation_required",
         f"{verb} plan {request.plan_id} needs a person's confirmation; none was given and no approval channel "
         "is attached." + (" " + " ".join(notes) if notes else "") + shown,
-        f"Show the user the plan summary{' above' if shown else ''} and ask them to run `{request.approve_command}` in "
-        f"their own terminal "
-        "(same project folder). It prints a confirmation code mfc_... (valid 15 minutes, works once); then call "
-        f"{'mf_dispatch_run' if request.action == 'launch' else 'mf_stop_run'} again with that code as "
-        "`confirmation`. Never invent or reuse a code.",
+        f"Show the user the plan summary{' above' if shown else ''} and ask them to approve it in their own terminal: "
+        f"`{request.approve_command}`. It prints a confirmation code mfc_... (valid 15 minutes, works once) and the "
+        f"command that uses it; then call {'mf_dispatch_run' if request.action == 'launch' else 'mf_stop_run'} again "
+        "with that code as the confirmation. Never invent or reuse a code.",
     )

@@ -84,7 +84,7 @@ def estimate_cost(mode: str, count: int, price: float | None, steps: int | None,
         sps = STEP_SECONDS[(mode, size)]
         source = "default"
         said = (f"{sps[0]:g}/{sps[1]:g}/{sps[2]:g} s per step (default assumption for a {_SIZE_LABEL[size]} "
-                f"{mode.upper()} run, not platform data; pass seconds_per_step to use your own)")
+                f"{mode.upper()} run, not platform data; give seconds per step to use your own)")
     assumptions = (f"{said}, plus {STARTUP_MINUTES[0]:g}/{STARTUP_MINUTES[1]:g}/{STARTUP_MINUTES[2]:g} min "
                    "start-up (low/expected/high), billed per GPU-hour at the on-demand price.")
     unknown: list[str] = []
@@ -93,8 +93,8 @@ def estimate_cost(mode: str, count: int, price: float | None, steps: int | None,
         unknown.append(unknown_price_reason or "price per GPU-hour: not quoted for this GPU type and owner.")
     hours: list[float | None] = [None, None, None]
     if steps is None:
-        unknown.append("duration: the run has no max_steps, so it runs until stopped; set max_steps or "
-                       "run_kind='smoke' for a bounded cost.")
+        unknown.append("duration: the run has no max_steps, so it runs until stopped; set a max steps or a smoke"
+                       " run kind for a bounded cost.")
     else:
         hours = [round((steps * s + m * 60) / 3600, 4) for s, m in zip(sps, STARTUP_MINUTES, strict=True)]
     usd = [round(usd_per_hour * h, 2) if usd_per_hour is not None and h is not None else None for h in hours]

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tools import configs
 from tools.core import MAX_SECONDS_PER_STEP, MAX_STEPS, Context, Owner, resolve_owner
-from tools.errors import FieldProblem, ToolFailure, fail
+from tools.errors import Call, FieldProblem, ToolFailure, call, fail
 from tools.guardrails import secrets as gsecrets
 from tools.guardrails.confirmation import config_sha256, plan_hash
 from tools.guardrails.ledger import Ledger
@@ -204,8 +204,9 @@ def _secret_names(args: PlanRunInput, ctx: Context, files: list[Path], warnings:
         try:
             parsed = gsecrets.parse_env_file(path, ctx.env)
         except gsecrets.EnvFileError as exc:
-            raise fail("env_file_invalid", str(exc),
-                       "Fix or remove the env file, then call mf_plan_run again.") from None
+            again = plan_again(args)
+            raise fail("env_file_invalid", str(exc), f"Fix or remove the env file, then plan again: {again}.",
+                       next_calls=[again]) from None
         others = sorted(n for n in parsed.values if n not in gsecrets.FORWARDABLE)
         if others:
             raise fail("unsupported_secret",
@@ -267,29 +268,31 @@ def _choose_gpu(ctx: Context, args: PlanRunInput, toml_gpu: str | None, owner: O
         model_gpus = sorted({c.gpu_type for c in listed.clusters if c.gpu_type})
     elif model and catalogue.models:
         warnings.append(f"Model {model} is not in the platform's list of trainable models for this owner "
-                        "(mf_list_models); the platform may refuse the run.")
+                        "(list-models); the platform may refuse the run.")
     chosen = args.gpu_type or toml_gpu
     if chosen:
         how = "argument" if args.gpu_type else "config (gpu_type)"
         if allowed and chosen not in allowed:
             code = "bad_arguments" if args.gpu_type else "invalid_config"
+            again = plan_again(args, gpu_type=allowed[0])
             raise fail(code, f"GPU type {chosen} is not available to the {owner.label}; available: "
-                       f"{', '.join(allowed)}.", "Pick one of those (mf_list_gpus) and call mf_plan_run again.")
+                       f"{', '.join(allowed)}.", f"Pick one of those and plan again, e.g. {again}.",
+                       next_calls=[again])
     else:
         candidates = [g for g in catalogue.on_demand if g.price_per_gpu_hour is not None
                       and (not allowed or g.gpu_type in allowed) and (model_gpus is None or g.gpu_type in model_gpus)]
         candidates.sort(key=lambda g: (not g.available_now, g.price_per_gpu_hour))
         if not candidates:
             warnings.append("No priced on-demand GPU type found for this owner and model; the platform picks "
-                            "the GPU type (price unknown). Pass gpu_type to choose.")
+                            "the GPU type (price unknown). Name a GPU type to choose.")
             return None, "platform default (none sent)", None, "price per GPU-hour: the platform picks the GPU type."
         chosen = candidates[0].gpu_type
         how = "default: the cheapest on-demand type available to this owner" + (
-            "" if candidates[0].available_now else " (none is marked available now)") + "; pass gpu_type to choose"
+            "" if candidates[0].available_now else " (none is marked available now)") + "; name a GPU type to choose"
         reserved = [g for g in allowed if g not in prices]
         if reserved:
             warnings.append(f"This owner also has GPU types without an on-demand price ({', '.join(reserved)}, "
-                            "e.g. reserved capacity); pass gpu_type to use one.")
+                            "e.g. reserved capacity); name one as the GPU type to use it.")
     if model_gpus is not None and chosen not in model_gpus:
         warnings.append(f"Model {model} is not cached on {chosen} clusters (listed on: "
                         f"{', '.join(model_gpus) or 'none'}); the platform may refuse the run.")
@@ -308,14 +311,23 @@ def _check_volume(ctx: Context, volume: str, owner: Owner, warnings: list[str]) 
     found = next((v for v in volumes if v.name == volume), None)
     if found is None:
         names = ", ".join(v.name for v in volumes) or "none"
+        listing = call("mf_list_volumes", team=owner.team_id or "personal")
         raise fail("volume_not_found", f"The {owner.label} has no volume named {volume!r} (volumes: {names}).",
-                   "Use an existing volume (mf_list_volumes), or ask the user to create it (`prime volumes "
-                   "create NAME`); model-factory does not create volumes. Or plan without a volume.")
+                   f"Use an existing volume ({listing}), or ask the user to create it with the prime CLI "
+                   f"(`prime volumes create {volume}`, needs the prime CLI); model-factory does not create volumes. "
+                   "Or plan without a volume.", next_calls=[listing])
     if (found.status or "").upper() != "RUNNING":
         warnings.append(f"Volume {volume} is {found.status or 'in an unknown state'}, not RUNNING yet.")
 
 
+def plan_again(args: PlanRunInput, **changes: Any) -> Call:
+    """The ``mf_plan_run`` call with ``args`` (defaults left out) and ``changes`` (None removes one)."""
+    arguments = {**args.model_dump(exclude_defaults=True), **changes}
+    return call("mf_plan_run", **arguments)
+
+
 def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool) -> Draft:
+
     """Compute the plan for ``args`` (see the module docstring). ``prepare`` calls POST
     /training/runs/prepare (plan time only; its answer is information, not hashed).
 
@@ -330,7 +342,7 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     data, raw = configs.read_config(path)
     if args.source_ref is not None and (problem := configs.source_ref_problem(args.source_ref)):
         raise fail("bad_arguments", f"source_ref argument: {problem}",
-                   "Use a branch, tag or 40-hex commit sha of prime-rl, then call mf_plan_run again.")
+                   "Use a branch, tag or 40-hex commit sha of prime-rl as the source ref, then plan again.")
     files = gsecrets.toml_env_files(raw, path) + [ctx.resolve_path(p) for p in args.env_files]
     for env_file in files:
         ctx.scrubber.add_env_file(env_file, ctx.env)
@@ -340,12 +352,15 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     if not report.valid:
         problems = "; ".join(f"{e.path or '(file)'}: {e.message}" for e in report.errors[:5])
         more = f" (+{len(report.errors) - 5} more)" if len(report.errors) > 5 else ""
+        check, again = call("mf_validate_config", config_path=str(path)), plan_again(args)
         raise fail("invalid_config", f"{path} would be refused: {problems}{more}",
-                   f"Fix the config (mf_validate_config {path} lists every problem), then call mf_plan_run again.",
-                   fields=[FieldProblem(path=e.path, problem=e.message) for e in report.errors])
+                   f"Fix the config ({check} lists every problem), then plan again: {again}.",
+                   fields=[FieldProblem(path=e.path, problem=e.message) for e in report.errors],
+                   next_calls=[check, again])
     if report.gpu_count is None:
+        again = plan_again(args)
         raise fail("invalid_config", f"Cannot tell how many GPUs {path} needs: {report.gpu_count_detail}",
-                   "Set the [deployment] counts explicitly, then call mf_plan_run again.")
+                   f"Set the [deployment] counts explicitly, then plan again: {again}.", next_calls=[again])
     toml_strings = {k: raw.get(k) for k in configs.CLI_OPTIONS}
     warnings: list[str] = [f"{w.path}: {w.message}" for w in report.warnings
                           if w.rule not in {"no_max_steps", "deprecated_orchestrator_key", "cli_type_key"}]
@@ -360,7 +375,7 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     elif args.run_kind == "smoke":
         cap = SMOKE_MAX_STEPS if from_config is None else min(from_config, SMOKE_MAX_STEPS)
         reason = (f"smoke run: min(config max_steps {from_config if from_config is not None else 'unset'}, "
-                  f"{SMOKE_MAX_STEPS}); use run_kind='full' or max_steps for more")
+                  f"{SMOKE_MAX_STEPS}); a full run kind or a max steps argument for more")
     else:
         cap = from_config
         reason = "full run: the config's max_steps" if cap is not None else \
@@ -374,7 +389,8 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
                    "again.")
     if settings.config_error:
         warnings.append(f"The prime config file was ignored ({settings.config_error}); its team is not applied.")
-    owner = resolve_owner(ctx, args.team, strict=True)
+    owner = resolve_owner(ctx, args.team, strict=True, retry=plan_again(args, team=None))
+
     file_sha256 = hashlib.sha256(data).hexdigest()
     acknowledged = parse_plan_ids(args.acknowledge_unresolved)
     unresolved = check_unresolved(ctx, Ledger.for_context(ctx), plan_id=plan_id, team_id=owner.team_id,
@@ -404,7 +420,8 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
                     "lost can be found again.")
     if report.wandb_project is not None and "WANDB_API_KEY" not in names:
         warnings.append("The config logs to Weights & Biases but WANDB_API_KEY is not forwarded; the run may "
-                        "fail to log. Add secrets=['WANDB_API_KEY'] (the user exports it or puts it in an env file).")
+                        "fail to log. Forward it by name (WANDB_API_KEY among the secrets; the user exports it or "
+                        "puts it in an env file).")
     draft = Draft(
         plan_id=plan_id, args=args, config_path=path, file_sha256=file_sha256, hosted=hosted,
         mode=mode, model=model, owner=owner, gpu_type=gpu_type, gpu_type_source=gpu_how, gpu_count=count, cost=cost,

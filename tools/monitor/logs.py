@@ -62,7 +62,7 @@ class GetLogsInput(BaseModel):
         if self.env_name and self.component not in (None, "env-server"):
             raise ValueError("env_name goes with component 'env-server' only")
         if self.component == "env-server" and not self.env_name:
-            raise ValueError("component 'env-server' needs env_name (see mf_check_progress env_servers)")
+            raise ValueError("component 'env-server' needs env_name (check-progress lists the env servers)")
         return self
 
 
@@ -138,8 +138,9 @@ def get_logs(inp: GetLogsInput, ctx: Context) -> GetLogsResult:
                 require_run(ctx, inp.run_id)  # an unknown run gives the not_found with its fix
             raise
         return GetLogsResult(**base, available=False,
-                             note=f"Logs are not available yet: the run has not started ({exc.message}). Call "
-                                  "mf_wait_for_run with until='running', then read the logs.")
+                             note=f"Logs are not available yet: the run has not started ({exc.message}). Wait until "
+                                  "it runs (mf_wait_for_run, until running), then read the logs.")
+
     parsed = parse_logs(logs.logs)
     lines = [LogLine(timestamp=ln.timestamp, level=ln.level, component=label, source=ln.source,
                      message=excerpt(ln.message, MAX_MESSAGE_CHARS),
@@ -152,8 +153,8 @@ def get_logs(inp: GetLogsInput, ctx: Context) -> GetLogsResult:
         cut = len(lines) - k
         hint = None
         if cut:
-            hint = (f"Showing the newest {k} of {len(lines)} lines. Narrow with level='ERROR', search='...', "
-                    "since_seconds, a smaller tail_lines, or call mf_summarize_logs.")
+            hint = (f"Showing the newest {k} of {len(lines)} lines. Narrow it with a level (ERROR), a search text, "
+                    "since seconds or fewer tail lines, or summarize the logs first (mf_summarize_logs).")
         return GetLogsResult(**base, available=True, note=note, lines=lines[cut:], received_lines=len(logs.lines()),
                              hidden_progress_lines=parsed.hidden_progress, truncated=cut > 0, omitted=cut,
                              narrow_hint=hint)
@@ -286,8 +287,9 @@ def summarize_logs(inp: SummarizeLogsInput, ctx: Context) -> SummarizeLogsResult
         return SummarizeLogsResult(
             run_id=run.id, status=run.status, since_seconds=inp.since_seconds, components=comps, truncated=cut,
             omitted=omitted,
-            narrow_hint="Ask for fewer components, or read one with mf_get_logs level='ERROR' / search='...'."
-            if cut else None)
+            narrow_hint="Ask for fewer components, or read one component's errors (mf_get_logs with a level or a "
+                        "search text)." if cut else None)
+
 
     result = fit_largest(build, most)
     if json_chars(result) > OUTPUT_BUDGET_CHARS:

@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.core import MAX_STEPS, RUN_ID, Context, fit_largest, require_run_on_404, tool
-from tools.errors import fail
+from tools.errors import FieldProblem, call, fail
 from tools.monitor._series import is_number, reward_key
 from tools.platform.client import PlatformClient
 from tools.platform.files import write_atomic
@@ -44,14 +44,15 @@ def _select(names: list[str], wanted: list[str] | None, default_count: int) -> l
     chosen: list[str] = []
     unknown = []
     for want in wanted:
-        hits = [n for n in names if n == want or n.startswith(want.rstrip("/") + "/")]
+        hits = [n for n in names if n.startswith(want)]  # a prefix of the full name: grad -> grad_norm
         if not hits:
             unknown.append(want)
         chosen += [h for h in hits if h not in chosen]
     if unknown:
         available = ", ".join(names[:40]) or "(none yet)"
-        raise fail("bad_arguments", f"No metric named {', '.join(map(repr, unknown))}. Available: {available}.",
-                   "Call again with names from the available list (a prefix like 'reward' selects 'reward/...').")
+        raise fail("bad_arguments", f"No metric name starts with {', '.join(map(repr, unknown))}. Available: "
+                   f"{available}.", "Call again with names (or the start of names, e.g. reward or grad) from the "
+                   "available list.", fields=[FieldProblem(path="names", problem="matches no metric")])
     return chosen
 
 
@@ -86,8 +87,9 @@ class GetMetricsInput(BaseModel):
     min_step: int | None = Field(default=None, ge=0, le=MAX_STEPS, description="First step to include.")
     max_step: int | None = Field(default=None, ge=0, le=MAX_STEPS, description="Last step to include.")
     names: list[str] | None = Field(default=None, description=(
-        f"Metric names (or prefixes such as 'reward') to include. Default: all, or the first {DEFAULT_METRIC_COLUMNS} "
-        "(rewards, loss, entropy first) when there are more."))
+        f"Metric names, or the start of names ('reward' selects every reward/... metric, 'grad' grad_norm): every "
+        f"match is included. Default: all, or the first {DEFAULT_METRIC_COLUMNS} (rewards, loss, entropy first) when "
+        "there are more."))
     max_points: int = Field(default=50, ge=2, le=500, description=(
         "Rows (steps) to return at most, spread evenly; the first and last step are always kept."))
 
@@ -150,8 +152,8 @@ def get_metrics(inp: GetMetricsInput, ctx: Context) -> GetMetricsResult:
         cut = len(table) - len(rows)
         hint = None
         if cut or hidden_names:
-            hint = ("Narrow the step range (min_step/max_step) or pick fewer names for more points per step."
-                    + (f" {hidden_names} more metric(s) are listed in metric_names; pass names to see them."
+            hint = ("Narrow the step range (min and max step) or pick fewer names for more points per step."
+                    + (f" {hidden_names} more metric(s) are listed in metric_names; name them to see them."
                        if hidden_names else ""))
         return GetMetricsResult(
             run_id=inp.run_id, metric_names=names[:MAX_LISTED_NAMES], columns=["step", *selected], rows=rows,
@@ -168,7 +170,8 @@ class PlotMetricsInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
     run_id: str = RUN_ID
     names: list[str] | None = Field(default=None, description=(
-        "Metric names or prefixes to plot (at most 6 panels). Default: the reward mean, loss and entropy when logged."))
+        "Metric names, or the start of names ('grad' selects grad_norm), to plot: one panel per match, at most 6. "
+        "Default: the reward mean, loss and entropy when logged."))
     dest: str | None = Field(default=None, description=(
         "PNG file to write ('.png'; folders are created; an existing file is replaced only if it is a PNG). Default: "
         "<state dir>/plots/<run_id>-metrics.png."))
@@ -250,20 +253,27 @@ def plot_metrics(inp: PlotMetricsInput, ctx: Context) -> PlotMetricsResult:
         records = records_of(ctx.platform(), inp.run_id, None, None)
     names = _metric_names(records)
     if inp.names:
-        chosen = _select(names, inp.names, MAX_PANELS)[:MAX_PANELS]
+        chosen = _select(names, inp.names, MAX_PANELS)
+        if len(chosen) > MAX_PANELS:
+            raise fail("bad_arguments", f"{len(chosen)} metrics match ({', '.join(chosen[:20])}); a plot has at most "
+                       f"{MAX_PANELS} panels.", "Name fewer metrics, or longer starts of names.",
+                       fields=[FieldProblem(path="names", problem=f"matches more than {MAX_PANELS} metrics")])
     else:
         reward = reward_key(records)
         chosen = [n for n in (reward, "loss", "entropy") if n in names] or names[:3]
     if not chosen:
+        check = call("mf_check_progress", run_id=inp.run_id)
         raise fail("bad_arguments", f"Run {inp.run_id} has no metrics yet.",
-                   "Call mf_check_progress; plot once the run has finished a step.")
+                   f"See where it is with {check}; plot once the run has finished a step.", next_calls=[check])
     series = {n: [(r["step"], float(r[n])) for r in records if is_number(r.get(n))] for n in chosen}
+    numbers = call("mf_get_metrics", run_id=inp.run_id, names=chosen)
     try:
         size = _render_png(target, f"run {inp.run_id}", series)
+
     except ImportError:
         raise fail("dependency_missing", "matplotlib is not installed, so no plot can be drawn.",
-                   "Install the project's dependencies (`uv sync`, or `pip install matplotlib`), or use "
-                   "mf_get_metrics for the numbers.") from None
+                   "Install the project's dependencies (`uv sync`, or `pip install matplotlib`), or read the numbers "
+                   f"with {numbers}.", next_calls=[numbers]) from None
     steps = sorted({s for points in series.values() for s, _ in points})
     return PlotMetricsResult(run_id=inp.run_id, path=str(target), size_bytes=size, metrics=chosen, steps=len(steps),
                              first_step=steps[0] if steps else None, last_step=steps[-1] if steps else None)

@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.core import RUN_ID, Context, require_run, tool
+from tools.errors import Call, call
 from tools.monitor._clock import parse_time, seconds_since, server_now
 from tools.monitor._logtext import parse_logs
 from tools.monitor._series import is_number, reward_key
@@ -91,28 +92,52 @@ class CheckProgressResult(BaseModel):
     error_message: str | None = Field(default=None, description="The platform's error text.")
     evidence: list[str] = Field(description="Facts behind the verdict, one per line.")
     next_step: str = Field(description="What to call next.")
+    next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
 
 
-_NEXT_STEP: dict[str, str] = {
-    "queued": "Waiting for capacity: call mf_wait_for_run with until='running' (it costs nothing while queued).",
-    "starting": "Pods are starting: call mf_wait_for_run with until='step', step=1; if no step appears within "
-                "30 minutes call mf_summarize_logs.",
-    "progressing": "Healthy: call mf_wait_for_run (until='terminal') to keep watching, mf_get_metrics for curves.",
-    "stalled": "No new steps: call mf_summarize_logs (orchestrator, trainer, env-server) to see why; then ask the "
-               "user whether to stop the run (mf_stop_run) so it stops costing money.",
-    "failing": "Errors are being logged: call mf_summarize_logs with components=['trainer', 'orchestrator'], then "
-               "mf_get_logs for the failing component with level='ERROR'.",
-    "crash_looping": "An environment server keeps crashing: call mf_get_logs with component='env-server', "
-                     "env_name='{env}', level='ERROR'; fix the environment, and ask the user whether to stop the "
-                     "run (mf_stop_run) meanwhile: it is paying for GPUs without training.",
-    "completed": "Done: call mf_get_metrics for the final numbers, mf_list_checkpoints for the weights and "
-                 "mf_download_traces to fetch the rollouts.",
-    "failed": "Read failure_analysis and error_message, then call mf_summarize_logs with components=['trainer', "
-              "'orchestrator'] for the traceback; fix the config and plan a new run (mf_plan_run).",
-    "stopped": "The run was stopped. mf_get_metrics and mf_download_traces still work on what it produced.",
-    "paused": "The run is paused (checkpoint kept): `prime train resume {run_id}` continues it as a new run.",
-    "unknown": "Status {status} is not one this tool knows: call mf_get_run and mf_summarize_logs.",
-}
+def next_step(verdict: str, run_id: str, status: str, env: str | None) -> tuple[str, list[Call]]:
+    """What to do next for ``verdict``, and the calls the text names (complete, for run ``run_id``)."""
+    wait = call("mf_wait_for_run", run_id=run_id)
+    logs = call("mf_summarize_logs", run_id=run_id)
+    stop = call("mf_stop_run", run_id=run_id)
+    metrics = call("mf_get_metrics", run_id=run_id)
+    traces = call("mf_download_traces", run_id=run_id, dest=f"traces-{run_id}")
+    training = call("mf_summarize_logs", run_id=run_id, components=["trainer", "orchestrator"])
+    if verdict == "queued":
+        wait = call("mf_wait_for_run", run_id=run_id, until="running")
+        return f"Waiting for capacity: {wait} (it costs nothing while queued).", [wait]
+    if verdict == "starting":
+        first = call("mf_wait_for_run", run_id=run_id, step=1)
+        return (f"Pods are starting: {first}; if no step appears within 30 minutes, {logs}.", [first, logs])
+    if verdict == "progressing":
+        return f"Healthy: keep watching with {wait}, or read the curves with {metrics}.", [wait, metrics]
+    if verdict == "stalled":
+        return (f"No new steps: {logs} shows why (orchestrator, trainer, env servers); then ask the user whether to "
+                f"stop the run ({stop}) so it stops costing money.", [logs, stop])
+    if verdict == "failing":
+        errors = call("mf_get_logs", run_id=run_id, component="trainer", level="ERROR")
+        return (f"Errors are being logged: {training}, then the failing component's errors, e.g. {errors}.",
+                [training, errors])
+    if verdict == "crash_looping":
+        errors = call("mf_get_logs", run_id=run_id, component="env-server", env_name=env, level="ERROR") if env \
+            else call("mf_summarize_logs", run_id=run_id)
+        return (f"An environment server keeps crashing: read its errors with {errors}; fix the environment, and ask "
+                f"the user whether to stop the run ({stop}) meanwhile: it is paying for GPUs without training.",
+                [errors, stop])
+    if verdict == "completed":
+        checkpoints = call("mf_list_checkpoints", run_id=run_id)
+        return (f"Done: {metrics} for the final numbers, {checkpoints} for the weights and {traces} to fetch the "
+                "rollouts.", [metrics, checkpoints, traces])
+    if verdict == "failed":
+        return (f"Read failure_analysis and error_message, then {training} for the traceback; fix the config and "
+                "plan a new run (mf_plan_run).", [training])
+    if verdict == "stopped":
+        return (f"The run was stopped. {metrics} and {traces} still work on what it produced.", [metrics, traces])
+    if verdict == "paused":
+        return (f"The run is paused (checkpoint kept): `prime train resume {run_id}` (needs the prime CLI) continues "
+                "it as a new run.", [])
+    run = call("mf_get_run", run_id=run_id)
+    return f"Status {status} is not one this tool knows: {run} and {logs}.", [run, logs]
 
 
 def _step_seconds(records: list[dict]) -> float | None:
@@ -207,7 +232,7 @@ def check_progress(inp: CheckProgressInput, ctx: Context) -> CheckProgressResult
         evidence.append(f"Status {run.status!r} is not one of the statuses the prime CLI knows.")
     result.healthy = result.verdict in ("queued", "starting", "progressing", "completed")
     bad_env = next((e.env_name for e in result.env_servers if e.status in CRASH_POD_STATES), None)
-    result.next_step = _NEXT_STEP[result.verdict].format(run_id=run.id, status=run.status, env=bad_env or "<name>")
+    result.next_step, result.next_calls = next_step(result.verdict, run.id, run.status, bad_env)
     return result
 
 

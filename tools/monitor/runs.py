@@ -11,7 +11,7 @@ import time
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from tools.core import (
     INT64_MAX,
@@ -27,6 +27,7 @@ from tools.core import (
     resolve_owner,
     tool,
 )
+from tools.errors import Call, call
 from tools.monitor._clock import server_now
 from tools.monitor._views import FailureAnalysisView, clip, failure_analysis_view
 from tools.platform import errors as perr
@@ -119,8 +120,16 @@ class ListRunsInput(BaseModel):
     page: int = Field(default=1, ge=1, le=INT64_MAX, description="Page number, from 1.")
     limit: int = Field(default=20, ge=1, le=100, description="Runs per page (1..100).")
     status: str | None = Field(default=None, max_length=40, description=(
-        "Only runs with this status (e.g. RUNNING, FAILED; any case). Filtered here: the newest 1000 runs are "
-        "scanned."))
+        "Only runs with this status, any case: " + ", ".join(sorted(wire.RunStatus.KNOWN)) + ". Filtered here: "
+        "the newest 1000 runs are scanned."))
+
+    @field_validator("status")
+    @classmethod
+    def _known_status(cls, value: str | None) -> str | None:
+        if value is not None and value.strip().upper() not in wire.RunStatus.KNOWN:
+            raise ValueError("expected one of " + ", ".join(sorted(wire.RunStatus.KNOWN)) + " (any case)")
+        return value.strip().upper() if value is not None else None
+
 
 
 class RunRow(BaseModel):
@@ -263,7 +272,7 @@ def list_checkpoints(inp: ListCheckpointsInput, ctx: Context) -> ListCheckpoints
         return ListCheckpointsResult(
             run_id=inp.run_id, checkpoints=rows[:k], total=len(rows), latest_ready_step=max(ready) if ready else None,
             total_size_bytes=sum(c.size_bytes or 0 for c in items), truncated=cut > 0, omitted=cut,
-            narrow_hint="Filter with status='READY'." if cut else None)
+            narrow_hint="Ask for the READY ones only (status READY)." if cut else None)
 
     return fit_largest(build, len(rows))
 
@@ -280,15 +289,19 @@ class WaitForRunInput(BaseModel):
     run_id: str = RUN_ID
     timeout_seconds: int = Field(default=60, ge=1, le=MAX_WAIT_SECONDS, description=(
         f"Wall-clock seconds to wait at most (1..{MAX_WAIT_SECONDS}); call again to keep waiting."))
-    until: Literal["terminal", "running", "step"] = Field(default="terminal", description=(
-        "terminal: a final status; running: the run has started; step: latest step >= step."))
-    step: int | None = Field(default=None, ge=1, le=MAX_STEPS, description="Target step, with until='step' only.")
+    until: Literal["terminal", "running", "step"] | None = Field(default=None, description=(
+        "terminal: a final status; running: the run has started; step: latest step >= step. Null: step when a "
+        "step is given, else terminal."))
+    step: int | None = Field(default=None, ge=1, le=MAX_STEPS, description="Target step (implies until step).")
 
     @model_validator(mode="after")
     def _step_needed(self) -> WaitForRunInput:
+        if self.until is None:
+            self.until = "step" if self.step is not None else "terminal"
         if (self.until == "step") != (self.step is not None):
-            raise ValueError("until='step' needs step, and step goes with until='step' only")
+            raise ValueError("until step needs a step, and a step goes with until step only")
         return self
+
 
 
 class WaitForRunResult(BaseModel):
@@ -305,6 +318,8 @@ class WaitForRunResult(BaseModel):
     polls: int = Field(description="Times the run was read.")
     last_error: str | None = Field(default=None, description="A transient read error seen while polling, if any.")
     next_step: str = Field(description="What to do next.")
+    next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
+
 
 
 def _reached(inp: WaitForRunInput, run: wire.RLRun, step: int | None) -> bool:
@@ -360,14 +375,21 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
         assert last_error is not None
         raise last_error
     reached = _reached(inp, run, step)
+    check = call("mf_check_progress", run_id=run.id)
+    default_timeout = WaitForRunInput.model_fields["timeout_seconds"].default
+    again = call("mf_wait_for_run", run_id=run.id, until="running" if inp.until == "running" else None, step=inp.step,
+                 timeout_seconds=None if inp.timeout_seconds == default_timeout else inp.timeout_seconds)
+    calls = [check]
     if reached:
-        advice = "Call mf_check_progress for the run's health." if not run.is_terminal() else \
-            "Call mf_check_progress for the outcome and next steps."
+        advice = f"See the run's health with {check}." if not run.is_terminal() else \
+            f"See the outcome and next steps with {check}."
     elif run.is_terminal():
-        advice = f"The run ended ({run.status}) before the condition was met: call mf_check_progress."
+        advice = f"The run ended ({run.status}) before the condition was met: see {check}."
     else:
-        advice = "Not yet: call mf_wait_for_run again (or mf_check_progress to see if it is stuck)."
+        advice = f"Not yet: {again} keeps waiting ({check} tells whether it is stuck)."
+        calls = [again, check]
     return WaitForRunResult(
         run_id=run.id, status=run.status, terminal=run.is_terminal(), reached=reached, until=inp.until,
         latest_step=step, max_steps=run.max_steps, waited_seconds=round(time.monotonic() - started, 2), polls=polls,
-        last_error=last_error.message if last_error else None, next_step=advice)
+        last_error=last_error.message if last_error else None, next_step=advice, next_calls=calls)
+

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.core import INT64_MAX, RUN_ID, Context, not_found, tool
-from tools.errors import fail
+from tools.errors import call, fail
 from tools.platform import errors as perr
 from tools.platform import wire
 from tools.platform.client import TracesClient
@@ -368,10 +368,12 @@ def download_traces(inp: DownloadTracesInput, ctx: Context) -> DownloadTracesRes
         report = _missing_report(ctx, inp, run, summary, steps, listed, job, members, stopped)
     except perr.Unavailable as exc:
         job.save_manifest("interrupted")
+        again = call("mf_download_traces", run_id=inp.run_id, dest=inp.dest)
+
         raise fail("unavailable", f"The download of run {inp.run_id} stopped after {job.downloaded} new trace "
                    f"file(s) ({len(job.traces)} in {job.dest}): {exc.message}. No partial file was left.",
-                   "Call mf_download_traces again with the same run_id and dest: it resumes, skipping what is "
-                   "already there.", retryable=True) from None
+                   f"Call {again} again: it resumes, skipping what is already there.", retryable=True,
+                   next_calls=[again]) from None
     except BaseException:  # Ctrl-C (KeyboardInterrupt), SystemExit, a bug: record what landed, then propagate
         with contextlib.suppress(OSError):
             job.save_manifest("interrupted")

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tools.core import MAX_STEPS, OUTPUT_BUDGET_CHARS, RUN_ID, Context, json_chars, not_found, tool
 from tools.errors import fail
@@ -51,6 +51,12 @@ class ListTracesInput(BaseModel):
         "Only traces with reward >= this (unscored traces excluded). Not for episodes."))
     reward_max: float | None = Field(default=None, allow_inf_nan=False,
                                      description="Only traces with reward <= this. Not for episodes.")
+
+    @model_validator(mode="after")
+    def _reward_range(self) -> ListTracesInput:
+        if self.reward_min is not None and self.reward_max is not None and self.reward_min > self.reward_max:
+            raise ValueError("reward_min must be at most reward_max (no reward is in an empty range)")
+        return self
 
 
 class TraceRow(BaseModel):
@@ -206,7 +212,8 @@ def _step_traces_fetch(tc: TracesClient, inp: ListTracesInput, team: str | None)
 def _episodes_fetch(tc: TracesClient, inp: ListTracesInput, team: str | None) -> Fetch:
     if inp.reward_min is not None or inp.reward_max is not None:
         raise fail("bad_arguments", "Episodes have no reward filter on the traces host.",
-                   "Drop reward_min/reward_max, or list kind='traces' with them.")
+                   "Drop the reward bounds, or list traces (not episodes) with them.")
+
 
     def fetch(limit: int) -> tuple[list[Any], str | None]:
         page = tc.list_episodes(team_id=team, run_id=inp.run_id, run_step=inp.step, has_error=inp.has_error,
