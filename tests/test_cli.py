@@ -316,3 +316,13 @@ def test_the_json_path_loads_neither_rich_nor_typer_nor_click(env):
                 if line.startswith("import time:") and "|" in line}
     assert {"pydantic", "httpx", "skill", "tools"} <= imported
     assert imported.isdisjoint({"rich", "typer", "click", "mcp"}), imported & {"rich", "typer", "click", "mcp"}
+
+
+@pytest.mark.parametrize("command", every_command()[1:], ids=lambda c: " ".join(c))
+def test_every_command_answers_a_usage_error_under_json_with_a_tool_error(command, capsys):
+    with pytest.raises(SystemExit) as done:
+        main([*command, "--no-such-option", "--json"])
+    out = capsys.readouterr().out
+    assert done.value.code == EXIT_USAGE
+    error = json.loads(out)
+    assert error["code"] == "bad_arguments" and "--help" in error["fix"] and "no-such-option" not in out

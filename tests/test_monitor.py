@@ -407,3 +407,40 @@ def test_wait_rides_out_a_transient_outage(ctx, emulator, launch):
     assert (result.status, result.reached, result.polls, result.last_error) == ("COMPLETED", True, 2, None)
     missing = call(ctx, "mf_wait_for_run", run_id="cnope000000000000000000000", timeout_seconds=5)
     assert isinstance(missing, ToolError) and missing.code == "not_found"
+
+
+# -- filters people type ------------------------------------------------------------------------------
+
+
+def test_an_unknown_status_filter_is_refused_with_the_accepted_statuses(ctx):
+    error = call(ctx, "mf_list_runs", status="bogus")
+    assert isinstance(error, ToolError) and error.code == "bad_arguments"
+    assert [f.path for f in error.fields] == ["status"] and "RUNNING" in error.fields[0].problem
+    assert ok(ctx, "mf_list_runs", status="running").runs == []  # any case
+
+
+def test_an_empty_reward_range_is_refused(ctx, launch):
+    error = call(ctx, "mf_list_traces", run_id=launch(), reward_min=2, reward_max=-1)
+    assert isinstance(error, ToolError) and error.code == "bad_arguments"
+    assert "reward_min must be at most reward_max" in error.fields[0].problem
+
+
+def test_a_step_alone_means_waiting_for_that_step(ctx, emulator, launch):
+    run_id = launch()
+    emulator.state.advance(at_step(2))
+    result = ok(ctx, "mf_wait_for_run", run_id=run_id, step=1, timeout_seconds=1)
+    assert (result.until, result.reached) == ("step", True)
+    refused = call(ctx, "mf_wait_for_run", run_id=run_id, step=1, until="running")
+    assert isinstance(refused, ToolError) and refused.code == "bad_arguments"
+
+
+def test_metric_names_match_by_the_start_of_the_full_name_and_every_match_is_shown(ctx, emulator, launch):
+    run_id = launch()
+    emulator.state.advance(at_step(3))
+    grad = ok(ctx, "mf_get_metrics", run_id=run_id, names=["grad"])
+    assert grad.columns == ["step", "grad_norm"]
+    reward = ok(ctx, "mf_get_metrics", run_id=run_id, names=["reward"])
+    assert len(reward.columns) > 2 and all(c.startswith("reward") for c in reward.columns[1:])
+    assert set(reward.columns[1:]) == {n for n in reward.metric_names if n.startswith("reward")}
+    none = call(ctx, "mf_get_metrics", run_id=run_id, names=["nope"])
+    assert isinstance(none, ToolError) and "grad_norm" in none.message
