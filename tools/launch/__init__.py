@@ -326,7 +326,9 @@ def dispatch_run(inp: DispatchRunInput, ctx: Context) -> DispatchResult:
         check, again = call("mf_preflight"), call("mf_dispatch_run", plan_id=inp.plan_id, confirmation=inp.confirmation)
         raise fail("unavailable", f"Nothing was sent: {exc.message}",
                    f"The platform was not reached, so nothing was launched and the approval is not used up. Check "
-                   f"the network and PRIME_API_BASE_URL ({check}), then call {again} again.", retryable=True,
+                   f"the network and PRIME_API_BASE_URL ({check}), then call {again} again (the same "
+                   "confirmation works).", retryable=True,
+
                    next_calls=[check, again]) from None
 
     except perr.PlatformError as exc:
