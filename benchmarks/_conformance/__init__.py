@@ -1,0 +1,2 @@
+"""The conformance benchmark's machinery: environments, reference, corpus (see
+benchmarks/validation_conformance.py)."""

@@ -1,0 +1,259 @@
+"""The hosted pipeline: what ``prime train validate`` / ``prime train run`` (prime 0.18.0) do
+around the schema, shared by the real and the snapshot back-ends.
+
+Both back-ends provide one primitive, ``validate(table) -> PassResult`` (``RLConfig`` /
+``SFTConfig`` on one table); :func:`run_pipeline` calls it the way the CLI and its schema
+worker do (``prime_cli/commands/rl.py`` and ``prime_cli/utils/training_schema_worker.py``,
+described in NOTES.md):
+
+1. ``cli``: the CLI-only top-level keys are dropped (``env_file``, ``env_files``, ``image_tag``,
+   ``gpu_type``, ``volume``, ``volume_size``, ``source_ref``, ``type``) and ``name``; under
+   ``[orchestrator]`` the deprecated keys are dropped or translated, each with a warning
+   (``trajectory_strategy``/``trajectoryStrategy``, ``buffer``; ``eval.eval_base_model``
+   becomes ``eval.skip_first_step`` with the opposite value, unless that is set).
+2. the worker: a truthy ``[k8s]`` is refused (an empty one is dropped); RL sets aside
+   ``orchestrator.train.source`` and ``orchestrator.eval`` (environment plugins), SFT sets aside
+   ``eval``, ``inference`` and ``weight_broadcast`` (hosted SFT is trainer-only); a multi_node
+   deployment without ``[slurm]`` gets ``slurm = {}``;
+3. ``schema``: validate that table;
+4. ``hosted`` (RL): ``clean = true``, disaggregated inference, and a single-node run with no
+   inference GPUs and no fake data are refused;
+5. ``deferred``: the set-aside blocks are put back without their ``source`` lists and
+   validated again; errors inside them count, except a validator of the block itself;
+6. ``run_start`` (RL, not part of ``prime train validate``): the full table with the sources
+   kept, which is what the platform validates when the run starts. A taskset the interpreter
+   does not have cannot be checked (a note says so).
+
+The first failing stage ends the pipeline, as the worker stops at its first exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from schema_staging._findings import Finding, Mode
+from schema_staging._prepass import copy_tree
+from schema_staging._snapshot import PassResult
+
+#: Top-level keys ``prime train`` reads itself and never sends (prime_cli/commands/rl.py _CLI_ONLY_KEYS).
+CLI_ONLY_KEYS = ("env_file", "env_files", "image_tag", "gpu_type", "volume", "volume_size", "source_ref", "type")
+#: Blocks the worker sets aside for SFT (prime_cli/utils/training_compiler.py SFT_ONLINE_EVAL_KEYS).
+SFT_ONLINE_EVAL_KEYS = ("eval", "inference", "weight_broadcast")
+_WORKER = "prime_cli/utils/training_schema_worker.py"
+_CLI = "prime_cli/commands/rl.py"
+#: Hosted rejections: rule -> (key path reported, worker function).
+HOSTED_RULES = {
+    "hosted:k8s": (("k8s",), f"{_WORKER} normalize"),
+    "hosted:clean": (("clean",), f"{_WORKER} reject_unsupported_hosted_settings"),
+    "hosted:disaggregated_inference": (("inference", "deployment", "type"),
+                                       f"{_WORKER} reject_unsupported_hosted_settings"),
+    "hosted:needs_inference_gpus": (("deployment", "num_infer_gpus"), f"{_WORKER} reject_unsupported_hosted_settings"),
+}
+
+Validate = Callable[[dict[str, Any]], PassResult]
+
+
+def sniff_mode(raw: dict[str, Any], forced: Mode | None = None) -> Mode:
+    """``prime train``'s choice: SFT when forced (``--sft``) or when the table has ``[data]`` and
+    neither ``[trainer]`` nor ``[orchestrator]`` (prime_cli/commands/rl.py ``_is_sft``); else RL."""
+    if forced is not None:
+        return forced
+    return "sft" if "data" in raw and "trainer" not in raw and "orchestrator" not in raw else "rl"
+
+
+def cli_config(raw: dict[str, Any]) -> tuple[dict[str, Any], list[Finding]]:
+    """The table the CLI hands to its schema worker (``_schema_input(_hosted_config(raw))``)
+    and the CLI's warnings, as findings of stage ``cli``. ``raw`` is not changed."""
+    config = {k: v for k, v in raw.items() if k not in CLI_ONLY_KEYS and k != "name"}
+    findings: list[Finding] = []
+    orchestrator = config.get("orchestrator")
+    if isinstance(orchestrator, dict):
+        orchestrator = copy_tree(orchestrator)
+        config["orchestrator"] = orchestrator
+        findings += _deprecated_keys(orchestrator)
+    if "type" in raw:
+        findings.append(Finding(("type",), f"type = {raw['type']!r} is no longer used by prime train: remove it",
+                                "cli:type", severity="warning", stage="cli",
+                                source=f"{_CLI} _warn_legacy_full_finetune_type"))
+    return config, findings
+
+
+def _deprecated_keys(orchestrator: dict[str, Any]) -> list[Finding]:
+    """prime_cli/commands/rl.py _remove_deprecated_config_keys, on ``[orchestrator]`` in place."""
+    out = []
+    source = f"{_CLI} _remove_deprecated_config_keys"
+    removed = [k for k in ("trajectory_strategy", "trajectoryStrategy") if k in orchestrator]
+    for key in removed:
+        orchestrator.pop(key)
+    if removed:
+        out.append(Finding(("orchestrator", removed[0]), "orchestrator.trajectory_strategy is deprecated and ignored: "
+                           "prime train drops it; remove it", "cli:deprecated_key", severity="warning", stage="cli",
+                           source=source))
+    if "buffer" in orchestrator:
+        orchestrator.pop("buffer")
+        out.append(Finding(("orchestrator", "buffer"), "[orchestrator.buffer] is deprecated and ignored: the "
+                           "difficulty-filtering buffer was removed from the trainer (use "
+                           "[orchestrator.train.source.curriculum]); prime train drops it", "cli:deprecated_key",
+                           severity="warning", stage="cli", source=source))
+    evaluation = orchestrator.get("eval")
+    if isinstance(evaluation, dict) and "eval_base_model" in evaluation:
+        legacy = evaluation.pop("eval_base_model")
+        if "skip_first_step" in evaluation:
+            out.append(Finding(("orchestrator", "eval", "eval_base_model"),
+                               "orchestrator.eval.eval_base_model is deprecated and ignored because "
+                               "orchestrator.eval.skip_first_step is also set: remove eval_base_model",
+                               "cli:deprecated_key", severity="warning", stage="cli", source=source))
+        else:
+            translated = (not legacy) if isinstance(legacy, bool) else legacy
+            evaluation["skip_first_step"] = translated
+            shown = str(translated).lower() if isinstance(translated, bool) else repr(translated)
+            out.append(Finding(("orchestrator", "eval", "eval_base_model"),
+                               "orchestrator.eval.eval_base_model is deprecated: prime-rl renamed it to "
+                               "skip_first_step with the opposite meaning (eval_base_model = false is "
+                               "skip_first_step = true); prime "
+                               f"train sends skip_first_step = {shown}. Write skip_first_step = {shown} instead.",
+                               "cli:deprecated_key", severity="warning", stage="cli", source=source))
+    return out
+
+
+def run_pipeline(raw: dict[str, Any], mode: Mode, validate: Validate, *, run_start: bool = True,
+                 hosted_rules: bool = True) -> list[Finding]:
+    """The findings of the whole hosted pipeline for the parsed TOML ``raw`` in ``mode``:
+    the errors of the first failing stage (first one first), then warnings and notes of the
+    stages that ran. ``validate`` is the back-end's schema pass; ``hosted_rules=False``
+    leaves out the hosted rejections (to measure the schema alone)."""
+    config, findings = cli_config(raw)
+    errors, later = _worker_stages(config, mode, validate, run_start, hosted_rules)
+    return errors + findings + later
+
+
+def _worker_stages(config: dict[str, Any], mode: Mode, validate: Validate, run_start: bool,
+                   hosted_rules: bool) -> tuple[list[Finding], list[Finding]]:
+    data = copy_tree(config)
+    if data.pop("k8s", None):
+        return [_hosted("hosted:k8s", "[k8s] is not supported for hosted runs: Platform manages deployment settings. "
+                        "Remove the [k8s] table.")], []
+    deferred: dict[str, Any] = {}
+    if mode == "rl":
+        orchestrator = data.get("orchestrator") or {}
+        if not isinstance(orchestrator, dict):
+            return [_exception("orchestrator must be a table")], []
+        train = orchestrator.get("train")
+        if isinstance(train, dict) and "source" in train:
+            deferred["train_source"] = train.pop("source")
+        if "eval" in orchestrator:
+            deferred["eval"] = orchestrator.pop("eval")
+    else:
+        deferred = {key: data.pop(key) for key in SFT_ONLINE_EVAL_KEYS if key in data}
+    deployment = data.get("deployment") or {}
+    if not isinstance(deployment, dict):
+        return [_exception("deployment must be a table")], []
+    if deployment.get("type") == "multi_node" and "slurm" not in data:
+        data["slurm"] = {}
+    notes: list[Finding] = []
+    main = validate(copy_tree(data))
+    if main.exception is not None:
+        return [_exception(main.exception)], []
+    if main.errors:
+        return main.errors, []
+    notes += [Finding((), w, "schema:warning", severity="warning", stage="schema", kind="warning")
+              for w in main.warnings]
+    if mode == "rl" and hosted_rules:
+        rejection = _hosted_rejection(main.resolved or {})
+        if rejection is not None:
+            return [rejection], notes
+    problems = _deferred_problems(data, deferred, mode, validate)
+    if problems:
+        return problems, notes
+    if mode == "sft" and deferred:
+        keys = ", ".join(f"[{k}]" for k in deferred)
+        notes.append(Finding((next(iter(deferred)),),
+                             f"{keys} set aside: hosted SFT runs are trainer-only, the platform starts no online "
+                             "evals. prime train validate checks these blocks' settings (not their sources); prime "
+                             "train run skips local validation for such a config and lets the platform decide.",
+                             "hosted:sft_online_eval", severity="warning", stage="deferred",
+                             source=f"{_WORKER} normalize"))
+    if mode == "rl" and run_start and deferred:
+        full = copy_tree(data)
+        orchestrator = full.setdefault("orchestrator", {})
+        if "train_source" in deferred:
+            orchestrator.setdefault("train", {})["source"] = copy_tree(deferred["train_source"])
+        if "eval" in deferred:
+            orchestrator["eval"] = copy_tree(deferred["eval"])
+        result = validate(full)
+        if result.exception is not None:
+            notes.append(Finding(("orchestrator",), "environment sources not checked here: " + result.exception
+                                 + " (the platform checks them when the run starts)", "run_start:unavailable",
+                                 severity="note", stage="run_start", kind="exception"))
+        elif result.errors:
+            return [_at_run_start(f) for f in result.errors], notes
+    return [], notes
+
+
+def _hosted_rejection(resolved: dict[str, Any]) -> Finding | None:
+    """prime_cli/utils/training_schema_worker.py reject_unsupported_hosted_settings."""
+    if resolved.get("clean"):
+        return _hosted("hosted:clean", "clean = true is unsupported for hosted runs: start a new run instead.")
+    inference = resolved.get("inference")
+    if isinstance(inference, dict) and (inference.get("deployment") or {}).get("type") == "disaggregated":
+        return _hosted("hosted:disaggregated_inference",
+                       'inference.deployment type = "disaggregated" is unsupported for hosted runs.')
+    deployment = resolved.get("deployment") or {}
+    trainer_only = deployment.get("type") == "single_node" and (inference is None
+                                                                or deployment.get("num_infer_gpus") == 0)
+    fake = ((resolved.get("trainer") or {}).get("data") or {}).get("fake")
+    if trainer_only and fake is None:
+        return _hosted("hosted:needs_inference_gpus",
+                       "Hosted RL runs need inference GPUs: set deployment.num_infer_gpus and an [inference] table, or "
+                       "use fake trainer data (trainer.data.fake) for a trainer-only run.")
+    return None
+
+
+def _deferred_problems(data: dict[str, Any], deferred: dict[str, Any], mode: Mode,
+                       validate: Validate) -> list[Finding]:
+    """prime_cli/utils/training_schema_worker.py check_deferred_settings."""
+    if mode == "sft":
+        blocks = {key: deferred[key] for key in deferred}
+    else:
+        blocks = {"orchestrator.eval": deferred["eval"]} if "eval" in deferred else {}
+    if not blocks:
+        return []
+    probe = copy_tree(data)
+    for path, block in blocks.items():
+        *parents, name = path.split(".")
+        target = probe
+        for parent in parents:
+            target = target.setdefault(parent, {})
+        target[name] = ({k: copy_tree(v) for k, v in block.items() if k != "source"} if isinstance(block, dict)
+                        else copy_tree(block))
+    result = validate(probe)
+    if result.exception is not None:
+        return []
+    prefixes = [tuple(path.split(".")) for path in blocks]
+    return [Finding(f.loc, f.message, f.rule, stage="deferred", kind=f.kind, source=f.source)
+            for f in result.errors if any(_in_block(f.loc, f.kind, p) for p in prefixes)]
+
+
+def _in_block(loc: tuple[str | int, ...], kind: str, block: tuple[str, ...]) -> bool:
+    """training_schema_worker.deferred_block_error: an error inside a set-aside block, other
+    than a validator of the block itself (it may need the removed sources) or its sources."""
+    if loc[:len(block)] != block:
+        return False
+    if len(loc) == len(block):
+        return kind not in ("value_error", "assertion_error")
+    return loc[len(block)] != "source"
+
+
+def _hosted(rule: str, message: str) -> Finding:
+    loc, source = HOSTED_RULES[rule]
+    return Finding(loc, message, rule, stage="hosted", kind="hosted", source=source)
+
+
+def _exception(message: str) -> Finding:
+    return Finding((), message, "schema:exception", stage="schema", kind="exception", source=f"{_WORKER} main")
+
+
+def _at_run_start(f: Finding) -> Finding:
+    return Finding(f.loc, f.message + " (checked when the run starts: prime train validate sets environment sources "
+                   "aside)", f.rule, stage="run_start", kind=f.kind, source=f.source)

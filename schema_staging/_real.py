@@ -1,0 +1,373 @@
+"""The real back-end: prime-rl's own RLConfig/SFTConfig, in a Python 3.12 interpreter that has
+``prime_rl.configs``, in a subprocess (never imported here).
+
+Where the interpreter comes from (:func:`find_interpreters`, first found wins):
+
+1. an interpreter given by the caller (``python=``) or named by ``MODEL_FACTORY_SCHEMA_PYTHON``;
+2. a prime-rl checkout: the ``prime_rl_dir`` argument, ``PRIME_RL_DIR``, or the repository the
+   working directory is in when it is a prime-rl checkout (it has
+   ``packages/prime-rl-configs``); run the way the checkout runs itself,
+   ``uv run --no-sync python`` in it; its schema commit is ``git rev-parse HEAD``;
+3. the prime CLI's cached schema environments
+   (``$XDG_CACHE_HOME/prime/training-schemas/<key>/bin/python`` with a ``.ready`` marker, most
+   recently used first), which ``prime train validate`` builds; their commit is read from the
+   installed package's ``direct_url.json``.
+
+A bare interpreter reports the commit of its ``direct_url.json`` when it has one, else
+``"unknown"``.
+
+Each interpreter gets one long-lived worker process (``_worker.py``): importing prime-rl costs
+seconds (about 5 s here, mostly verifiers), a validation then costs milliseconds. Workers are
+kept per interpreter for the life of this process (:func:`close_workers` ends them) and
+restarted when one dies. The environment given to a worker holds no credentials (PATH, HOME,
+locale, temp dir, and for ``uv run`` the ``UV_*`` variables that locate its cache and project
+environment).
+
+Every failure of the interpreter (not Python 3.12, no ``prime_rl``, exits, hangs past the
+timeout, prints something that is not the protocol) raises :class:`RealBackendUnavailable`
+with a finding that says what happened and what to do; :func:`schema_staging.check` then
+falls back to the snapshot.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from schema_staging._findings import Finding, Mode, key_path
+from schema_staging._snapshot import PassResult, union_tags
+
+WORKER = Path(__file__).resolve().parent / "_worker.py"
+ENV_PYTHON = "MODEL_FACTORY_SCHEMA_PYTHON"
+ENV_CHECKOUT = "PRIME_RL_DIR"
+_HEX40 = re.compile(r"[0-9a-f]{40}")
+_PASSED_ENV = ("PATH", "HOME", "USERPROFILE", "LANG", "LC_ALL", "TMPDIR", "TEMP", "SYSTEMROOT", "XDG_CACHE_HOME")
+_UV_ENV = ("UV_CACHE_DIR", "UV_PROJECT_ENVIRONMENT", "UV_PYTHON_INSTALL_DIR", "UV_TOOL_DIR", "UV_NO_CONFIG")
+
+
+class RealBackendUnavailable(Exception):
+    """The interpreter cannot validate; ``finding`` (stage ``backend``) says why and what to do."""
+
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(finding.message)
+        self.finding = finding
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """How to start a Python with ``prime_rl.configs``.
+
+    ``command``: argv before the worker script (``[python, "-I", "-B"]`` or
+    ``["uv", "run", "--no-sync", "python", "-B"]``); ``cwd``: where to run it (a checkout);
+    ``label``: for people (a path); ``commit``/``commit_source``: the schema commit when known
+    before starting (a checkout's HEAD)."""
+
+    command: tuple[str, ...]
+    label: str
+    cwd: Path | None = None
+    commit: str | None = None
+    commit_source: str = ""
+    origin: str = "interpreter"
+
+    @classmethod
+    def python(cls, path: str | Path, origin: str = "interpreter") -> Interpreter:
+        """A bare interpreter (a venv's ``bin/python``), run isolated (``-I -B``) like the prime CLI runs its worker."""
+        return cls((str(path), "-I", "-B"), str(path), origin=origin)
+
+    @classmethod
+    def checkout(cls, root: Path, uv: str | None = None) -> Interpreter:
+        """A prime-rl checkout, run as ``uv run --no-sync python`` in it; commit = ``git HEAD``."""
+        commit = _git_head(root)
+        return cls((uv or shutil.which("uv") or "uv", "run", "--no-sync", "python", "-B"),
+                   f"uv run --no-sync python in {root}", cwd=root, commit=commit,
+                   commit_source=f"git HEAD of {root}" if commit else "", origin="checkout")
+
+
+def find_interpreters(*, python: str | Path | None = None, prime_rl_dir: str | Path | None = None,
+                      env: Mapping[str, str] | None = None, cwd: Path | None = None) -> list[Interpreter]:
+    """Candidate interpreters, best first (see the module docstring for the order). Only
+    cheap checks here (files exist); :func:`check_real` finds out whether one works."""
+    env = os.environ if env is None else env
+    found: list[Interpreter] = []
+    if python is not None:
+        found.append(Interpreter.python(python, origin="argument"))
+    if env.get(ENV_PYTHON):
+        found.append(Interpreter.python(env[ENV_PYTHON], origin=ENV_PYTHON))
+    for root in (prime_rl_dir, env.get(ENV_CHECKOUT)):
+        if root:
+            checkout = _checkout_root(Path(root))
+            if checkout is not None:
+                found.append(Interpreter.checkout(checkout))
+    here = _checkout_root(cwd or Path.cwd(), walk_up=True)
+    if here is not None:
+        found.append(Interpreter.checkout(here))
+    cache_home = Path(env.get("XDG_CACHE_HOME") or Path(env.get("HOME") or Path.home()) / ".cache")
+    cache = cache_home / "prime" / "training-schemas"
+    venvs = []
+    if cache.is_dir():
+        for target in cache.iterdir():
+            exe = target / "bin" / "python"
+            if (target / ".ready").exists() and exe.is_file():
+                marker = target / ".last-used" if (target / ".last-used").exists() else target / ".ready"
+                venvs.append((marker.stat().st_mtime, exe))
+    found += [Interpreter.python(exe, origin="prime CLI schema cache") for _, exe in sorted(venvs, reverse=True)]
+    unique: dict[tuple[Any, ...], Interpreter] = {}
+    for interpreter in found:
+        unique.setdefault((interpreter.command, interpreter.cwd), interpreter)
+    return list(unique.values())
+
+
+def _checkout_root(start: Path, walk_up: bool = False) -> Path | None:
+    start = start.expanduser().resolve()
+    for folder in [start, *(start.parents if walk_up else ())]:
+        if (folder / "packages" / "prime-rl-configs" / "pyproject.toml").is_file():
+            return folder
+        if walk_up and (folder / ".git").exists():
+            return None
+    return None
+
+
+def _git_head(root: Path) -> str | None:
+    try:
+        done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    head = done.stdout.strip()
+    return head if done.returncode == 0 and _HEX40.fullmatch(head) else None
+
+
+def _worker_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    base = os.environ if base is None else base
+    keep = {k: v for k, v in base.items() if k in _PASSED_ENV or k in _UV_ENV}
+    return {**keep, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
+
+
+# --------------------------------------------------------------------------------------
+# Worker processes
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Worker:
+    """One running ``_worker.py`` for one interpreter."""
+
+    interpreter: Interpreter
+    process: subprocess.Popen[str]
+    lines: queue.Queue[str | None]
+    stderr_tail: list[str]
+    commit: str = "unknown"
+    commit_source: str = ""
+    import_seconds: float = 0.0
+    versions: dict[str, Any] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    next_id: int = 0
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self) -> None:
+        _kill(self.process)
+
+
+_WORKERS: dict[tuple[Any, ...], Worker] = {}
+_WORKERS_LOCK = threading.Lock()
+
+
+def close_workers() -> None:
+    """Stop every worker this process started."""
+    with _WORKERS_LOCK:
+        for worker in _WORKERS.values():
+            worker.stop()
+        _WORKERS.clear()
+
+
+atexit.register(close_workers)
+
+
+def _kill(process: subprocess.Popen[str]) -> None:
+    if process.poll() is not None:
+        return
+    try:
+        if os.name != "nt":
+            os.killpg(process.pid, signal.SIGKILL)
+        else:
+            process.kill()
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _unavailable(interpreter: Interpreter, what: str, fix: str, rule: str) -> RealBackendUnavailable:
+    return RealBackendUnavailable(Finding((), f"real prime-rl schema unavailable ({interpreter.label}): {what}. {fix}",
+                                          f"backend:{rule}", severity="warning", stage="backend", kind="backend"))
+
+
+def _start(interpreter: Interpreter, timeout: float, env: Mapping[str, str] | None) -> Worker:
+    try:
+        process = subprocess.Popen([*interpreter.command, str(WORKER)], cwd=interpreter.cwd, env=_worker_env(env),
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   bufsize=1, start_new_session=os.name != "nt")
+    except OSError as exc:
+        raise _unavailable(interpreter, f"cannot start it ({exc.strerror or exc})",
+                           f"Point {ENV_PYTHON} at a Python 3.12 with prime-rl-configs installed", "start") from None
+    lines: queue.Queue[str | None] = queue.Queue()
+    tail: list[str] = []
+    threading.Thread(target=_pump, args=(process.stdout, lines), daemon=True).start()
+    threading.Thread(target=_drain, args=(process.stderr, tail), daemon=True).start()
+    worker = Worker(interpreter, process, lines, tail)
+    hello = _read(worker, min(timeout, 30.0), "to start")
+    version = str((hello.get("hello") or {}).get("python", ""))
+    if not version:
+        worker.stop()
+        raise _unavailable(interpreter, f"it printed {_shown(hello)} instead of the worker's greeting",
+                           "Check that the command starts a Python interpreter", "protocol")
+    if not version.startswith("3.12."):
+        worker.stop()
+        raise _unavailable(interpreter, f"it is Python {version}; prime-rl-configs needs Python 3.12",
+                           f"Point {ENV_PYTHON} at a Python 3.12 with prime-rl-configs installed", "python_version")
+    ready = _read(worker, timeout, "to import prime_rl.configs")
+    if not ready.get("ready"):
+        worker.stop()
+        raise _unavailable(interpreter, f"prime_rl.configs does not import ({str(ready.get('error'))[:300]})",
+                           "Install prime-rl-configs in that interpreter (uv pip install --python PYTHON "
+                           "'prime-rl-configs @ git+https://github.com/PrimeIntellect-ai/prime-rl@COMMIT"
+                           "#subdirectory=packages/prime-rl-configs')", "no_prime_rl")
+    worker.import_seconds = float(ready.get("import_seconds") or 0.0)
+    worker.versions = dict(ready.get("versions") or {})
+    if interpreter.commit:
+        worker.commit, worker.commit_source = interpreter.commit, interpreter.commit_source
+    elif ready.get("commit"):
+        worker.commit, worker.commit_source = str(ready["commit"]), str(ready.get("commit_source") or "")
+    else:
+        worker.commit, worker.commit_source = "unknown", f"not recorded ({ready.get('commit_source')})"
+    return worker
+
+
+def _pump(stream: Any, lines: queue.Queue[str | None]) -> None:
+    try:
+        for line in stream:
+            lines.put(line)
+    except (OSError, ValueError):
+        pass
+    lines.put(None)
+
+
+def _drain(stream: Any, tail: list[str]) -> None:
+    try:
+        for line in stream:
+            tail.append(line)
+            del tail[:-40]
+    except (OSError, ValueError):
+        pass
+
+
+def _shown(obj: Any) -> str:
+    text = obj if isinstance(obj, str) else json.dumps(obj)[:200]
+    return repr(text[:200])
+
+
+def _read(worker: Worker, timeout: float, doing: str) -> dict[str, Any]:
+    """The next protocol line as a dict; a clear error for a hang, an exit or garbage."""
+    deadline = time.monotonic() + timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        try:
+            line = worker.lines.get(timeout=max(remaining, 0.0))
+        except queue.Empty:
+            worker.stop()
+            raise _unavailable(worker.interpreter, f"no answer within {timeout:g} s {doing}",
+                               "Raise the timeout, or check the interpreter by running it by hand", "timeout") from None
+        if line is None:
+            worker.process.wait(timeout=5)
+            stderr = "".join(worker.stderr_tail).strip().splitlines()[-3:]
+            raise _unavailable(worker.interpreter, f"it exited with status {worker.process.returncode} {doing}"
+                               + (f" ({' / '.join(stderr)[:400]})" if stderr else ""),
+                               f"Run it by hand to see the error, or point {ENV_PYTHON} elsewhere", "exited")
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            worker.stop()
+            raise _unavailable(worker.interpreter,
+                               f"it printed {_shown(line.strip())}, which is not the worker protocol",
+                               "Check that the command runs Python (and nothing that writes to stdout first)",
+                               "protocol") from None
+        if isinstance(obj, dict):
+            return obj
+        worker.stop()
+        raise _unavailable(worker.interpreter, f"it printed {_shown(line.strip())}", "Check the interpreter",
+                           "protocol")
+
+
+def worker_for(interpreter: Interpreter, *, timeout: float, env: Mapping[str, str] | None = None) -> Worker:
+    """The running worker of ``interpreter``, started (and its import waited for) when needed."""
+    key = (interpreter.command, interpreter.cwd)
+    with _WORKERS_LOCK:
+        worker = _WORKERS.get(key)
+        if worker is not None and worker.alive:
+            return worker
+        worker = _start(interpreter, timeout, env)
+        _WORKERS[key] = worker
+        return worker
+
+
+def _forget(worker: Worker) -> None:
+    with _WORKERS_LOCK:
+        key = (worker.interpreter.command, worker.interpreter.cwd)
+        if _WORKERS.get(key) is worker:
+            del _WORKERS[key]
+    worker.stop()
+
+
+def validate_with(worker: Worker, data: dict[str, Any], mode: Mode, timeout: float) -> PassResult:
+    """One ``model_validate`` in ``worker``: errors as findings (pydantic order, key paths in
+    ``data``), the dump when valid, warnings, or the exception message."""
+    with worker.lock:
+        worker.next_id += 1
+        request_id = worker.next_id
+        try:
+            assert worker.process.stdin is not None
+            worker.process.stdin.write(json.dumps({"id": request_id, "mode": mode, "data": data, "dump": True},
+                                                  default=str) + "\n")
+            worker.process.stdin.flush()
+        except (OSError, ValueError):
+            _forget(worker)
+            raise _unavailable(worker.interpreter, "it stopped reading its input", "Try again (a new worker starts)",
+                               "exited") from None
+        try:
+            answer = _read(worker, timeout, "to validate")
+        except RealBackendUnavailable:
+            _forget(worker)
+            raise
+    if answer.get("id") != request_id:
+        _forget(worker)
+        raise _unavailable(worker.interpreter, f"it answered {_shown(answer)} out of turn", "Try again", "protocol")
+    errors = [_finding(e, data) for e in answer.get("errors") or ()]
+    exception = answer.get("exception")
+    return PassResult(errors=errors, resolved=answer.get("dump") if not errors and not exception else None,
+                      warnings=[str(w) for w in answer.get("warnings") or ()], exception=exception)
+
+
+def _finding(error: dict[str, Any], data: dict[str, Any]) -> Finding:
+    kind = str(error.get("type") or "value_error")
+    loc = key_path(error.get("loc") or (), data, kind, union_tags())
+    message = str(error.get("msg") or "")
+    if kind in ("value_error", "assertion_error"):
+        message = re.sub(r"^(Value error|Assertion failed), ", "", message)
+    return Finding(loc, message, f"pydantic:{kind}", kind=kind)

@@ -1,0 +1,117 @@
+"""Schema worker: validates config tables with prime-rl's own RLConfig/SFTConfig, one per line.
+
+Run by :mod:`schema_staging._real` in a foreign interpreter (``PYTHON -I -B _worker.py``, or
+``uv run --no-sync python -B _worker.py`` in a prime-rl checkout). It imports nothing from
+this project and keeps to syntax any Python 3 parses, so that a wrong interpreter can still
+say what it is. Protocol, one JSON object per line:
+
+- worker -> caller, at once: ``{"hello": {"python": "3.12.1", "executable": ...}}``;
+- worker -> caller, after importing prime_rl.configs: ``{"ready": true, "import_seconds": s,
+  "versions": {...}, "commit": sha-or-null, "commit_source": ...}`` or
+  ``{"ready": false, "error": "..."}`` (then it exits);
+- caller -> worker: ``{"id": n, "mode": "rl"|"sft", "data": {...}, "dump": true}``;
+- worker -> caller: ``{"id": n, "errors": [{"loc": [...], "type": ..., "msg": ...}],
+  "dump": <model_dump(mode="json")> or null, "warnings": [...], "exception": null or "...",
+  "seconds": s}``.
+
+Anything else the schema's modules print goes to stderr, never into the protocol. The table is
+validated as given: the hosted normalization is the caller's (schema_staging/_hosted.py).
+"""
+
+import json
+import os
+import re
+import sys
+import time
+import warnings
+
+
+def _emit(stream, obj):
+    stream.write(json.dumps(obj, default=str) + "\n")
+    stream.flush()
+
+
+def _installed_commit():
+    """The prime-rl commit of the installed prime-rl-configs, from its direct_url.json (a VCS
+    install, or a GitHub archive of packages/prime-rl-configs), as the prime CLI reads it."""
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution("prime-rl-configs")
+        install = json.loads(dist.read_text("direct_url.json") or "{}")
+    except Exception:
+        return None, "no direct_url.json"
+    vcs = install.get("vcs_info") or {}
+    if vcs.get("commit_id"):
+        return vcs["commit_id"], "direct_url.json vcs_info"
+    match = re.fullmatch(r"https://github\.com/PrimeIntellect-ai/prime-rl/archive/([0-9a-f]{40})\.tar\.gz",
+                         install.get("url", ""))
+    if match and install.get("subdirectory") == "packages/prime-rl-configs":
+        return match.group(1), "direct_url.json archive"
+    return None, install.get("url") or "direct_url.json without a commit"
+
+
+def _versions():
+    from importlib import metadata
+
+    out = {}
+    for name in ("prime-rl-configs", "pydantic", "verifiers", "renderers", "prime-pydantic-config"):
+        try:
+            out[name] = metadata.version(name)
+        except Exception:
+            out[name] = None
+    return out
+
+
+def _validate(models, request):
+    from pydantic import ValidationError
+
+    model = models[request["mode"]]
+    started = time.perf_counter()
+    out = {"id": request.get("id"), "errors": [], "dump": None, "warnings": [], "exception": None}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            config = model.model_validate(request["data"])
+            if request.get("dump"):
+                out["dump"] = config.model_dump(mode="json")
+        except ValidationError as exc:
+            out["errors"] = [{"loc": list(e["loc"]), "type": e["type"], "msg": e["msg"]}
+                             for e in exc.errors(include_input=False, include_url=False)]
+        except Exception as exc:  # a taskset that is not installed, a validator that crashed
+            out["exception"] = "%s: %s" % (type(exc).__name__, exc)
+    out["warnings"] = [str(w.message) for w in caught]
+    out["seconds"] = time.perf_counter() - started
+    return out
+
+
+def main():
+    protocol = sys.stdout
+    sys.stdout = sys.stderr  # whatever the schema's modules print stays out of the protocol
+    _emit(protocol, {"hello": {"python": "%d.%d.%d" % sys.version_info[:3], "executable": sys.executable}})
+    started = time.perf_counter()
+    try:
+        warnings.simplefilter("ignore")
+        from prime_rl.configs.rl import RLConfig
+        from prime_rl.configs.sft import SFTConfig
+    except BaseException as exc:
+        _emit(protocol, {"ready": False, "error": "%s: %s" % (type(exc).__name__, exc)})
+        return 3
+    commit, commit_source = _installed_commit()
+    _emit(protocol, {"ready": True, "import_seconds": time.perf_counter() - started, "versions": _versions(),
+                     "commit": commit, "commit_source": commit_source, "pid": os.getpid()})
+    models = {"rl": RLConfig, "sft": SFTConfig}
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            request = json.loads(line)
+            _emit(protocol, _validate(models, request))
+        except Exception as exc:
+            _emit(protocol, {"id": None, "errors": [], "dump": None, "warnings": [],
+                             "exception": "worker: %s: %s" % (type(exc).__name__, exc)})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
