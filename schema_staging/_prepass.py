@@ -172,15 +172,11 @@ MODEL_BEFORE: dict[str, BeforeFn] = {
     "prime_rl.configs.inference.VllmConfig.parse_extra_values": _vllm_extra_values,
 }
 
-#: Model before-validators left alone, with the reason (they only act inside an environment
-#: source's ``env``, which the snapshot cannot know: its keys come from the taskset plugin).
+#: Model before-validators left alone, with the reason. (The verifiers validators inside an
+#: environment source's ``env`` are not in the snapshot at all: the export loosens ``env``.)
 MODEL_BEFORE_NOT_MIRRORED: dict[str, str] = {
     "prime_rl.configs.orchestrator.EnvConfig._resolve_env":
         "narrows env to the taskset's config class (a plugin resolved when the run starts)",
-    "verifiers.v1.configs.env.EnvConfig._refuse_env_level_harness": "inside env (taskset plugin)",
-    "verifiers.v1.configs.env.EnvConfig._resolve_taskset": "inside env (taskset plugin)",
-    "verifiers.v1.configs.env.EnvConfig._merge_role_defaults": "inside env (taskset plugin)",
-    "verifiers.v1.configs.task.TaskConfig._resolve_judges": "inside env (taskset plugin)",
 }
 
 

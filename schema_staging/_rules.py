@@ -1261,10 +1261,6 @@ NOT_RAISING: dict[str, str] = {
 NOT_MIRRORED: dict[str, str] = {
     "renderers.configs.CustomRendererConfig._validate_renderer_fields":
         "imports the custom renderer named by the config (user code)",
-    "prime_rl.configs.orchestrator.EnvConfig._resolve_env":
-        "narrows env to the taskset's config class (a plugin resolved when the run starts)",
-    "verifiers.v1.configs.client.BaseClientConfig.apply_prime_config": "inside env (taskset plugin)",
-    "verifiers.v1.configs.task.TaskConfig._check_judges": "inside env (taskset plugin)",
 }
 
 #: Field validators JSON Schema expresses (in the shipped schema itself).
