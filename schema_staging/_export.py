@@ -16,7 +16,8 @@ Two halves:
    - ``env_vars`` tables get ``propertyNames`` refusing the launcher-managed variables
      (``prime_rl.configs.shared.reject_protected_env_vars``);
    - the ``env`` of an environment source is loosened to "a table": verifiers narrows it to
-     the taskset's own config class at run time (a plugin), so no snapshot can know its keys;
+     the taskset's own config class at run time (a plugin); the keys of the tasksets installed
+     where the export ran go to ``metadata.json`` (``plugins``, see schema_staging/_plugins.py);
      definitions nothing refers to any more are removed;
    - ``title`` keywords are dropped (noise); descriptions, defaults, ``additionalProperties``
      (pydantic's ``extra="forbid"`` at every depth) and the ``x-`` annotations are kept.
@@ -50,8 +51,9 @@ _LOOSE_ENV = {
     "type": "object",
     "default": {},
     "description": "The verifiers environment of this source. Its keys are defined by the taskset package "
-                   "(a plugin resolved from env.taskset.id when the run starts), so the snapshot only "
-                   "checks that it is a table; the real back-end checks it where the taskset is installed.",
+                   "(a plugin resolved from env.taskset.id when the run starts): the snapshot checks them "
+                   "for the tasksets recorded in metadata.json (plugins), the real back-end where the "
+                   "taskset is installed.",
     "x-plugin": "verifiers.v1.configs.cli.env.resolve_env_field",
 }
 #: Schema keywords whose value is one subschema / a list of subschemas / a map of subschemas.
@@ -111,6 +113,7 @@ def finalize(raw: dict[str, Any], *, commit: str) -> dict[str, bytes]:
         "dialect": DIALECT,
         "versions": raw["versions"],
         "facts": facts,
+        "plugins": raw["plugins"],
     }
     files["metadata.json"] = _dump(metadata)
     return files

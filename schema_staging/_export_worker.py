@@ -22,7 +22,11 @@ that only the live classes know (pydantic cannot put them in JSON Schema), read 
   leaves out of the schema).
 
 ``facts``: constants of the schema's code that cross-field validators read (renderer map keys,
-vLLM LoRA ranks, llm-d scorers, Inkling effort labels).
+vLLM LoRA ranks, llm-d scorers, Inkling effort labels), and ``plugins``: the keys of the
+environment tables of the tasksets installed in this interpreter (verifiers narrows an
+environment source's ``env`` to its taskset's classes when the run starts): per taskset, the
+keys of ``env``, ``env.taskset``, ``env.taskset.task`` and each role (with the role's default
+harness id and runtime type); the keys of every built-in harness and runtime type.
 """
 
 from __future__ import annotations
@@ -93,6 +97,50 @@ def _field_annotations(cls: Any, name: str, field: Any) -> dict[str, Any]:
             warnings.simplefilter("ignore")
             notes["x-default-factory"] = _jsonable(field.default_factory())
     return notes
+
+
+def _is_taskset_package(dist: Any) -> bool:
+    """A distribution that looks like a verifiers taskset: it ships ``<package>/taskset.py``."""
+    return any(str(f).count("/") == 1 and str(f).endswith("/taskset.py") for f in dist.files or ())
+
+
+def _plugins() -> dict[str, Any]:
+    """Keys of the environment tables of the installed tasksets (by distribution name)."""
+    import typing
+
+    from verifiers.v1.configs.agent import AgentConfig
+    from verifiers.v1.utils import loaders
+
+    tasksets: dict[str, Any] = {}
+    names = sorted({d.metadata["Name"] for d in metadata.distributions() if _is_taskset_package(d)})
+    for name in ["", *names]:  # "": an env that names no taskset
+        try:
+            env_cls = loaders.env_config_type(name, "")
+            # no taskset id: EnvConfig keeps its declared TasksetConfig (nothing to narrow to)
+            taskset_cls = loaders.taskset_config_type(name) if name else env_cls.model_fields["taskset"].annotation
+        except Exception:
+            continue
+        task = taskset_cls.model_fields["task"].annotation if "task" in taskset_cls.model_fields else None
+        roles = {}
+        for field_name, field in env_cls.model_fields.items():
+            if isinstance(field.default, AgentConfig):
+                default = field.default.model_dump(exclude_none=True)
+                roles[field_name] = {"keys": list(type(field.default).model_fields),
+                                     "harness": (default.get("harness") or {}).get("id"),
+                                     "runtime": (default.get("runtime") or {}).get("type")}
+        tasksets[name] = {"env": list(env_cls.model_fields), "taskset": list(taskset_cls.model_fields),
+                          "task": list(task.model_fields) if isinstance(task, type) and hasattr(task, "model_fields")
+                          else None, "roles": roles}
+    harnesses = {}
+    for ident in loaders.builtin_harness_ids():
+        try:
+            harnesses[ident] = list(loaders.harness_config_type(ident).model_fields)
+        except Exception:
+            continue
+    runtimes = {m.model_fields["type"].default: list(m.model_fields)
+                for m in typing.get_args(AgentConfig.model_fields["runtime"].annotation)
+                if hasattr(m, "model_fields") and "type" in m.model_fields}
+    return {"tasksets": tasksets, "harnesses": harnesses, "runtimes": runtimes, "default_harness": "bash"}
 
 
 def _schema(model: Any) -> dict[str, Any]:
@@ -171,8 +219,8 @@ def main() -> None:
         except metadata.PackageNotFoundError:
             versions[dist] = None
     versions["python"] = ".".join(map(str, sys.version_info[:2]))
-    json.dump({"rl": _schema(RLConfig), "sft": _schema(SFTConfig), "facts": facts, "versions": versions},
-              sys.stdout)
+    json.dump({"rl": _schema(RLConfig), "sft": _schema(SFTConfig), "facts": facts, "plugins": _plugins(),
+               "versions": versions}, sys.stdout)
 
 
 if __name__ == "__main__":

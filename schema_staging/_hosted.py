@@ -182,10 +182,12 @@ def _worker_stages(config: dict[str, Any], mode: Mode, validate: Validate, run_s
         if "eval" in deferred:
             orchestrator["eval"] = copy_tree(deferred["eval"])
         result = validate(full)
-        if result.exception is not None:
+        if result.exception is not None and result.exception.startswith("ModuleNotFoundError"):
             notes.append(Finding(("orchestrator",), "environment sources not checked here: " + result.exception
                                  + " (the platform checks them when the run starts)", "run_start:unavailable",
                                  severity="note", stage="run_start", kind="exception"))
+        elif result.exception is not None:
+            return [_at_run_start(_exception(result.exception))], notes
         elif result.errors:
             return [_at_run_start(f) for f in result.errors], notes
     return [], notes

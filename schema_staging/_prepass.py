@@ -40,11 +40,36 @@ _FALSE = frozenset({"0", "off", "f", "false", "n", "no"})
 
 
 class Rejected(Exception):
-    """A before-validator refused the config; ``finding`` is the one error pydantic reports."""
+    """A before-validator refused the config, or would crash on it (pydantic lets a
+    ``TypeError`` through: the whole validation fails); ``finding`` is the one error reported."""
 
     def __init__(self, finding: Finding) -> None:
         super().__init__(finding.message)
         self.finding = finding
+
+
+class ModelRejected(Exception):
+    """A model before-validator raised ``ValueError``: an error on that model only."""
+
+    def __init__(self, message: str, source: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.source = source
+
+
+def plugin_table(value: Any, what: str) -> dict[str, Any]:
+    """What verifiers does to read a plugin table (``dict(value)``, in
+    ``resolve_env_config`` and ``narrow_plugin_field``): the table, or :class:`ModelRejected`
+    (a string: ``ValueError``, an error on the model that holds it) or :class:`Rejected` (a
+    bool or a number: ``TypeError``, which pydantic does not catch: the validation crashes)."""
+    try:
+        return dict(value)
+    except ValueError:
+        raise ModelRejected(f"{what} must be a table, not {type(value).__name__}",
+                            "verifiers/v1/utils/loaders.py resolve_env_config / narrow_plugin_field") from None
+    except TypeError as exc:
+        raise Rejected(Finding((), f"{what} = {value!r} crashes the schema's validation (TypeError: {exc})",
+                               "schema:exception", kind="exception")) from None
 
 
 # --------------------------------------------------------------------------------------
@@ -161,8 +186,19 @@ def _shared_blocks(value: dict[str, Any], node: dict[str, Any], _: Prepass) -> d
     return value
 
 
+def _resolve_env(value: dict[str, Any], node: dict[str, Any], _: Prepass) -> dict[str, Any]:
+    """prime_rl/configs/orchestrator.py EnvConfig._resolve_env (verifiers resolve_env_field): the
+    env is read as a table before anything else; what it then narrows to is the taskset's
+    (:mod:`schema_staging._plugins`)."""
+    env = value.get("env")
+    if env is not None and not isinstance(env, dict):
+        value["env"] = plugin_table(env, "env")
+    return value
+
+
 #: Model before-validators the snapshot mirrors, by the name the export records.
 MODEL_BEFORE: dict[str, BeforeFn] = {
+    "prime_rl.configs.orchestrator.EnvConfig._resolve_env": _resolve_env,
     "pydantic_config.cli.BaseConfig._none_str_to_none": _none_str_to_none,
     "pydantic_config.cli.BaseConfig._coerce_dict_str_values": _coerce_dict_str_values,
     "pydantic_config.cli.BaseConfig._default_discriminator_types": _default_discriminator_types,
@@ -174,10 +210,7 @@ MODEL_BEFORE: dict[str, BeforeFn] = {
 
 #: Model before-validators left alone, with the reason. (The verifiers validators inside an
 #: environment source's ``env`` are not in the snapshot at all: the export loosens ``env``.)
-MODEL_BEFORE_NOT_MIRRORED: dict[str, str] = {
-    "prime_rl.configs.orchestrator.EnvConfig._resolve_env":
-        "narrows env to the taskset's config class (a plugin resolved when the run starts)",
-}
+MODEL_BEFORE_NOT_MIRRORED: dict[str, str] = {}
 
 
 def _full_offload(value: Any) -> Any:
@@ -263,44 +296,55 @@ def _to_bool(value: Any) -> bool | None:
 
 
 class Prepass:
-    """Applies before-validators, aliases and lax coercion along one schema."""
+    """Applies before-validators, aliases and lax coercion along one schema.
+
+    ``errors``: what before-validators refused on one model (pydantic then checks nothing else
+    inside that model, and the rest of the config goes on)."""
 
     def __init__(self, index: SchemaIndex) -> None:
         self.index = index
         self.unknown_validators: set[str] = set()
+        self.errors: list[Finding] = []
 
     def prepare(self, data: dict[str, Any]) -> dict[str, Any]:
         """A reshaped copy of ``data`` (the user's config is never changed). Tables are
         changed in place within the copy, as pydantic changes its input: a table the shared
         blocks put in two places is one table, and both places see a tag added to it.
 
-        Raises :class:`Rejected` when a before-validator refuses the config."""
-        return self.value(copy_tree(data), self.index.root)
+        Raises :class:`Rejected` when a before-validator refuses the whole config."""
+        self.errors = []
+        return self.value(copy_tree(data), self.index.root, ())
 
-    def value(self, value: Any, node: dict[str, Any] | None) -> Any:
+    def value(self, value: Any, node: dict[str, Any] | None, loc: tuple[str | int, ...]) -> Any:
         if node is None:
             return value
         chosen = self.index.select(node, value)
         if chosen is None:
             return value
         if "x-model" in chosen:
-            return self.model(value, chosen) if isinstance(value, dict) else value
+            return self.model(value, chosen, loc) if isinstance(value, dict) else value
         kind = json_type(value)
         if kind == "array" and isinstance(chosen.get("items"), dict):
-            return [self.value(item, chosen["items"]) for item in value]
+            return [self.value(item, chosen["items"], (*loc, i)) for i, item in enumerate(value)]
         if kind == "object" and isinstance(chosen.get("additionalProperties"), dict):
-            return {k: self.value(v, chosen["additionalProperties"]) for k, v in value.items()}
+            return {k: self.value(v, chosen["additionalProperties"], (*loc, k)) for k, v in value.items()}
         if kind in ("object", "array"):
             return value
         return coerce(value, chosen)
 
-    def model(self, value: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    def model(self, value: dict[str, Any], node: dict[str, Any], loc: tuple[str | int, ...]) -> dict[str, Any]:
         for name in node.get("x-before", ()):
             fn = MODEL_BEFORE.get(name)
-            if fn is not None:
+            if fn is None:
+                if name not in MODEL_BEFORE_NOT_MIRRORED:
+                    self.unknown_validators.add(name)
+                continue
+            try:
                 value = fn(value, node, self)
-            elif name not in MODEL_BEFORE_NOT_MIRRORED:
-                self.unknown_validators.add(name)
+            except ModelRejected as rejected:
+                self.errors.append(Finding(loc, rejected.message, name, kind="value_error",
+                                           source=rejected.source))
+                return value
         props = node.get("properties", {})
         for name, prop in props.items():
             for alias in prop.get("x-aliases", ()):
@@ -316,7 +360,7 @@ class Prepass:
                     self.unknown_validators.add(fn_name)
                 else:
                     field = fn(field)
-            value[name] = self.value(field, prop)
+            value[name] = self.value(field, prop, (*loc, name))
         return value
 
 

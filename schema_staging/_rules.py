@@ -36,12 +36,14 @@ from schema_staging._schema_index import SchemaIndex
 
 class Invalid(Exception):
     """A validator refused its model. ``kind``: ``value_error`` (``raise ValueError``) or
-    ``assertion_error`` (an ``assert``), as pydantic reports them."""
+    ``assertion_error`` (an ``assert``), as pydantic reports them; ``loc``: where pydantic puts
+    it when that is not the model (a model built inside a validator failing its own check)."""
 
-    def __init__(self, message: str, kind: str = "value_error") -> None:
+    def __init__(self, message: str, kind: str = "value_error", loc: tuple[str | int, ...] | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.kind = kind
+        self.loc = loc
 
 
 @dataclass
@@ -164,7 +166,8 @@ class _Walker:
             try:
                 rule(view)
             except Invalid as invalid:
-                self.outcome.findings.append(Finding(loc, invalid.message, validator, kind=invalid.kind,
+                where = loc if invalid.loc is None else invalid.loc
+                self.outcome.findings.append(Finding(where, invalid.message, validator, kind=invalid.kind,
                                                      source=source_of(validator)))
                 return False
         return True
@@ -832,6 +835,9 @@ def _weight_broadcast(m: Node) -> None:
     if kind in ("nccl", "nixl"):
         world = (m["inference.vllm.data_parallel_size"] * m["inference.vllm.tensor_parallel_size"]
                  if m["inference"] is not None else 1)
+        if world < 1:  # the orchestrator's broadcast config (inference_world_size >= 1) fails as it is built
+            raise Invalid("Input should be greater than or equal to 1", kind="greater_than_equal",
+                          loc=("inference_world_size",))
         common = {"type": kind, "host": shared.get("host", "localhost"), "port": shared.get("port"),
                   "timeout": shared.get("timeout", 1200), "inference_world_size": world}
         extra = ({"quantize_in_weight_transfer": shared.get("quantize_in_weight_transfer", False)} if kind == "nccl"

@@ -16,7 +16,7 @@ once. A :class:`SchemaIndex` wraps one shipped schema (``rl`` or ``sft``) and an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
@@ -119,6 +119,27 @@ class SchemaIndex:
             return props[seg]
         extra = chosen.get("additionalProperties")
         return extra if isinstance(extra, dict) else None
+
+    def models(self, data: Any) -> Iterator[tuple[tuple[str | int, ...], dict[str, Any], dict[str, Any]]]:
+        """Every model table in ``data``: ``(key path, table, its schema node)``, depth first."""
+        yield from self._models(data, self.root, ())
+
+    def _models(self, value: Any, node: dict[str, Any] | None,
+                loc: tuple[str | int, ...]) -> Iterator[tuple[tuple[str | int, ...], dict[str, Any], dict[str, Any]]]:
+        chosen = self.select(node, value) if node is not None else None
+        if chosen is None:
+            return
+        if isinstance(value, list) and isinstance(chosen.get("items"), dict):
+            for i, item in enumerate(value):
+                yield from self._models(item, chosen["items"], (*loc, i))
+        elif isinstance(value, dict) and "x-model" in chosen:
+            yield loc, value, chosen
+            for name, prop in chosen.get("properties", {}).items():
+                if name in value:
+                    yield from self._models(value[name], prop, (*loc, name))
+        elif isinstance(value, dict) and isinstance(chosen.get("additionalProperties"), dict):
+            for key, item in value.items():
+                yield from self._models(item, chosen["additionalProperties"], (*loc, key))
 
     def order_key(self, loc: Sequence[str | int], data: Any) -> tuple[tuple[int, int], ...]:
         """Sort key of the key path ``loc`` in pydantic's error order for ``data``.

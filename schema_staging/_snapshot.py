@@ -24,6 +24,7 @@ from jsonschema.exceptions import ValidationError
 from schema_staging import _export, _rules
 from schema_staging._export import SNAPSHOT_DIR, load_snapshot
 from schema_staging._findings import Finding, Mode
+from schema_staging._plugins import env_findings
 from schema_staging._prepass import Prepass, Rejected, fill_defaults
 from schema_staging._schema_index import SchemaIndex, json_type
 
@@ -47,18 +48,20 @@ class PassResult:
 class SnapshotSchema:
     """The shipped schema of one mode, with its validator built once."""
 
-    def __init__(self, schema: dict[str, Any], facts: dict[str, Any]) -> None:
+    def __init__(self, schema: dict[str, Any], facts: dict[str, Any], plugins: dict[str, Any] | None = None) -> None:
         self.schema = schema
         self.index = SchemaIndex(schema)
         self.facts = facts
+        self.plugins = plugins or {}
         self.validator = Draft202012Validator(schema)
 
     def validate(self, data: dict[str, Any], rules: bool = True) -> PassResult:
         """Validate one config table (already hosted-normalized). ``rules=False`` leaves out
         the structural rules (model validators), to measure what JSON Schema alone says.
         Never raises for bad input."""
+        prepass = Prepass(self.index)
         try:
-            prepared = Prepass(self.index).prepare(data)
+            prepared = prepass.prepare(data)
         except Rejected as rejected:
             return PassResult(errors=[rejected.finding])
         if not isinstance(prepared, dict):
@@ -66,7 +69,11 @@ class SnapshotSchema:
         findings = []
         for error in self.validator.iter_errors(prepared):
             findings.extend(self._convert(error, prepared))
-        findings = _dedupe(findings)
+        findings = _dedupe(findings) + prepass.errors
+        try:
+            findings += env_findings(prepared, self.index, self.plugins, [f.loc for f in findings])
+        except Rejected as rejected:
+            return PassResult(errors=[rejected.finding])
         resolved, fields_set = fill_defaults(prepared, self.index)
         outcome = _rules.Outcome()
         if rules:
@@ -196,7 +203,7 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
 def snapshot_schema(mode: Mode) -> SnapshotSchema:
     """The shipped schema of ``mode``, loaded and compiled once per process."""
     shipped = _shipped()
-    return SnapshotSchema(shipped[mode], shipped["metadata"]["facts"])
+    return SnapshotSchema(shipped[mode], shipped["metadata"]["facts"], shipped["metadata"].get("plugins"))
 
 
 @functools.lru_cache(maxsize=1)

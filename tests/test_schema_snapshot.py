@@ -185,3 +185,53 @@ def test_a_cached_result_is_the_same_verdict() -> None:
     first = schema_staging.check_snapshot(config)
     second = schema_staging.check_snapshot(config)
     assert json.dumps([f.to_dict() for f in first.findings]) == json.dumps([f.to_dict() for f in second.findings])
+
+
+# --- environment tables of the tasksets the snapshot knows -------------------------------------
+
+
+def source_env(config: dict) -> dict:
+    return config["orchestrator"]["train"]["source"][0]["env"]
+
+
+def test_the_snapshot_records_the_environment_keys_of_the_bundled_examples_tasksets() -> None:
+    plugins = _export.load_snapshot()["metadata"]["plugins"]
+    assert {"reverse-text", "alphabet-sort", "wordle", "wiki-search", ""} <= set(plugins["tasksets"])
+    assert plugins["tasksets"]["wordle"]["roles"].keys() == {"player"}
+    assert {"null", "bash", "rlm"} <= set(plugins["harnesses"]) and "subprocess" in plugins["runtimes"]
+
+
+@pytest.mark.parametrize(("where", "key"), [("taskset", "idd"), ("agent.harness", "ids"), ("agent.runtime", "types"),
+                                            ("agent", "harnes"), ("", "tasksets")])
+def test_an_unknown_key_in_a_known_tasksets_env_is_an_error_when_the_run_starts(where: str, key: str) -> None:
+    config = example("basic/reverse-text/rl")
+    table = source_env(config)
+    for part in where.split(".") if where else ():
+        table = table[part]
+    table[key] = 1
+    error = schema_staging.check_snapshot(config).first_error
+    dotted = ".".join(p for p in ("orchestrator.train.source[0].env", where, key) if p)
+    assert (error.path, error.stage) == (dotted, "run_start")
+
+
+def test_a_role_the_tasksets_env_does_not_have_is_an_unknown_key() -> None:
+    config = example("basic/wordle/rl")
+    source_env(config)["agent"] = source_env(config).pop("player")  # wordle's role is "player"
+    assert schema_staging.check_snapshot(config).first_error.path == "orchestrator.train.source[0].env.agent"
+
+
+def test_envs_the_snapshot_cannot_know_are_not_checked() -> None:
+    unknown_taskset = example("basic/hendrycks-sanity/rl")  # math-env: not recorded
+    source_env(unknown_taskset)["taskset"]["anything"] = 1
+    assert schema_staging.check_snapshot(unknown_taskset).valid
+    paired = example("basic/reverse-text/rl")  # an env id picks another env class
+    source_env(paired)["id"] = "best-of-n"
+    source_env(paired)["anything"] = 1
+    assert schema_staging.check_snapshot(paired).valid
+
+
+def test_a_harness_that_verifiers_would_crash_on_is_an_error_on_the_whole_file() -> None:
+    config = example("basic/reverse-text/rl")
+    source_env(config)["agent"]["harness"] = True  # dict(True): TypeError, which pydantic lets through
+    error = schema_staging.check_snapshot(config).first_error
+    assert (error.path, error.kind) == ("", "exception")
