@@ -174,6 +174,7 @@ class Worker:
     versions: dict[str, Any] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     next_id: int = 0
+    stderr_reader: threading.Thread | None = None
 
     @property
     def alive(self) -> bool:
@@ -230,8 +231,9 @@ def _start(interpreter: Interpreter, timeout: float, env: Mapping[str, str] | No
     lines: queue.Queue[str | None] = queue.Queue()
     tail: list[str] = []
     threading.Thread(target=_pump, args=(process.stdout, lines), daemon=True).start()
-    threading.Thread(target=_drain, args=(process.stderr, tail), daemon=True).start()
-    worker = Worker(interpreter, process, lines, tail)
+    reader = threading.Thread(target=_drain, args=(process.stderr, tail), daemon=True)
+    reader.start()
+    worker = Worker(interpreter, process, lines, tail, stderr_reader=reader)
     hello = _read(worker, min(timeout, 30.0), "to start")
     version = str((hello.get("hello") or {}).get("python", ""))
     if not version:
@@ -296,6 +298,8 @@ def _read(worker: Worker, timeout: float, doing: str) -> dict[str, Any]:
                                "Raise the timeout, or check the interpreter by running it by hand", "timeout") from None
         if line is None:
             worker.process.wait(timeout=5)
+            if worker.stderr_reader is not None:
+                worker.stderr_reader.join(timeout=5)  # its last words, before saying what happened
             stderr = "".join(worker.stderr_tail).strip().splitlines()[-3:]
             raise _unavailable(worker.interpreter, f"it exited with status {worker.process.returncode} {doing}"
                                + (f" ({' / '.join(stderr)[:400]})" if stderr else ""),
