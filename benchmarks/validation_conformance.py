@@ -61,7 +61,7 @@ def _today(raw: dict[str, Any], mode: str) -> Verdict | None:
     except Exception as exc:  # main's rules crash on some values: count it as their verdict
         return Verdict("snapshot", mode, [schema_staging.Finding((), f"crashed: {type(exc).__name__}: {exc}",  # type: ignore[arg-type]
                                                                    "crash")])
-    findings = [schema_staging.Finding(_loc(issue.path), issue.message, issue.rule) for issue in report.errors]
+    findings = [schema_staging.Finding(_loc(found.path), found.message, found.rule) for found in report.errors]
     return Verdict("snapshot", report.mode, findings)
 
 

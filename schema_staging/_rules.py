@@ -479,9 +479,9 @@ def _gate_range(m: Node) -> None:
 @mirrors("prime_rl.configs.orchestrator.TrainConfig.validate_unique_env_names")
 def _train_names(m: Node) -> None:
     names = [_resolved_name(s) for s in m["source"] or []]
-    duplicates = {n for n in names if names.count(n) > 1}
-    if duplicates:
-        raise Invalid(f"Duplicate training environment names: {duplicates}. Each env must have a unique name.")
+    repeated = {n for n in names if names.count(n) > 1}
+    if repeated:
+        raise Invalid(f"Duplicate training environment names: {repeated}. Each env must have a unique name.")
 
 
 @mirrors("prime_rl.configs.orchestrator.EvalConfig.validate_non_empty_sources")
@@ -494,9 +494,9 @@ def _eval_sources(m: Node) -> None:
 @mirrors("prime_rl.configs.orchestrator.EvalConfig.validate_unique_env_names")
 def _eval_names(m: Node) -> None:
     names = [_resolved_name(s) for s in m["source"] or []]
-    duplicates = {n for n in names if names.count(n) > 1}
-    if duplicates:
-        raise Invalid(f"Duplicate evaluation environment names: {duplicates}. Each env must have a unique name.")
+    repeated = {n for n in names if names.count(n) > 1}
+    if repeated:
+        raise Invalid(f"Duplicate evaluation environment names: {repeated}. Each env must have a unique name.")
 
 
 @mirrors("prime_rl.configs.orchestrator.ConcurrencyConfig.validate_bounds")
