@@ -1,22 +1,29 @@
-"""Fixtures for the schema tests: the real prime-rl schema environment and prime 0.18.0.
+"""Fixtures and helpers for the schema tests: the real prime-rl schema environment, prime 0.18.0,
+and mf_validate_config on a parsed table.
 
-Import the fixtures into a test module (``from _schema_env import schema_python  # noqa: F401``).
-The environments are built once and cached (benchmarks/_conformance/envs.py: the fixture's
-``build-venv.sh --with-tasksets`` under ``~/.cache/model-factory-skill/prime-rl-schema-<hash>``,
-about 15 s with a warm package cache). Without ``../shared/fixtures/prime-rl-schema``, uv or
-the package registry the tests skip and say why, unless ``MF_REQUIRE_SCHEMA=1`` (set by
-``.ci/run``), which turns that into a failure.
+Use them from a test module with ``pytest_plugins = ["_schema_env"]``. The environments are
+built once and cached (benchmarks/_conformance/envs.py: the fixture's ``build-venv.sh
+--with-tasksets`` under ``~/.cache/model-factory-skill/prime-rl-schema-<hash>``, about 15 s
+with a warm package cache; prime 0.18.0 from PyPI, shared with tests/test_prime_cli_interop.py).
+Without ``../shared/fixtures/prime-rl-schema``, uv or the package registry the tests skip and
+say why, unless ``MF_REQUIRE_SCHEMA=1`` (set by ``.ci/run``), which turns that into a failure.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
+import tomlkit
 
 from benchmarks._conformance import envs
+from skill.registry import call_tool
+from tools.configs import EXAMPLES_DIR, ValidationReport
+from tools.core import Context
 
 
 def unavailable(reason: str) -> None:
@@ -60,3 +67,47 @@ def hosted_column() -> dict[str, bool]:
             verdicts[re.sub(r"\.toml$", "", cells[0])] = cells[3].startswith("ok")
     assert len(verdicts) == 10, f"expected 10 examples in {table}, found {sorted(verdicts)}"
     return verdicts
+
+
+@pytest.fixture
+def schema_ctx(tmp_path: Path) -> Context:
+    """A Context that finds no prime-rl interpreter by itself: HOME (the prime CLI's schema cache)
+    and the state folder in ``tmp_path``, PATH kept (uv, git)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    return Context(env={"HOME": str(home), "PATH": os.environ["PATH"]}, home=home, cwd=tmp_path,
+                   state_dir=tmp_path / "state")
+
+
+def example(name: str) -> dict[str, Any]:
+    """The parsed TOML of a bundled example (``basic/reverse-text/rl``)."""
+    return tomllib.loads((EXAMPLES_DIR / f"{name}.toml").read_text())
+
+
+def write_config(table: dict[str, Any], folder: Path, name: str = "config.toml") -> Path:
+    """``table`` written as TOML (tomlkit) into ``folder``; the file reads back as ``table``."""
+    path = folder / name
+    path.write_text(tomlkit.dumps(table))
+    assert tomllib.loads(path.read_text()) == table, "the table does not survive a TOML round trip"
+    return path
+
+
+def validate_table(table: dict[str, Any], ctx: Context, *, schema: str = "snapshot", name: str = "config.toml",
+                   **arguments: Any) -> ValidationReport:
+    """mf_validate_config (through the registry, as every surface calls it) on ``table`` written
+    to a file in the context's working folder."""
+    path = write_config(table, ctx.cwd or Path.cwd(), name)
+    result = call_tool("mf_validate_config", {"config_path": str(path), "schema": schema, **arguments}, ctx)
+    assert isinstance(result, ValidationReport), result
+    return result
+
+
+def first_error(report: ValidationReport) -> tuple[str, str]:
+    """(path, rule) of the first error."""
+    assert report.errors, f"expected an error, got warnings {[(w.path, w.message) for w in report.warnings]}"
+    return report.errors[0].path, report.errors[0].rule
+
+
+def backend_warnings(report: ValidationReport) -> list[Any]:
+    """The warnings about the back-end itself (a fall-back, an interpreter that failed)."""
+    return [w for w in report.warnings if w.rule.startswith("backend:")]

@@ -18,6 +18,8 @@ from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The schema environments and helpers (tests/_schema_env.py), for the schema tests.
+pytest_plugins = ["_schema_env"]
 
 
 @pytest.fixture

@@ -1,11 +1,11 @@
-"""The real back-end: prime-rl's RLConfig/SFTConfig in a Python 3.12 subprocess.
+"""The real back-end: prime-rl's RLConfig/SFTConfig in a Python 3.12 subprocess, through mf_validate_config.
 
 End to end on the fixture's schema environment (built once, cached; see tests/_schema_env.py):
 the examples get the verdicts PROVENANCE.md records for ``prime train validate``, errors come
 as key paths, the worker is kept for a batch and replaced when it dies, and the interpreter is
 found where prime-rl users have one (a checkout run with ``uv run --no-sync``, the prime CLI's
 cached schema environments, ``MODEL_FACTORY_SCHEMA_PYTHON``). Bad interpreters (wrong Python,
-no prime_rl, a crash, a hang, garbage on stdout) give a finding and a fall-back to the
+no prime_rl, a crash, a hang, garbage on stdout) give a warning and a fall-back to the
 snapshot, never a traceback.
 """
 
@@ -16,27 +16,24 @@ import shutil
 import stat
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+from _schema_env import backend_warnings, example, first_error, validate_table
 
-import schema_staging
-from schema_staging import _real
-
-pytest_plugins = ["_schema_env"]  # fixtures: schema_python, hosted_column
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "tools" / "examples"
+from tools.configs import EXAMPLES_DIR, Interpreter, ValidationReport, find_interpreters, schema_worker
+from tools.core import Context
 
 
-def example(name: str) -> dict:
-    return tomllib.loads((EXAMPLES / f"{name}.toml").read_text())
+def with_env(ctx: Context, **extra: str) -> Context:
+    """``ctx`` with more environment variables."""
+    return Context(env={**ctx.env, **extra}, home=ctx.home, cwd=ctx.cwd, state_dir=ctx.state_dir)
 
 
-def isolated(tmp_path: Path, **extra: str) -> dict[str, str]:
-    """An environment that finds no interpreter by itself: HOME (the prime CLI's schema cache)
-    in ``tmp_path``, PATH kept (for uv and the scripts' commands)."""
-    return {"HOME": str(tmp_path), "PATH": os.environ["PATH"], **extra}
+@pytest.fixture
+def real_ctx(schema_ctx: Context, schema_python: Path) -> Context:
+    """A context whose MODEL_FACTORY_SCHEMA_PYTHON is the fixture's schema environment."""
+    return with_env(schema_ctx, MODEL_FACTORY_SCHEMA_PYTHON=str(schema_python))
 
 
 def script(tmp_path: Path, name: str, body: str) -> Path:
@@ -50,44 +47,51 @@ def script(tmp_path: Path, name: str, body: str) -> Path:
 # --- end to end ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", sorted(str(p.relative_to(EXAMPLES).with_suffix(""))
-                                        for p in EXAMPLES.rglob("*.toml")))
+@pytest.mark.parametrize("name", sorted(str(p.relative_to(EXAMPLES_DIR).with_suffix(""))
+                                        for p in EXAMPLES_DIR.rglob("*.toml")))
 def test_real_schema_gives_each_example_the_verdict_prime_train_validate_gives(
-        name: str, schema_python: Path, hosted_column: dict[str, bool]) -> None:
-    verdict = schema_staging.check_real(example(name), python=schema_python)
-    assert verdict.backend == "real" and verdict.fallback_from is None
-    assert verdict.valid == hosted_column[name], [f.to_dict() for f in verdict.errors]
+        name: str, real_ctx: Context, hosted_column: dict[str, bool]) -> None:
+    report = validate_table(example(name), real_ctx, schema="real")
+    assert report.schema_check == "real" and report.fallback_from is None and not backend_warnings(report)
+    assert report.valid == hosted_column[name], [e.model_dump() for e in report.errors]
 
 
-def test_real_schema_errors_are_key_paths_without_union_labels(schema_python: Path) -> None:
+def test_real_schema_errors_are_key_paths_without_union_labels_with_their_line(real_ctx: Context) -> None:
     config = example("basic/reverse-text/rl")
     config["trainer"]["optim"]["lr"] = "fast"  # pydantic says trainer.optim.adamw.lr
-    verdict = schema_staging.check_real(config, python=schema_python)
-    first = verdict.first_error
-    assert first is not None and first.path == "trainer.optim.lr" and first.rule == "pydantic:float_parsing"
+    report = validate_table(config, real_ctx, schema="real")
+    assert first_error(report) == ("trainer.optim.lr", "pydantic:float_parsing")
+    assert report.errors[0].line is not None and report.errors[0].fix
 
 
-def test_real_schema_accepts_lax_values_and_reports_validator_warnings(schema_python: Path) -> None:
+def test_real_schema_accepts_lax_values_and_reports_validator_warnings(real_ctx: Context) -> None:
     config = example("advanced/glm-4.5-air/swe") | {"max_steps": "1000"}
-    verdict = schema_staging.check_real(config, python=schema_python)
-    assert verdict.valid
-    assert any("Gradient clipping" in f.message for f in verdict.findings if f.severity == "warning")
+    report = validate_table(config, real_ctx, schema="real")
+    assert report.valid
+    assert any("Gradient clipping" in w.message for w in report.warnings)
 
 
-def test_one_worker_serves_a_batch_and_a_dead_worker_is_replaced(schema_python: Path) -> None:
-    interpreter = schema_staging.Interpreter.python(schema_python)
-    first = _real.worker_for(interpreter, timeout=120)
-    schema_staging.check_real(example("basic/wordle/sft"), python=schema_python)
-    assert _real.worker_for(interpreter, timeout=120) is first
+def test_one_worker_serves_a_batch_and_a_dead_worker_is_replaced(real_ctx: Context, schema_python: Path) -> None:
+    interpreter = Interpreter.python(schema_python)
+    first = schema_worker(interpreter, timeout=120)
+    validate_table(example("basic/wordle/sft"), real_ctx, schema="real")
+    assert schema_worker(interpreter, timeout=120) is first
     first.process.kill()
     first.process.wait()
-    verdict = schema_staging.check_real(example("basic/wordle/sft"), python=schema_python)
-    assert verdict.valid and _real.worker_for(interpreter, timeout=120) is not first
+    changed = example("basic/wordle/sft") | {"max_steps": 7}  # not a remembered verdict
+    report = validate_table(changed, real_ctx, schema="real", name="changed.toml")
+    assert report.valid and report.schema_check == "real"
+    assert schema_worker(interpreter, timeout=120) is not first
 
 
-def test_a_bare_venv_reports_an_unknown_schema_commit(schema_python: Path) -> None:
-    verdict = schema_staging.check_real(example("basic/wordle/sft"), python=schema_python)
-    assert verdict.schema_commit == "unknown" and "not recorded" in verdict.schema_source
+def test_a_bare_venv_reports_an_unknown_schema_commit(real_ctx: Context) -> None:
+    report = validate_table(example("basic/wordle/sft"), real_ctx, schema="real")
+    assert report.schema_commit == "unknown" and "not recorded" in report.schema_source
+
+
+def test_auto_uses_the_real_schema_when_an_interpreter_is_found(real_ctx: Context) -> None:
+    report = validate_table(example("basic/wordle/sft"), real_ctx, schema="auto")
+    assert report.schema_check == "real" and report.schema_interpreter and report.valid
 
 
 # --- where the interpreter comes from ------------------------------------------------------
@@ -113,51 +117,69 @@ def checkout(tmp_path: Path, schema_python: Path) -> tuple[Path, str]:
     return root, head
 
 
-def test_a_prime_rl_checkout_runs_with_uv_and_reports_its_git_head(checkout: tuple[Path, str]) -> None:
+def test_a_prime_rl_checkout_runs_with_uv_and_reports_its_git_head(checkout: tuple[Path, str],
+                                                                   schema_ctx: Context) -> None:
     root, head = checkout
-    verdict = schema_staging.check_real(example("basic/reverse-text/rl"), prime_rl_dir=root,
-                                        env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "")})
-    # HOME is kept: uv finds its cache there
-    assert verdict.valid and verdict.schema_commit == head
-    assert verdict.interpreter == f"uv run --no-sync python in {root}"
+    ctx = with_env(schema_ctx, HOME=os.environ.get("HOME", ""))  # uv finds its cache in the real HOME
+    report = validate_table(example("basic/reverse-text/rl"), ctx, schema="real", prime_rl_dir=str(root))
+    assert report.valid and report.schema_check == "real" and report.schema_commit == head
+    assert report.schema_interpreter == f"uv run --no-sync python in {root}"
+    assert report.schema_source == f"git HEAD of {root}"
+
+
+def test_a_checkout_with_uncommitted_changes_says_so_and_is_not_cached_on_disk(checkout: tuple[Path, str]) -> None:
+    root, head = checkout
+    (root / "pyproject.toml").write_text((root / "pyproject.toml").read_text() + "# edited\n")
+    [found] = find_interpreters(prime_rl_dir=root, env={"HOME": str(root)}, cwd=root.parent)
+    assert found.commit == head and "uncommitted changes" in found.commit_source and not found.cacheable
 
 
 def test_the_working_directory_inside_a_checkout_is_found(checkout: tuple[Path, str]) -> None:
     root, _ = checkout
     (root / "configs").mkdir()
-    found = schema_staging.find_interpreters(env={"HOME": str(root)}, cwd=root / "configs")
+    found = find_interpreters(env={"HOME": str(root)}, cwd=root / "configs")
     assert [i.cwd for i in found] == [root]
 
 
-def test_the_prime_cli_cached_schema_environments_are_found_most_recent_first_if_ready(tmp_path: Path,
-                                                                                       schema_python: Path) -> None:
+def test_a_prime_rl_dir_that_is_not_a_checkout_is_reported(schema_ctx: Context, tmp_path: Path) -> None:
+    report = validate_table(example("basic/wordle/sft"), schema_ctx, schema="auto", prime_rl_dir=str(tmp_path))
+    assert report.schema_check == "snapshot" and report.fallback_from == "real" and report.valid
+    [warning] = backend_warnings(report)
+    assert warning.rule == "backend:not_a_checkout" and f"{tmp_path} is not a prime-rl checkout" in warning.message
+
+
+def prime_cli_cache(tmp_path: Path, schema_python: Path, keys: tuple[str, ...]) -> Path:
+    """Schema venvs laid out as ``prime train validate`` caches them, all ready, made of the fixture's venv."""
     venv = schema_python.parent.parent
     cache = tmp_path / "cache" / "prime" / "training-schemas"
-    for key in ("a" * 64, "b" * 64):
+    for key in keys:
         target = cache / key
         target.mkdir(parents=True)
         shutil.copy(venv / "pyvenv.cfg", target / "pyvenv.cfg")
         (target / "bin").symlink_to(venv / "bin", target_is_directory=True)
         (target / "lib").symlink_to(venv / "lib", target_is_directory=True)
         (target / ".ready").touch()
+    return cache
+
+
+def test_the_prime_cli_cached_schema_environments_are_found_most_recent_first_if_ready(tmp_path: Path,
+                                                                                       schema_python: Path) -> None:
+    cache = prime_cli_cache(tmp_path, schema_python, ("a" * 64, "b" * 64))
     os.utime(cache / ("a" * 64) / ".ready", (1, 1))
-    env = isolated(tmp_path, XDG_CACHE_HOME=str(tmp_path / "cache"))
-    found = schema_staging.find_interpreters(env=env, cwd=tmp_path)
+    env = {"HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    found = find_interpreters(env=env, cwd=tmp_path)
     assert [i.label for i in found] == [str(cache / k / "bin" / "python") for k in ("b" * 64, "a" * 64)]
     assert {i.origin for i in found} == {"prime CLI schema cache"}
     (cache / ("b" * 64) / ".ready").unlink()  # a build the CLI did not finish is not used
-    assert [i.label for i in schema_staging.find_interpreters(env=env, cwd=tmp_path)] == [found[1].label]
+    assert [i.label for i in find_interpreters(env=env, cwd=tmp_path)] == [found[1].label]
 
 
 def test_model_factory_schema_python_names_the_interpreter(schema_python: Path, tmp_path: Path) -> None:
-    env = isolated(tmp_path, MODEL_FACTORY_SCHEMA_PYTHON=str(schema_python))
-    found = schema_staging.find_interpreters(env=env, cwd=tmp_path)
-    assert [i.origin for i in found] == ["MODEL_FACTORY_SCHEMA_PYTHON"]
-    verdict = schema_staging.check(example("basic/wordle/sft"), schema="auto", env=env)
-    assert verdict.backend == "real" and verdict.valid
+    env = {"HOME": str(tmp_path), "MODEL_FACTORY_SCHEMA_PYTHON": str(schema_python)}
+    assert [i.origin for i in find_interpreters(env=env, cwd=tmp_path)] == ["MODEL_FACTORY_SCHEMA_PYTHON"]
 
 
-# --- bad interpreters: a finding and the snapshot, never a traceback -------------------------
+# --- bad interpreters: a warning and the snapshot, never a traceback -------------------------
 
 
 def other_python() -> str:
@@ -177,72 +199,70 @@ def python312_without_prime_rl(schema_python: Path) -> str:
     return str(Path(home) / "python3.12")
 
 
-def check_with(tmp_path: Path, python: str | Path | None, **kwargs: object) -> schema_staging.Verdict:
-    """``schema="real"`` on a valid example with ``python``, nothing else to find."""
-    return schema_staging.check(example("basic/wordle/sft"), schema="real", python=python, env=isolated(tmp_path),
-                                **kwargs)  # type: ignore[arg-type]
+def real_with(ctx: Context, python: str | Path | None, **arguments: object) -> ValidationReport:
+    """schema='real' on a valid example with MODEL_FACTORY_SCHEMA_PYTHON=python, nothing else to find."""
+    if python is not None:
+        ctx = with_env(ctx, MODEL_FACTORY_SCHEMA_PYTHON=str(python))
+    return validate_table(example("basic/wordle/sft"), ctx, schema="real", **arguments)
 
 
-def assert_fell_back(verdict: schema_staging.Verdict, rule: str, words: str) -> None:
-    assert verdict.backend == "snapshot" and verdict.fallback_from == "real"
-    assert verdict.valid, "the snapshot's verdict on a valid example"
-    backend = [f for f in verdict.findings if f.stage == "backend"]
-    assert len(backend) == 1 and backend[0].rule == rule and backend[0].severity == "warning", backend
-    assert words in backend[0].message and "real prime-rl schema unavailable" in backend[0].message
+def assert_fell_back(report: ValidationReport, rule: str, words: str) -> None:
+    assert report.schema_check == "snapshot" and report.fallback_from == "real"
+    assert report.valid, "the snapshot's verdict on a valid example"
+    [warning] = backend_warnings(report)
+    assert warning.rule == rule and words in warning.message and warning.fix, warning
+    assert "real prime-rl schema unavailable" in warning.message
 
 
-def test_a_python_that_is_not_3_12_falls_back_to_the_snapshot(tmp_path: Path) -> None:
-    verdict = check_with(tmp_path, other_python())
-    assert_fell_back(verdict, "backend:python_version", "needs Python 3.12")
+def test_a_python_that_is_not_3_12_falls_back_to_the_snapshot(schema_ctx: Context) -> None:
+    assert_fell_back(real_with(schema_ctx, other_python()), "backend:python_version", "needs Python 3.12")
 
 
-def test_an_interpreter_without_prime_rl_falls_back_to_the_snapshot(schema_python: Path, tmp_path: Path) -> None:
-    verdict = check_with(tmp_path, python312_without_prime_rl(schema_python))
-    assert_fell_back(verdict, "backend:no_prime_rl", "prime_rl.configs does not import")
+def test_an_interpreter_without_prime_rl_falls_back_to_the_snapshot(schema_ctx: Context, schema_python: Path) -> None:
+    report = real_with(schema_ctx, python312_without_prime_rl(schema_python))
+    assert_fell_back(report, "backend:no_prime_rl", "prime_rl.configs does not import")
 
 
-def test_an_interpreter_that_crashes_falls_back_and_shows_its_last_words(tmp_path: Path) -> None:
-    crash = script(tmp_path, "crash", "echo 'Fatal Python error: boom' >&2\nexit 3")
-    verdict = check_with(tmp_path, crash)
-    assert_fell_back(verdict, "backend:exited", "exited with status 3")
-    assert any("Fatal Python error: boom" in f.message for f in verdict.findings if f.stage == "backend")
+def test_an_interpreter_that_crashes_falls_back_and_shows_its_last_words(schema_ctx: Context,
+                                                                         tmp_path: Path) -> None:
+    report = real_with(schema_ctx, script(tmp_path, "crash", "echo 'Fatal Python error: boom' >&2\nexit 3"))
+    assert_fell_back(report, "backend:exited", "exited with status 3")
+    assert "Fatal Python error: boom" in backend_warnings(report)[0].message
 
 
-def test_an_interpreter_that_hangs_is_stopped_at_the_timeout(tmp_path: Path) -> None:
-    hang = script(tmp_path, "hang", "exec sleep 60")
-    verdict = check_with(tmp_path, hang, timeout=0.5)
-    assert_fell_back(verdict, "backend:timeout", "no answer within 0.5 s")
+def test_an_interpreter_that_hangs_is_stopped_at_the_timeout(schema_ctx: Context, tmp_path: Path) -> None:
+    report = real_with(schema_ctx, script(tmp_path, "hang", "exec sleep 60"), timeout_seconds=0.5)
+    assert_fell_back(report, "backend:timeout", "no answer within 0.5 s")
 
 
-def test_an_interpreter_that_prints_garbage_falls_back(tmp_path: Path) -> None:
-    garbage = script(tmp_path, "garbage", "echo 'Welcome to Python!'\nsleep 5")
-    verdict = check_with(tmp_path, garbage)
-    assert_fell_back(verdict, "backend:protocol", "'Welcome to Python!'")
+def test_an_interpreter_that_prints_garbage_falls_back(schema_ctx: Context, tmp_path: Path) -> None:
+    report = real_with(schema_ctx, script(tmp_path, "garbage", "echo 'Welcome to Python!'\nsleep 5"))
+    assert_fell_back(report, "backend:protocol", "'Welcome to Python!'")
 
 
-def test_a_missing_interpreter_falls_back(tmp_path: Path) -> None:
-    verdict = check_with(tmp_path, tmp_path / "nope")
-    assert_fell_back(verdict, "backend:start", "cannot start it")
+def test_a_missing_interpreter_falls_back(schema_ctx: Context, tmp_path: Path) -> None:
+    assert_fell_back(real_with(schema_ctx, tmp_path / "nope"), "backend:start", "cannot start it")
 
 
-def test_auto_with_no_interpreter_uses_the_snapshot_silently(tmp_path: Path) -> None:
-    verdict = schema_staging.check(example("basic/wordle/sft"), schema="auto", env=isolated(tmp_path))
-    assert verdict.backend == "snapshot" and verdict.fallback_from is None
-    assert not [f for f in verdict.findings if f.stage == "backend"]
+def test_auto_with_no_interpreter_uses_the_snapshot_silently(schema_ctx: Context) -> None:
+    report = validate_table(example("basic/wordle/sft"), schema_ctx, schema="auto")
+    assert report.schema_check == "snapshot" and report.fallback_from is None and not backend_warnings(report)
 
 
-def test_real_requested_with_no_interpreter_says_how_to_get_one(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    verdict = check_with(tmp_path, None)
-    assert_fell_back(verdict, "backend:not_found", "no interpreter with prime_rl.configs found")
-    assert "MODEL_FACTORY_SCHEMA_PYTHON" in verdict.findings[0].message
+def test_real_requested_with_no_interpreter_says_how_to_get_one(schema_ctx: Context) -> None:
+    report = real_with(schema_ctx, None)
+    assert_fell_back(report, "backend:not_found", "no interpreter with prime_rl.configs found")
+    assert "MODEL_FACTORY_SCHEMA_PYTHON" in backend_warnings(report)[0].message
 
 
-def test_a_bad_interpreter_before_a_good_one_is_reported_and_the_good_one_decides(tmp_path: Path,
+def test_a_bad_interpreter_before_a_good_one_is_reported_and_the_good_one_decides(schema_ctx: Context,
+                                                                                  tmp_path: Path,
                                                                                   schema_python: Path) -> None:
-    crash = script(tmp_path, "crash", "exit 1")
-    env = isolated(tmp_path, MODEL_FACTORY_SCHEMA_PYTHON=str(schema_python))
-    verdict = schema_staging.check_real(example("basic/wordle/sft"), python=crash, env=env)
-    assert verdict.backend == "real" and verdict.valid and verdict.interpreter == str(schema_python)
-    assert [f.rule for f in verdict.findings if f.stage == "backend"] == ["backend:exited"]
+    prime_cli_cache(tmp_path, schema_python, ("c" * 64,))
+    ctx = with_env(schema_ctx, XDG_CACHE_HOME=str(tmp_path / "cache"),
+                   MODEL_FACTORY_SCHEMA_PYTHON=str(script(tmp_path, "crash", "exit 1")))
+    report = validate_table(example("basic/wordle/sft"), ctx, schema="real")
+    assert report.schema_check == "real" and report.valid and report.fallback_from is None
+    assert report.schema_interpreter == str(tmp_path / "cache" / "prime" / "training-schemas" / ("c" * 64) / "bin"
+                                            / "python")
+    assert [w.rule for w in backend_warnings(report)] == ["backend:exited"]

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "tools" / "examples"
+EXAMPLES = ROOT / "tools" / "configs" / "examples"
 
 #: Short names of the ten examples.
 BASES = {
@@ -466,7 +466,7 @@ def fuzz(count: int, seed: int = 0) -> list[Case]:
     """
     import random
 
-    from schema_staging._snapshot import snapshot_schema
+    from tools.configs import snapshot_schema
 
     rng = random.Random(seed)
     out = []

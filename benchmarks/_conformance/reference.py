@@ -11,7 +11,7 @@ Two long-lived processes run prime's code unchanged:
    validates when the run starts.
 
 :meth:`Reference.judge` turns their answers into a :class:`RefVerdict`: valid or not, and the
-first error as a key path (:func:`schema_staging.key_path`, so union branch labels are
+first error as a key path (:func:`tools.configs.key_path`, so union branch labels are
 dropped exactly as for our back-ends). The worker's own failures carry no path; the hosted
 rejections are assigned the key they are about (:data:`HOSTED_PATHS`), anything else the
 whole file. A run-start check that cannot import a taskset the fixture does not have
@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from schema_staging import key_path
-from schema_staging._snapshot import union_tags
+from tools.configs import key_path, union_tags
 
 HERE = Path(__file__).resolve().parent
 #: Worker messages that are not pydantic errors -> the key path they are about.

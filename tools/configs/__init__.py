@@ -1,14 +1,21 @@
 """prime-rl config tools: list the bundled examples, prepare a task TOML, validate a TOML.
 
-All three are local (no network). Facts come from reference/prime-rl.md (the prime-rl
-schema at 559b447: §3 RL, §4 SFT, §9.2/9.3 validation results, §10 hosted handling) and
-reference/prime-api.md §3.2 (what ``prime train`` 0.18.0 checks before sending anything).
+Local: no network, except ``validate_config(schema="prime")``, which runs ``prime train
+validate`` (it asks the platform for the runtime and builds a schema venv from GitHub). Facts
+come from the prime-rl schema at the platform's schema commit (559b447: the shipped snapshot, or
+prime-rl itself), ``prime`` 0.18.0 (what ``prime train`` checks and how its schema worker runs
+the schema: docs/validation.md), reference/prime-rl.md and reference/prime-api.md §3.2.
 
 The tools and their input/result models are here; the work is in private modules:
-``_toml`` (reading TOML), ``_facts`` (the config under analysis, mode, model, steps, GPUs),
-``_rules`` (one check per rule and the :data:`RULES` table), ``_analysis`` (rules + facts ->
-:class:`ValidationReport`, shared with planning), ``_edits`` (prepare's tomlkit edits and the
-no-overwrite write), ``_examples`` (the bundled examples in ``examples/``).
+``_toml`` (reading TOML, and the other reader ``prime`` uses), ``_facts`` (the config under
+analysis, mode, model, steps, GPUs), ``_rules`` (every rule in :data:`RULES`; the validator
+mirrors are in ``_mirror_*``), ``_analysis`` (rules + a schema back-end -> :class:`ValidationReport`,
+shared with planning), ``_positions`` and ``_advice`` (line/column and fixes of each issue),
+``_schema_*`` (the back-ends: ``real`` prime-rl in a subprocess, the shipped ``snapshot``,
+``prime train validate``; the hosted pipeline they share; the verdict cache), ``_edits``
+(prepare's tomlkit edits and the no-overwrite write), ``_examples`` (the bundled examples).
+``_schema_worker.py`` and ``_schema_export_worker.py`` are scripts run by a prime-rl
+interpreter, never imported here; ``schema_snapshot/`` holds the shipped JSON Schemas.
 
 Error codes: ``config_not_found``, ``invalid_toml`` (with line and column), ``dest_exists``,
 ``bad_arguments``, ``write_failed``.
@@ -17,6 +24,8 @@ Error codes: ``config_not_found``, ``invalid_toml`` (with line and column), ``de
 from __future__ import annotations
 
 import hashlib
+import warnings
+from typing import Literal
 
 import tomlkit
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,10 +37,30 @@ from tools.configs._facts import (
     CLI_ONLY_KEYS,
     CLI_OPTIONS,
     DEPRECATED_ORCHESTRATOR_KEYS,
+    SFT_ONLINE_EVAL_KEYS,
     Mode,
     sniff_mode,
 )
-from tools.configs._rules import RULES, source_ref_problem
+from tools.configs._positions import key_positions
+from tools.configs._rules import IN_SCHEMA, NOT_MIRRORED, NOT_RAISING, RULES, source_ref_problem
+from tools.configs._schema_backends import check as check_schema
+from tools.configs._schema_backends import check_real as check_real_schema
+from tools.configs._schema_backends import check_snapshot as check_snapshot_schema
+from tools.configs._schema_cache import VerdictCache
+from tools.configs._schema_export import SNAPSHOT_DIR as SCHEMA_SNAPSHOT_DIR
+from tools.configs._schema_export import export_raw as export_schema_raw
+from tools.configs._schema_export import finalize as finalize_schema_export
+from tools.configs._schema_export import load_snapshot as load_schema_snapshot
+from tools.configs._schema_export import schemas as subschemas
+from tools.configs._schema_findings import Finding, Verdict, dotted, key_path
+from tools.configs._schema_pipeline import cli_config, hosted_config
+from tools.configs._schema_prepass import FIELD_BEFORE, MODEL_BEFORE, MODEL_BEFORE_NOT_MIRRORED
+from tools.configs._schema_prime import DEFAULT_TIMEOUT as PRIME_TIMEOUT_SECONDS
+from tools.configs._schema_prime import PrimeOptions
+from tools.configs._schema_real import Interpreter, checkout_problem, find_interpreters
+from tools.configs._schema_real import close_workers as close_schema_workers
+from tools.configs._schema_real import worker_for as schema_worker
+from tools.configs._schema_snapshot import snapshot_metadata, snapshot_schema, union_tags
 from tools.configs._toml import MAX_CONFIG_BYTES, load_toml, parse_document, read_bounded, read_config
 from tools.core import MAX_STEPS, Context, tool
 from tools.errors import FieldProblem, fail
@@ -45,39 +74,100 @@ __all__ = [
     "EXAMPLES_DIR",
     "ExampleInfo",
     "ExampleList",
+    "FIELD_BEFORE",
+    "Finding",
+    "IN_SCHEMA",
+    "Interpreter",
     "Issue",
     "ListExamplesInput",
     "MAX_CONFIG_BYTES",
+    "MODEL_BEFORE",
+    "MODEL_BEFORE_NOT_MIRRORED",
     "Mode",
+    "NOT_MIRRORED",
+    "NOT_RAISING",
     "PrepareConfigInput",
     "PreparedConfig",
+    "PrimeOptions",
     "RULES",
+    "SCHEMA_SNAPSHOT_DIR",
+    "SFT_ONLINE_EVAL_KEYS",
+    "SchemaChoice",
     "ValidateConfigInput",
     "ValidationReport",
+    "Verdict",
+    "VerdictCache",
     "analyze",
+    "check_real_schema",
+    "check_schema",
+    "check_snapshot_schema",
+    "checkout_problem",
+    "cli_config",
+    "close_schema_workers",
+    "dotted",
     "example_paths",
+    "export_schema_raw",
+    "finalize_schema_export",
+    "find_interpreters",
+    "hosted_config",
+    "key_path",
+    "key_positions",
     "list_examples",
+    "load_schema_snapshot",
     "prepare_config",
     "read_bounded",
     "read_config",
+    "schema_worker",
+    "snapshot_metadata",
+    "snapshot_schema",
     "source_ref_problem",
+    "subschemas",
+    "union_tags",
     "validate_config",
     "write_new_file",
 ]
 
 
-class ValidateConfigInput(BaseModel):
-    """Input of :func:`validate_config`."""
+SchemaChoice = Literal["auto", "real", "snapshot", "prime"]
+#: Seconds the real back-end may take to start (import prime-rl) and to validate, by default.
+REAL_TIMEOUT_SECONDS = 60.0
 
-    model_config = ConfigDict(extra="forbid")
+with warnings.catch_warnings():
+    # The field is called schema, as the command-line option --schema; it shadows pydantic v1's
+    # deprecated BaseModel.schema() classmethod, which nothing here calls.
+    warnings.filterwarnings("ignore", message='Field name "schema"', category=UserWarning)
 
-    config_path: str = Field(description=(
-        "Path of the prime-rl TOML (relative paths are from the working directory), or a bundled example id such as "
-        "basic/reverse-text/rl."))
-    mode: Mode | None = Field(
-        default=None,
-        description="Force rl or sft (like `prime train --sft`); null = decide like the prime CLI.",
-    )
+    class ValidateConfigInput(BaseModel):
+        """Input of :func:`validate_config`."""
+
+        model_config = ConfigDict(extra="forbid")
+
+        config_path: str = Field(description=(
+            "Path of the prime-rl TOML (relative paths are from the working directory), or a bundled example id "
+            "such as basic/reverse-text/rl."))
+        mode: Mode | None = Field(
+            default=None,
+            description="Force rl or sft (like `prime train --sft`); null = decide like the prime CLI.",
+        )
+        schema: SchemaChoice = Field(default="auto", description=(
+            "Which schema checks the config: auto (the real prime-rl schema when an interpreter with prime-rl is "
+            "found: prime_rl_dir, PRIME_RL_DIR, the working folder's prime-rl checkout, the prime CLI's cached "
+            "schema venvs, MODEL_FACTORY_SCHEMA_PYTHON; else the snapshot shipped with this package), real (falls "
+            "back to the snapshot, saying why), snapshot (fast, nothing installed), prime (runs `prime train "
+            "validate` with the launch's --sft/--image-tag/--ref; needs PRIME_API_KEY, uv and GitHub; falls back "
+            "to the snapshot, saying why)."))
+        prime_rl_dir: str | None = Field(default=None, description=(
+            "A prime-rl checkout (git clone + uv sync) whose schema to use: run there as `uv run --no-sync python`, "
+            "its git HEAD reported as the schema commit. Null: PRIME_RL_DIR, or the working folder's checkout."))
+        image_tag: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", description=(
+            "schema='prime' only: the --image-tag of the intended launch (default: the TOML's image_tag)."))
+        source_ref: str | None = Field(default=None, max_length=200, description=(
+            "schema='prime' only: the --ref of the intended launch, a prime-rl branch, tag or commit (default: "
+            "the TOML's source_ref)."))
+        timeout_seconds: float | None = Field(default=None, gt=0, le=900, description=(
+            "Seconds the schema check may take: for real, the interpreter's start (importing prime-rl takes "
+            "about 6 s) and each validation (default 60); for prime, the whole `prime train validate` (default "
+            "600: its first run builds a venv). When it runs out, the snapshot decides and a warning says so."))
 
 
 class ExampleInfo(BaseModel):
@@ -90,7 +180,8 @@ class ExampleInfo(BaseModel):
     max_steps: int | None = Field(description="Step cap in the example (null = none).")
     deployment_type: str = Field(description="single_node or multi_node.")
     gpu_count: int | None = Field(description="GPUs the example occupies as written (null = unknown).")
-    hosted_ok: bool = Field(description="True when the structural checks find nothing that stops a hosted run.")
+    hosted_ok: bool = Field(description="True when the schema snapshot and the hosted rules find nothing that "
+                                          "stops a hosted run.")
     hosted_reason: str = Field(description="Why it fits or not (first error, or size/cost remarks).")
     description: str | None = Field(description="One-line description from examples/PROVENANCE.md.")
 
@@ -146,12 +237,17 @@ class PrepareConfigInput(BaseModel):
 
 @tool
 def validate_config(inp: ValidateConfigInput, ctx: Context) -> ValidationReport:
-    """Validate a prime-rl TOML for Model Factory (local, no network).
+    """Validate a prime-rl TOML for Model Factory.
 
-    Parses with tomllib, picks RL or SFT exactly as ``prime train`` does, runs the rules of
-    :data:`RULES` (prime CLI local checks, hosted rejections, structural schema rules, secret
-    values named by location only) and reports facts (model, max_steps, GPUs, env ids, W&B
-    project). ``schema_check`` is ``structural``: run ``prime train validate`` for the real schema.
+    Parses with tomllib (and warns where the ``toml`` package ``prime train`` uses reads it
+    differently), picks RL or SFT exactly as ``prime train`` does, runs the ``file`` rules of
+    :data:`RULES` (the prime CLI's own checks, secret values named by location only, advice),
+    and checks the schema with the chosen back-end (``schema``: real prime-rl in a subprocess,
+    the shipped snapshot, or ``prime train validate``; see ``_schema_backends``) through the
+    hosted pipeline of ``prime train validate`` 0.18.0. Reports which back-end decided
+    (``schema_check``, ``schema_commit``, ``schema_source``, ``schema_seconds``), every issue with
+    its key path, line, column, rule and fix, and facts (model, max_steps, GPUs, env ids, W&B
+    project). Verdicts are cached in the state folder (``<state>/validation-cache``).
 
     ``config_path`` may also be a bundled example id (``basic/reverse-text/rl``, see
     mf_list_examples) when no file has that path.
@@ -161,7 +257,13 @@ def validate_config(inp: ValidateConfigInput, ctx: Context) -> ValidationReport:
     path = ctx.resolve_path(inp.config_path)
     if not path.exists():
         path = example_paths().get(inp.config_path.strip().removeprefix("examples/").removesuffix(".toml"), path)
-    return validate_file(path, ctx, inp.mode)
+    prime = None
+    if inp.schema == "prime":
+        prime = PrimeOptions(image_tag=inp.image_tag, source_ref=inp.source_ref,
+                             timeout=inp.timeout_seconds or PRIME_TIMEOUT_SECONDS)
+    prime_rl_dir = ctx.resolve_path(inp.prime_rl_dir) if inp.prime_rl_dir else None
+    return validate_file(path, ctx, inp.mode, schema=inp.schema, prime_rl_dir=prime_rl_dir, prime=prime,
+                         timeout=inp.timeout_seconds or REAL_TIMEOUT_SECONDS)
 
 
 @tool
@@ -170,13 +272,15 @@ def list_examples(inp: ListExamplesInput, ctx: Context) -> ExampleList:
 
     Each entry: ``id`` (for mf_prepare_config), path, mode, model, max_steps, deployment
     type, GPU count as written, and whether a hosted run would accept it (``hosted_ok``
-    with ``hosted_reason``: the first structural error, e.g. disaggregated inference, or
-    the size of multi-node examples). Local only; no errors beyond unreadable files.
+    with ``hosted_reason``: the first error, e.g. disaggregated inference, or
+    the size of multi-node examples), as the shipped schema snapshot says (fast and the same
+    everywhere; mf_validate_config can ask the real schema). Local only; no errors beyond
+    unreadable files.
     """
     notes = example_descriptions()
     out: list[ExampleInfo] = []
     for ident, path in example_paths().items():
-        report = analyze(load_toml(path), path)
+        report = analyze(load_toml(path), path, schema="snapshot")
         if inp.mode and report.mode != inp.mode:
             continue
         if report.errors:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import tomlkit
 from pydantic import BaseModel, Field
 
-from tools.configs._facts import SFT_REJECTED_TABLES, Mode
+from tools.configs._facts import SFT_ONLINE_EVAL_KEYS, Mode
 from tools.configs._toml import toml_text
 from tools.errors import FieldProblem, call, fail
 
@@ -73,8 +73,8 @@ def edit(doc: tomlkit.TOMLDocument, mode: Mode, *, gpu_type: str | None = None, 
     changes: list[Change] = []
     for key in ("slurm", "output_dir", "clean", "dry_run", "k8s"):
         _remove(doc, key, key, changes)
-    if mode == "sft":  # hosted SFT is trainer-only (rule sft_trainer_only)
-        for key in SFT_REJECTED_TABLES:
+    if mode == "sft":  # hosted SFT is trainer-only (rule sft_online_eval)
+        for key in SFT_ONLINE_EVAL_KEYS:
             _remove(doc, key, key, changes)
         if hasattr(doc.get("deployment"), "keys"):
             for key in ("num_infer_gpus", "num_eval_gpus"):

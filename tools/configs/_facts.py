@@ -7,7 +7,6 @@ handling); reference/prime-api.md §3.2 (what ``prime train`` reads itself and n
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -21,46 +20,30 @@ Mode = Literal["rl", "sft"]
 
 #: prime-rl defaults used when a field is absent (reference/prime-rl.md §3.5, §4).
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
-DEFAULT_SEQ_LEN = 2048
 DEFAULT_GPUS_PER_NODE = 8
 
-PROTECTED_ENV_VARS = frozenset({
-    "CUDA_VISIBLE_DEVICES", "PRL_RUN_ID", "PRL_RUN_NAME", "WANDB_RUN_ID", "WANDB_SHARED_MODE",
-    "WANDB_SHARED_LABEL", "WANDB_SHARED_PRIMARY", "WANDB_SHARED_FINISHER",
-})
 CLI_OPTIONS = ("image_tag", "gpu_type", "volume", "volume_size", "source_ref")
-#: Top-level TOML keys ``prime train`` reads itself and never ships (reference/prime-api.md §3.2
-#: step 8; ``name`` is shipped).
-CLI_ONLY_KEYS = frozenset({"env_file", "env_files", *CLI_OPTIONS, "type"})
-#: ``[orchestrator]`` keys ``prime train`` drops (deprecated).
+#: Top-level TOML keys ``prime train`` reads itself and never ships (prime 0.18.0
+#: ``prime_cli/commands/rl.py`` ``_CLI_ONLY_KEYS``; ``name`` is shipped).
+CLI_ONLY_KEYS = ("env_file", "env_files", *CLI_OPTIONS, "type")
+#: ``[orchestrator]`` keys ``prime train`` drops (prime 0.18.0 ``_remove_deprecated_config_keys``).
 DEPRECATED_ORCHESTRATOR_KEYS = ("trajectory_strategy", "trajectoryStrategy", "buffer")
-#: Tables hosted SFT rejects: it runs the trainer only (prime 0.18.0 ``train --sft`` help).
-SFT_REJECTED_TABLES = ("eval", "inference", "weight_broadcast")
-RL_TOP_LEVEL = frozenset({
-    "trainer", "orchestrator", "inference", "run", "output_dir", "clean", "env_vars", "log", "ckpt", "resume",
-    "monitors", "model", "tokenizer", "max_steps", "seq_len", "weight_broadcast", "rollout_transport",
-    "deployment", "slurm", "dry_run",
-})
-SFT_TOP_LEVEL = frozenset({
-    "model", "tokenizer", "renderer", "data", "val", "eval", "inference", "weight_broadcast", "optim", "scheduler",
-    "ckpt", "resume", "log", "monitors", "run", "output_dir", "clean", "matmul_precision", "max_steps", "gc",
-    "trace_path", "memory_profiler_path", "dist_timeout_seconds", "heartbeat", "deployment", "slurm", "dry_run",
-    "env_vars",
-})
-OPTIMIZERS = frozenset({"sgd", "adamw", "muon", "sign_sgd"})
-#: Model names that look like a fine-tune (renderers cannot auto-detect them).
-FINE_TUNE_NAME = re.compile(r"[-_](?:sft|rl|dpo|grpo|ppo|ft|finetuned?|fine-tuned?|merged|lora)(?:[-_.]|$)", re.I)
+#: SFT blocks the hosted worker sets aside: hosted SFT runs the trainer only (prime 0.18.0
+#: ``prime_cli/utils/training_compiler.py`` ``SFT_ONLINE_EVAL_KEYS``).
+SFT_ONLINE_EVAL_KEYS = ("eval", "inference", "weight_broadcast")
 
 
 @dataclass
 class Config:
-    """A parsed TOML plus what the rules need to read it."""
+    """A parsed TOML plus what the rules need to read it (``text``: the file as read, for the
+    check of the other TOML reader)."""
 
     data: dict[str, Any]
     mode: Mode
     path: Path
     env: Mapping[str, str] = field(default_factory=dict)
     known_values: list[str] = field(default_factory=list)
+    text: str | None = None
 
     def get(self, path: str) -> Any:
         return value_at(self.data, path)

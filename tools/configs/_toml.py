@@ -8,6 +8,7 @@ TOML dates and times become ISO strings so a config can travel as JSON. Errors (
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
 import re
 import stat
@@ -166,3 +167,71 @@ def toml_text(value: Any) -> str:
     """``value`` (plain or a tomlkit item) as TOML text."""
     value = value.unwrap() if hasattr(value, "unwrap") else value
     return tomlkit.item(value).as_string() if value is not None else "null"
+
+
+# --------------------------------------------------------------------------------------
+# The other reading: `prime train` parses TOML with the toml package (0.10.x), not tomllib
+# --------------------------------------------------------------------------------------
+
+_OTHER_READER = "the toml package 0.10 that `prime train` reads TOML with"
+_AFTER = ("These tools send the tomllib reading; `prime train run` on the same file would not. Write the key so "
+          "both agree (no dotted key before a multi-line string; one value type per array).")
+
+
+@functools.lru_cache(maxsize=64)
+def toml_disagreement(text: str) -> tuple[tuple[str, str], ...]:
+    """Where ``prime train`` (prime 0.18.0 ``_load_toml``: ``toml.load``) reads ``text``
+    differently from tomllib: ``((dotted key path, message), ...)``, at most five, ``()`` when
+    both agree (remembered per text: a file checked again costs nothing). Known cases: a dotted
+    key whose value is a multi-line string lands in the wrong table; an array mixing value types
+    is refused (the file does not load) or cut short (an inline table followed by a number).
+    Messages name keys, never values. ``text`` must be TOML that tomllib reads."""
+    import toml  # deferred: only this check needs it (pure Python, ~10 ms to import)
+
+    data = _jsonable(tomllib.loads(text))
+    try:
+        other = _jsonable(toml.loads(text))
+    except toml.TomlDecodeError as exc:
+        mixed = _mixed_arrays(data)
+        where = f" (mixed value types in {', '.join(mixed[:5])})" if mixed else ""
+        return ((mixed[0] if mixed else "", f"{_OTHER_READER} refuses this file: {exc.msg}{where}, so "
+                 f"`prime train` exits with 'Invalid TOML'. {_AFTER}"),)
+    except Exception as exc:  # noqa: BLE001 - the toml package has raised other errors on odd input
+        return (("", f"{_OTHER_READER} fails on this file ({type(exc).__name__}). {_AFTER}"),)
+    out: list[tuple[str, str]] = []
+    only_there = [p for p, how in _differences(other, data, "") if how == "missing"]
+    for path, how in _differences(data, other, ""):
+        what = {"missing": "does not have this key" + (f" (it reads {', '.join(only_there[:3])} instead)"
+                                                       if only_there else ""),
+                "value": "reads another value here"}[how]
+        out.append((path, f"{_OTHER_READER} {what}. {_AFTER}"))
+    return tuple(out[:5])
+
+
+def _differences(a: Any, b: Any, path: str) -> list[tuple[str, str]]:
+    """Key paths where ``a`` has something ``b`` lacks (``missing``) or holds another value."""
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        out: list[tuple[str, str]] = []
+        for key, value in a.items():
+            where = f"{path}.{key}" if path else str(key)
+            out += _differences(value, b[key], where) if key in b else [(where, "missing")]
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in _differences(x, y, f"{path}[{i}]")]
+    same = a == b or (isinstance(a, float) and isinstance(b, float) and a != a and b != b)  # nan
+    return [] if same and type(a) is type(b) else [(path, "value")]
+
+
+def _mixed_arrays(data: Any, path: str = "") -> list[str]:
+    """Key paths of arrays whose items are not all of one TOML type (the toml package 0.10
+    refuses those; integers and floats count as different types, as there)."""
+    out: list[str] = []
+    if isinstance(data, Mapping):
+        for key, value in data.items():
+            out += _mixed_arrays(value, f"{path}.{key}" if path else str(key))
+    elif isinstance(data, list):
+        if len({type(v) for v in data}) > 1:
+            out.append(path)
+        for i, value in enumerate(data):
+            out += _mixed_arrays(value, f"{path}[{i}]")
+    return out

@@ -98,9 +98,10 @@ class PlanRunInput(BaseModel):
 class RuntimeInfo(BaseModel):
     """What POST /training/runs/prepare said about the prime-rl build (reference §4)."""
 
-    local_validation: Literal["available", "not_supported", "unavailable"] = Field(
+    local_validation: Literal["available", "not_supported", "unavailable", "skipped"] = Field(
         description="available: prepare answered; not_supported: platform without local validation "
-                    "(404/405); unavailable: 5xx/timeout.")
+                    "(404/405); unavailable: 5xx/timeout; skipped: not asked, as prime train run skips it "
+                    "(an SFT config with online-eval blocks).")
     note: str = Field(description="What it means, in words.")
     submission_supported: bool | None = Field(default=None, description="Prepare's submission_supported.")
     image_commit: str | None = Field(default=None, description="prime-rl image commit (40 hex).")
@@ -228,8 +229,9 @@ def _secret_names(args: PlanRunInput, ctx: Context, files: list[Path], warnings:
 
 def _prepare(ctx: Context, mode: str, owner: Owner, image_tag: str | None, source_ref: str | None,
              warnings: list[str]) -> RuntimeInfo:
-    """POST /training/runs/prepare as the CLI does (§3.2 step 10), as information only. (The CLI
-    skips it for SFT with online eval; such configs never get here: rule sft_trainer_only.)"""
+    """POST /training/runs/prepare as the CLI does (§3.2 step 10), as information only. The CLI
+    skips it for an SFT config with online-eval blocks (the platform validates those on
+    submission): so does this (``skipped``)."""
     try:
         prep = ctx.platform().prepare_run(mode=mode, team_id=owner.team_id, image_tag=image_tag, source_ref=source_ref)
     except (perr.NotFound, perr.InvalidRequest) as exc:
@@ -363,7 +365,7 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
                    f"Set the [deployment] counts explicitly, then plan again: {again}.", next_calls=[again])
     toml_strings = {k: raw.get(k) for k in configs.CLI_OPTIONS}
     warnings: list[str] = [f"{w.path}: {w.message}" for w in report.warnings
-                          if w.rule not in {"no_max_steps", "deprecated_orchestrator_key", "cli_type_key"}]
+                          if w.rule not in {"no_max_steps", "deprecated_key", "cli_type_key"}]
     warnings += [w for p in args.env_files if (w := gsecrets.env_file_git_warning(ctx.resolve_path(p)))]
     mode: Literal["rl", "sft"] = report.mode
     hosted = hosted_config(raw, warnings)
@@ -406,7 +408,12 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
         warnings.append("volume_size is ignored: model-factory attaches existing volumes only.")
     image_tag = args.image_tag or toml_strings["image_tag"]
     source_ref = args.source_ref or toml_strings["source_ref"]
-    runtime = _prepare(ctx, mode, owner, image_tag, source_ref, warnings) if prepare else None
+    runtime = None
+    if prepare and mode == "sft" and any(key in raw for key in configs.SFT_ONLINE_EVAL_KEYS):
+        runtime = RuntimeInfo(local_validation="skipped", note="local validation skipped, as prime train run skips "
+                              "it for an SFT config with online-eval blocks; the platform validates it on submission.")
+    elif prepare:
+        runtime = _prepare(ctx, mode, owner, image_tag, source_ref, warnings)
     cost = estimate_cost(mode, count, price, cap, args.seconds_per_step, why)
     warnings += magnitude_warnings(cost)
     if problem := load_for_context(ctx).problem:

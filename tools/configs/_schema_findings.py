@@ -15,16 +15,20 @@ from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-Mode = Literal["rl", "sft"]
-Backend = Literal["real", "snapshot"]
+from tools.configs._facts import Mode
+
+#: What decided a verdict: prime-rl's own classes (``real``, also when ``prime train validate``
+#: ran them), the shipped JSON Schema snapshot with the validator mirrors (``snapshot``), or our
+#: rules alone (``structural``: the snapshot itself failed).
+Backend = Literal["real", "snapshot", "structural"]
 Severity = Literal["error", "warning", "note"]
-#: Where in the hosted pipeline a finding comes from (see NOTES.md, "The hosted pipeline"):
-#: ``cli`` what ``prime train`` does before the worker (deprecated keys), ``schema`` the
-#: RLConfig/SFTConfig pass with environment sources set aside, ``hosted`` the worker's hosted
-#: rejections, ``deferred`` the worker's check of the set-aside blocks, ``run_start`` the full
-#: schema with sources kept (what the platform checks when the run starts), ``backend`` the
-#: back-end itself (interpreter problems, fall-back).
-Stage = Literal["cli", "schema", "hosted", "deferred", "run_start", "backend"]
+#: Where a finding comes from (docs/validation.md, "The hosted pipeline"): ``file`` our rules on
+#: the parsed TOML (tools/configs/_rules.py); ``cli`` what ``prime train`` does before the
+#: worker (deprecated keys); ``schema`` the RLConfig/SFTConfig pass with environment sources
+#: set aside; ``hosted`` the worker's hosted rejections; ``deferred`` the worker's check of the
+#: set-aside blocks; ``run_start`` the full schema with sources kept (what the platform checks
+#: when the run starts); ``backend`` the back-end itself (interpreter problems, fall-back).
+Stage = Literal["file", "cli", "schema", "hosted", "deferred", "run_start", "backend"]
 
 
 @dataclass(frozen=True)
@@ -33,14 +37,15 @@ class Finding:
 
     ``loc``: key path as a tuple (str keys, int list indexes), ``()`` = the whole file;
     ``path``: the same, dotted (``orchestrator.train.source[0].name``); ``message``: what is
-    wrong (never a secret value: messages name keys, and quote only numbers, model names and
-    types); ``rule``: the prime-rl validator (``module.Class.function``), the JSON Schema
-    keyword (``schema:additionalProperties``), the pydantic error type (``pydantic:int_parsing``)
-    or the hosted rule (``hosted:clean``) that fired; ``kind``: pydantic's error type when known
-    (``value_error`` for a model validator, ``assertion_error`` for an ``assert``), used to
-    mirror the worker's filter of set-aside blocks; ``source``: file and function of the rule
-    in prime-rl or prime, for people; ``line``/``column``: 1-based position in the TOML, filled
-    by the caller that has the text (None here).
+    wrong (messages name keys and quote numbers, model names and types; the report scrubs
+    anything secret-looking before it leaves); ``rule``: the id of a rule of
+    :data:`tools.configs._rules.RULES` (a prime-rl validator ``module.Class.function``, a hosted
+    rule such as ``clean``), the JSON Schema keyword (``schema:additionalProperties``) or the
+    pydantic error type (``pydantic:int_parsing``) that fired; ``kind``: pydantic's error type
+    when known (``value_error`` for a model validator, ``assertion_error`` for an ``assert``,
+    ``extra_forbidden`` for an unknown key), used to mirror the worker's filter of set-aside
+    blocks and to suggest fixes; ``source``: file and function of the rule in prime-rl or
+    prime, for people.
     """
 
     loc: tuple[str | int, ...]
@@ -50,8 +55,6 @@ class Finding:
     stage: Stage = "schema"
     kind: str = "value_error"
     source: str = ""
-    line: int | None = None
-    column: int | None = None
 
     @property
     def path(self) -> str:
@@ -75,8 +78,10 @@ class Verdict:
     warnings and notes; ``schema_commit``: the prime-rl commit whose schema decided (40 hex, or
     ``"unknown"``) and ``schema_source`` where that commit came from; ``elapsed_seconds``: wall
     time of the check (for the real back-end including the interpreter start when it was cold);
-    ``fallback_from``: set when this verdict is the snapshot's because the real back-end could
-    not run (its finding is among ``findings``, stage ``backend``).
+    ``fallback_from``: set when this verdict is the snapshot's because the back-end asked for
+    (``real`` or ``prime``) could not run (its finding is among ``findings``, stage
+    ``backend``); ``cached``: the verdict was remembered (memory or the state folder), not
+    computed again.
     """
 
     backend: Backend
@@ -86,7 +91,8 @@ class Verdict:
     schema_source: str = ""
     interpreter: str | None = None
     elapsed_seconds: float = 0.0
-    fallback_from: Backend | None = None
+    fallback_from: Literal["real", "prime"] | None = None
+    cached: bool = False
 
     @property
     def valid(self) -> bool:
@@ -110,6 +116,33 @@ class Verdict:
                 "findings": [f.to_dict() for f in self.findings], "schema_commit": self.schema_commit,
                 "schema_source": self.schema_source, "interpreter": self.interpreter,
                 "elapsed_seconds": self.elapsed_seconds, "fallback_from": self.fallback_from}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Verdict:
+        """The inverse of :meth:`to_dict` (the on-disk cache). Raises KeyError/TypeError/ValueError
+        on something else."""
+        findings = [Finding(tuple(f["loc"]), f["message"], f["rule"], severity=f["severity"], stage=f["stage"],
+                            kind=f["kind"], source=f["source"]) for f in data["findings"]]
+        return cls(data["backend"], data["mode"], findings, schema_commit=data["schema_commit"],
+                   schema_source=data["schema_source"], interpreter=data["interpreter"],
+                   elapsed_seconds=float(data["elapsed_seconds"]), fallback_from=data["fallback_from"])
+
+
+@dataclass
+class PassResult:
+    """One validation of one table by a back-end's schema pass (``RLConfig``/``SFTConfig``
+    ``model_validate`` or its snapshot equivalent).
+
+    ``errors``: in pydantic's order, empty when valid; ``resolved``: when valid, the validated
+    config with defaults filled in (``model_dump(mode="json")`` for the real back-end), which
+    the hosted rejections read; ``warnings``: what the validators warned about (pydantic
+    ``warnings.warn``); ``exception``: a failure that is not a validation error (a taskset
+    package that is not installed), message only."""
+
+    errors: list[Finding] = field(default_factory=list)
+    resolved: dict[str, Any] | None = None
+    warnings: list[str] = field(default_factory=list)
+    exception: str | None = None
 
 
 def dotted(loc: Sequence[str | int]) -> str:

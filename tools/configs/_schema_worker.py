@@ -1,7 +1,8 @@
 """Schema worker: validates config tables with prime-rl's own RLConfig/SFTConfig, one per line.
 
-Run by :mod:`schema_staging._real` in a foreign interpreter (``PYTHON -I -B _worker.py``, or
-``uv run --no-sync python -B _worker.py`` in a prime-rl checkout). It imports nothing from
+Run by :mod:`tools.configs._schema_real` in a foreign interpreter (``PYTHON -I -B
+_schema_worker.py``, or ``uv run --no-sync python -B _schema_worker.py`` in a prime-rl checkout),
+never imported by this package (it ships in the wheel as a file). It imports nothing from
 this project and keeps to syntax any Python 3 parses, so that a wrong interpreter can still
 say what it is. Protocol, one JSON object per line:
 
@@ -15,7 +16,7 @@ say what it is. Protocol, one JSON object per line:
   "seconds": s}``.
 
 Anything else the schema's modules print goes to stderr, never into the protocol. The table is
-validated as given: the hosted normalization is the caller's (schema_staging/_hosted.py).
+validated as given: the hosted normalization is the caller's (``_schema_pipeline``).
 """
 
 import json
@@ -31,16 +32,11 @@ def _emit(stream, obj):
     stream.flush()
 
 
-def _installed_commit():
-    """The prime-rl commit of the installed prime-rl-configs, from its direct_url.json (a VCS
-    install, or a GitHub archive of packages/prime-rl-configs), as the prime CLI reads it."""
-    from importlib import metadata
-
-    try:
-        dist = metadata.distribution("prime-rl-configs")
-        install = json.loads(dist.read_text("direct_url.json") or "{}")
-    except Exception:
-        return None, "no direct_url.json"
+def commit_of(install):
+    """The prime-rl commit recorded in a ``direct_url.json`` of prime-rl-configs (a dict): a VCS
+    install's ``vcs_info.commit_id``, or the sha of a GitHub archive of
+    packages/prime-rl-configs, as the prime CLI's provenance check reads it; (commit or None,
+    where it came from). Also used by the caller to read a venv without starting it."""
     vcs = install.get("vcs_info") or {}
     if vcs.get("commit_id"):
         return vcs["commit_id"], "direct_url.json vcs_info"
@@ -49,6 +45,18 @@ def _installed_commit():
     if match and install.get("subdirectory") == "packages/prime-rl-configs":
         return match.group(1), "direct_url.json archive"
     return None, install.get("url") or "direct_url.json without a commit"
+
+
+def _installed_commit():
+    """The commit of the installed prime-rl-configs (:func:`commit_of` its direct_url.json)."""
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution("prime-rl-configs")
+        install = json.loads(dist.read_text("direct_url.json") or "{}")
+    except Exception:
+        return None, "no direct_url.json"
+    return commit_of(install)
 
 
 def _versions():

@@ -25,7 +25,7 @@ environment).
 
 Every failure of the interpreter (not Python 3.12, no ``prime_rl``, exits, hangs past the
 timeout, prints something that is not the protocol) raises :class:`RealBackendUnavailable`
-with a finding that says what happened and what to do; :func:`schema_staging.check` then
+with a finding that says what happened and what to do; :func:`tools.configs._schema_backends.check` then
 falls back to the snapshot.
 """
 
@@ -46,10 +46,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schema_staging._findings import Finding, Mode, key_path
-from schema_staging._snapshot import PassResult, union_tags
+from tools.configs._schema_findings import Finding, Mode, PassResult, key_path
+from tools.configs._schema_snapshot import union_tags
+from tools.configs._schema_worker import commit_of
 
-WORKER = Path(__file__).resolve().parent / "_worker.py"
+WORKER = Path(__file__).resolve().parent / "_schema_worker.py"
 ENV_PYTHON = "MODEL_FACTORY_SCHEMA_PYTHON"
 ENV_CHECKOUT = "PRIME_RL_DIR"
 _HEX40 = re.compile(r"[0-9a-f]{40}")
@@ -72,7 +73,8 @@ class Interpreter:
     ``command``: argv before the worker script (``[python, "-I", "-B"]`` or
     ``["uv", "run", "--no-sync", "python", "-B"]``); ``cwd``: where to run it (a checkout);
     ``label``: for people (a path); ``commit``/``commit_source``: the schema commit when known
-    before starting (a checkout's HEAD)."""
+    before starting (a checkout's HEAD, a venv's ``direct_url.json``); ``cacheable``: the commit
+    says everything about the schema (false for a checkout with uncommitted changes)."""
 
     command: tuple[str, ...]
     label: str
@@ -80,25 +82,35 @@ class Interpreter:
     commit: str | None = None
     commit_source: str = ""
     origin: str = "interpreter"
+    cacheable: bool = False
 
     @classmethod
     def python(cls, path: str | Path, origin: str = "interpreter") -> Interpreter:
-        """A bare interpreter (a venv's ``bin/python``), run isolated (``-I -B``) like the prime CLI runs its worker."""
-        return cls((str(path), "-I", "-B"), str(path), origin=origin)
+        """A bare interpreter (a venv's ``bin/python``), run isolated (``-I -B``) like the prime CLI
+        runs its worker; the commit is read from the venv's ``direct_url.json`` when it has one."""
+        commit, source = _venv_commit(Path(path))
+        return cls((str(path), "-I", "-B"), str(path), commit=commit, commit_source=source, origin=origin,
+                   cacheable=commit is not None)
 
     @classmethod
     def checkout(cls, root: Path, uv: str | None = None) -> Interpreter:
-        """A prime-rl checkout, run as ``uv run --no-sync python`` in it; commit = ``git HEAD``."""
-        commit = _git_head(root)
+        """A prime-rl checkout, run as ``uv run --no-sync python`` in it; commit = ``git HEAD``
+        (not cacheable when tracked files have uncommitted changes)."""
+        commit, dirty = _git_head(root)
+        source = f"git HEAD of {root}" + (" (with uncommitted changes)" if dirty else "") if commit else ""
         return cls((uv or shutil.which("uv") or "uv", "run", "--no-sync", "python", "-B"),
-                   f"uv run --no-sync python in {root}", cwd=root, commit=commit,
-                   commit_source=f"git HEAD of {root}" if commit else "", origin="checkout")
+                   f"uv run --no-sync python in {root}", cwd=root, commit=commit, commit_source=source,
+                   origin="checkout", cacheable=commit is not None and not dirty)
 
 
 def find_interpreters(*, python: str | Path | None = None, prime_rl_dir: str | Path | None = None,
-                      env: Mapping[str, str] | None = None, cwd: Path | None = None) -> list[Interpreter]:
+                      env: Mapping[str, str] | None = None, cwd: Path | None = None,
+                      home: Path | None = None) -> list[Interpreter]:
     """Candidate interpreters, best first (see the module docstring for the order). Only
-    cheap checks here (files exist); :func:`check_real` finds out whether one works."""
+    cheap checks here (files exist, git HEAD, a venv's direct_url.json); a validation finds out
+    whether one works. ``env``: the environment to read (default ``os.environ``); ``cwd``: where
+    to look for a checkout around (default the current folder); ``home``: the home folder of the
+    prime CLI's cache (default ``env["HOME"]``, else ``Path.home()``)."""
     env = os.environ if env is None else env
     found: list[Interpreter] = []
     if python is not None:
@@ -113,7 +125,7 @@ def find_interpreters(*, python: str | Path | None = None, prime_rl_dir: str | P
     here = _checkout_root(cwd or Path.cwd(), walk_up=True)
     if here is not None:
         found.append(Interpreter.checkout(here))
-    cache_home = Path(env.get("XDG_CACHE_HOME") or Path(env.get("HOME") or Path.home()) / ".cache")
+    cache_home = Path(env.get("XDG_CACHE_HOME") or (home or Path(env.get("HOME") or Path.home())) / ".cache")
     cache = cache_home / "prime" / "training-schemas"
     venvs = []
     if cache.is_dir():
@@ -129,6 +141,16 @@ def find_interpreters(*, python: str | Path | None = None, prime_rl_dir: str | P
     return list(unique.values())
 
 
+def checkout_problem(root: Path) -> Finding | None:
+    """Why ``root`` (a ``prime_rl_dir`` argument) is not used, or None when it is a checkout."""
+    if _checkout_root(root) is not None:
+        return None
+    return Finding((), f"real prime-rl schema: {root} is not a prime-rl checkout (no "
+                   "packages/prime-rl-configs/pyproject.toml there), so it is not used. Pass the folder of a "
+                   "prime-rl clone (git clone https://github.com/PrimeIntellect-ai/prime-rl; uv sync in it).",
+                   "backend:not_a_checkout", severity="warning", stage="backend", kind="backend")
+
+
 def _checkout_root(start: Path, walk_up: bool = False) -> Path | None:
     start = start.expanduser().resolve()
     for folder in [start, *(start.parents if walk_up else ())]:
@@ -139,14 +161,36 @@ def _checkout_root(start: Path, walk_up: bool = False) -> Path | None:
     return None
 
 
-def _git_head(root: Path) -> str | None:
+def _git_head(root: Path) -> tuple[str | None, bool]:
+    """(``git rev-parse HEAD`` of ``root`` or None, whether tracked files have changes)."""
     try:
         done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                               timeout=10, check=False)
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired):
-        return None
+        return None, False
     head = done.stdout.strip()
-    return head if done.returncode == 0 and _HEX40.fullmatch(head) else None
+    if done.returncode != 0 or not _HEX40.fullmatch(head):
+        return None, False
+    return head, status.returncode != 0 or bool(status.stdout.strip())
+
+
+def _venv_commit(python: Path) -> tuple[str | None, str]:
+    """The prime-rl commit of a venv's installed prime-rl-configs, read from its
+    ``direct_url.json`` without starting it (:func:`commit_of`); (None, "") when the interpreter is
+    not in a venv or the file says nothing."""
+    prefix = python.parent.parent
+    if not (prefix / "pyvenv.cfg").is_file():
+        return None, ""
+    for record in sorted(prefix.glob("lib/python*/site-packages/prime_rl_configs-*.dist-info/direct_url.json")):
+        try:
+            commit, source = commit_of(json.loads(record.read_text()))
+        except (OSError, ValueError, AttributeError):
+            continue
+        if commit and _HEX40.fullmatch(commit):
+            return commit, source
+    return None, ""
 
 
 def _worker_env(base: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -1,12 +1,12 @@
 """The snapshot back-end's schema pass: one config table in, pydantic's verdict out.
 
 :class:`SnapshotSchema` is the snapshot's equivalent of ``RLConfig.model_validate`` /
-``SFTConfig.model_validate``: :mod:`schema_staging._prepass` reshapes the table as pydantic's
+``SFTConfig.model_validate``: :mod:`tools.configs._schema_prepass` reshapes the table as pydantic's
 before-validators and lax mode would, ``jsonschema`` (Draft 2020-12) checks it against the
-shipped schema, :mod:`schema_staging._rules` runs the model validators JSON Schema cannot
+shipped schema, :mod:`tools.configs._rules` runs the model validators JSON Schema cannot
 express on the table with defaults filled in, and the findings are put in pydantic's order
 (declared fields in definition order, extra keys last). The hosted pipeline around it
-(set-aside blocks, hosted rejections) is :mod:`schema_staging._hosted`, shared with the real
+(set-aside blocks, hosted rejections) is :mod:`tools.configs._schema_pipeline`, shared with the real
 back-end.
 """
 
@@ -15,34 +15,18 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from schema_staging import _export, _rules
-from schema_staging._export import SNAPSHOT_DIR, load_snapshot
-from schema_staging._findings import Finding, Mode
-from schema_staging._plugins import env_findings
-from schema_staging._prepass import Prepass, Rejected, fill_defaults
-from schema_staging._schema_index import SchemaIndex, json_type
-
-
-@dataclass
-class PassResult:
-    """One validation of one table (by either back-end).
-
-    ``errors``: in pydantic's order, empty when valid; ``resolved``: when valid, the validated
-    config with defaults filled in (``model_dump(mode="json")`` for the real back-end), which
-    the hosted rejections read; ``warnings``: what the validators warned about (pydantic
-    ``warnings.warn``); ``exception``: a failure that is not a validation error (a taskset
-    package that is not installed), message only."""
-
-    errors: list[Finding] = field(default_factory=list)
-    resolved: dict[str, Any] | None = None
-    warnings: list[str] = field(default_factory=list)
-    exception: str | None = None
+from tools.configs import _schema_export
+from tools.configs._rules import Outcome, run_validators
+from tools.configs._schema_export import SNAPSHOT_DIR, load_snapshot
+from tools.configs._schema_findings import Finding, Mode, PassResult
+from tools.configs._schema_index import SchemaIndex, json_type
+from tools.configs._schema_plugins import env_findings
+from tools.configs._schema_prepass import Prepass, Rejected, fill_defaults
 
 
 class SnapshotSchema:
@@ -57,7 +41,7 @@ class SnapshotSchema:
 
     def validate(self, data: dict[str, Any], rules: bool = True) -> PassResult:
         """Validate one config table (already hosted-normalized). ``rules=False`` leaves out
-        the structural rules (model validators), to measure what JSON Schema alone says.
+        the validator mirrors, to measure what JSON Schema alone says.
         Never raises for bad input."""
         prepass = Prepass(self.index)
         try:
@@ -75,9 +59,9 @@ class SnapshotSchema:
         except Rejected as rejected:
             return PassResult(errors=[rejected.finding])
         resolved, fields_set = fill_defaults(prepared, self.index)
-        outcome = _rules.Outcome()
+        outcome = Outcome()
         if rules:
-            outcome = _rules.run(resolved, fields_set, self.index, self.facts, [f.loc for f in findings])
+            outcome = run_validators(resolved, fields_set, self.index, self.facts, [f.loc for f in findings])
         findings += outcome.findings
         findings.sort(key=lambda f: self.index.order_key(f.loc, prepared))
         return PassResult(errors=findings, resolved=None if findings else resolved, warnings=outcome.warnings)
@@ -214,10 +198,10 @@ def _shipped() -> dict[str, Any]:
 @functools.lru_cache(maxsize=1)
 def union_tags() -> frozenset[str]:
     """Every tag of a discriminated union in the shipped schemas (``single_node``, ``adamw``,
-    ``nccl``...), for :func:`schema_staging.key_path`."""
+    ``nccl``...), for :func:`tools.configs._schema_findings.key_path`."""
     tags: set[str] = set()
     for mode in ("rl", "sft"):
-        for node in _export._schemas(_shipped()[mode]):
+        for node in _schema_export.schemas(_shipped()[mode]):
             tag = node.get("x-discriminator")
             if tag is not None:
                 tags.update(v for v in node["properties"][tag]["enum"] if isinstance(v, str))

@@ -32,9 +32,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from schema_staging._findings import Finding
-from schema_staging._prepass import ModelRejected, plugin_table
-from schema_staging._schema_index import SchemaIndex
+from tools.configs._schema_findings import Finding
+from tools.configs._schema_index import SchemaIndex
+from tools.configs._schema_prepass import ModelRejected, plugin_table
 
 SOURCE_MODELS = ("prime_rl.configs.orchestrator.TrainSourceConfig", "prime_rl.configs.orchestrator.EvalSourceConfig")
 _RULE = "schema:additionalProperties"
@@ -43,7 +43,7 @@ _RULE = "schema:additionalProperties"
 def env_findings(data: Any, index: SchemaIndex, plugins: dict[str, Any],
                  error_locs: list[tuple[str | int, ...]]) -> list[Finding]:
     """The first problem of each environment source in ``data`` (prepared) that has no error
-    yet. Raises :class:`schema_staging._prepass.Rejected` for a value verifiers would crash on."""
+    yet. Raises :class:`tools.configs._schema_prepass.Rejected` for a value verifiers would crash on."""
     out = []
     for loc, table, node in index.models(data):
         if node.get("x-model") not in SOURCE_MODELS or not isinstance(table.get("env"), dict):

@@ -2,7 +2,7 @@
 
 Two halves:
 
-1. :func:`export_raw` runs ``_export_worker.py`` in an interpreter that has
+1. :func:`export_raw` runs ``_schema_export_worker.py`` in an interpreter that has
    ``prime_rl.configs`` (a venv's python, or ``uv run --no-sync python`` in a prime-rl
    checkout) and returns pydantic's schemas with the annotations only the live classes know
    (see that module's docstring).
@@ -17,18 +17,17 @@ Two halves:
      (``prime_rl.configs.shared.reject_protected_env_vars``);
    - the ``env`` of an environment source is loosened to "a table": verifiers narrows it to
      the taskset's own config class at run time (a plugin); the keys of the tasksets installed
-     where the export ran go to ``metadata.json`` (``plugins``, see schema_staging/_plugins.py);
+     where the export ran go to ``metadata.json`` (``plugins``, see ``_schema_plugins``);
      definitions nothing refers to any more are removed;
    - ``title`` keywords are dropped (noise); descriptions, defaults, ``additionalProperties``
      (pydantic's ``extra="forbid"`` at every depth) and the ``x-`` annotations are kept.
 
    What JSON Schema cannot say (lax coercion, before-validators that reshape input, model
-   validators) is done by :mod:`schema_staging._prepass` and :mod:`schema_staging._rules`,
+   validators) is done by :mod:`tools.configs._schema_prepass` and :mod:`tools.configs._rules`,
    driven by the ``x-`` annotations.
 
-``python -m schema_staging export`` (see ``__main__``) regenerates the files;
-``tests/test_schema_snapshot.py`` checks the shipped files equal a fresh export from
-``../shared/fixtures/prime-rl-schema``.
+``scripts/export_schema_snapshot.py`` regenerates the files; ``tests/test_schema_snapshot.py``
+checks the shipped files equal a fresh export from ``../shared/fixtures/prime-rl-schema``.
 """
 
 from __future__ import annotations
@@ -41,8 +40,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-SNAPSHOT_DIR = Path(__file__).resolve().parent / "snapshot"
-WORKER = Path(__file__).resolve().parent / "_export_worker.py"
+SNAPSHOT_DIR = Path(__file__).resolve().parent / "schema_snapshot"
+WORKER = Path(__file__).resolve().parent / "_schema_export_worker.py"
 #: Version of the post-processing below; part of the metadata (a change means: re-export).
 FORMAT_VERSION = 1
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -107,8 +106,8 @@ def finalize(raw: dict[str, Any], *, commit: str) -> dict[str, bytes]:
         "package": "packages/prime-rl-configs",
         "models": {"rl": "prime_rl.configs.rl.RLConfig", "sft": "prime_rl.configs.sft.SFTConfig"},
         "made_from": "RLConfig/SFTConfig of prime-rl-configs at schema_commit, model_json_schema() in the "
-                     "interpreter that has them (versions below), post-processed by schema_staging/_export.py",
-        "made_by": "python -m schema_staging export --python PYTHON --commit SHA (or --checkout DIR)",
+                     "interpreter that has them (versions below), post-processed by tools/configs/_schema_export.py",
+        "made_by": "scripts/export_schema_snapshot.py --python PYTHON --commit SHA (or --checkout DIR)",
         "format_version": FORMAT_VERSION,
         "dialect": DIALECT,
         "versions": raw["versions"],
@@ -117,20 +116,6 @@ def finalize(raw: dict[str, Any], *, commit: str) -> dict[str, bytes]:
     }
     files["metadata.json"] = _dump(metadata)
     return files
-
-
-def write_snapshot(files: dict[str, bytes], dest: Path = SNAPSHOT_DIR) -> list[Path]:
-    """Write ``files`` into ``dest`` (each through a temporary file and a rename, so a reader
-    never sees half a file). Returns the paths written."""
-    dest.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, data in sorted(files.items()):
-        path = dest / name
-        tmp = path.with_name(f".{name}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-        written.append(path)
-    return written
 
 
 def _dump(obj: Any) -> bytes:
@@ -144,7 +129,7 @@ def _dump(obj: Any) -> bytes:
 
 def _post_process(schema: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
     protected = sorted(facts["protected_env_vars"])
-    for node in _schemas(schema):
+    for node in schemas(schema):
         node.pop("title", None)
         if "discriminator" in node and "oneOf" in node:
             _tagged_union(node)
@@ -175,7 +160,7 @@ def _tagged_union(node: dict[str, Any]) -> None:
     node["x-discriminator"] = tag
 
 
-def _schemas(node: Any) -> Iterator[dict[str, Any]]:
+def schemas(node: Any) -> Iterator[dict[str, Any]]:
     """Every subschema of ``node`` (``node`` first), following the keyword structure (so a
     property called ``title`` or ``default`` is never mistaken for a keyword)."""
     if not isinstance(node, dict):
@@ -183,13 +168,13 @@ def _schemas(node: Any) -> Iterator[dict[str, Any]]:
     yield node
     for key in _ONE:
         if isinstance(node.get(key), dict):
-            yield from _schemas(node[key])
+            yield from schemas(node[key])
     for key in _MANY:
         for sub in node.get(key, ()) or ():
-            yield from _schemas(sub)
+            yield from schemas(sub)
     for key in _MAP:
         for sub in (node.get(key) or {}).values():
-            yield from _schemas(sub)
+            yield from schemas(sub)
 
 
 def _drop_unreferenced(schema: dict[str, Any]) -> None:
@@ -208,7 +193,7 @@ def _drop_unreferenced(schema: dict[str, Any]) -> None:
 
 
 def _walk_refs(node: dict[str, Any], skip_defs: bool = True) -> Iterator[str]:
-    for sub in _schemas({k: v for k, v in node.items() if k != "$defs"} if skip_defs else node):
+    for sub in schemas({k: v for k, v in node.items() if k != "$defs"} if skip_defs else node):
         if isinstance(sub.get("$ref"), str):
             yield sub["$ref"]
 
@@ -222,5 +207,5 @@ def load_snapshot(dest: Path = SNAPSHOT_DIR) -> dict[str, Any]:
 
 def visit(schema: dict[str, Any], fn: Callable[[dict[str, Any]], None]) -> None:
     """Call ``fn`` on every subschema of ``schema`` (definitions included)."""
-    for node in _schemas(schema):
+    for node in schemas(schema):
         fn(node)

@@ -42,6 +42,9 @@ PROPAGATION: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("slurm", ("inference.slurm",)),
 )
 
+#: Sub-config key path -> the shared key path that fills it (for pointing at the line a value came from).
+SHARED_SOURCE: dict[str, str] = {target: shared for shared, targets in PROPAGATION for target in targets}
+
 #: Shared tables whose mere presence enables the section on these sub-configs.
 PRESENCE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ckpt", (_T, _O)),

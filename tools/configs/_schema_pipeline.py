@@ -4,7 +4,7 @@ around the schema, shared by the real and the snapshot back-ends.
 Both back-ends provide one primitive, ``validate(table) -> PassResult`` (``RLConfig`` /
 ``SFTConfig`` on one table); :func:`run_pipeline` calls it the way the CLI and its schema
 worker do (``prime_cli/commands/rl.py`` and ``prime_cli/utils/training_schema_worker.py``,
-described in NOTES.md):
+described in docs/validation.md):
 
 1. ``cli``: the CLI-only top-level keys are dropped (``env_file``, ``env_files``, ``image_tag``,
    ``gpu_type``, ``volume``, ``volume_size``, ``source_ref``, ``type``) and ``name``; under
@@ -32,40 +32,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from schema_staging._findings import Finding, Mode
-from schema_staging._prepass import copy_tree
-from schema_staging._snapshot import PassResult
-
-#: Top-level keys ``prime train`` reads itself and never sends (prime_cli/commands/rl.py _CLI_ONLY_KEYS).
-CLI_ONLY_KEYS = ("env_file", "env_files", "image_tag", "gpu_type", "volume", "volume_size", "source_ref", "type")
-#: Blocks the worker sets aside for SFT (prime_cli/utils/training_compiler.py SFT_ONLINE_EVAL_KEYS).
-SFT_ONLINE_EVAL_KEYS = ("eval", "inference", "weight_broadcast")
-_WORKER = "prime_cli/utils/training_schema_worker.py"
-_CLI = "prime_cli/commands/rl.py"
-#: Hosted rejections: rule -> (key path reported, worker function).
-HOSTED_RULES = {
-    "hosted:k8s": (("k8s",), f"{_WORKER} normalize"),
-    "hosted:clean": (("clean",), f"{_WORKER} reject_unsupported_hosted_settings"),
-    "hosted:disaggregated_inference": (("inference", "deployment", "type"),
-                                       f"{_WORKER} reject_unsupported_hosted_settings"),
-    "hosted:needs_inference_gpus": (("deployment", "num_infer_gpus"), f"{_WORKER} reject_unsupported_hosted_settings"),
-}
+from tools.configs._facts import CLI_ONLY_KEYS, SFT_ONLINE_EVAL_KEYS
+from tools.configs._rules import RULE_BY_ID, hosted_problem
+from tools.configs._schema_findings import Finding, Mode, PassResult
+from tools.configs._schema_prepass import copy_tree
 
 Validate = Callable[[dict[str, Any]], PassResult]
 
 
-def sniff_mode(raw: dict[str, Any], forced: Mode | None = None) -> Mode:
-    """``prime train``'s choice: SFT when forced (``--sft``) or when the table has ``[data]`` and
-    neither ``[trainer]`` nor ``[orchestrator]`` (prime_cli/commands/rl.py ``_is_sft``); else RL."""
-    if forced is not None:
-        return forced
-    return "sft" if "data" in raw and "trainer" not in raw and "orchestrator" not in raw else "rl"
-
-
-def cli_config(raw: dict[str, Any]) -> tuple[dict[str, Any], list[Finding]]:
-    """The table the CLI hands to its schema worker (``_schema_input(_hosted_config(raw))``)
-    and the CLI's warnings, as findings of stage ``cli``. ``raw`` is not changed."""
-    config = {k: v for k, v in raw.items() if k not in CLI_ONLY_KEYS and k != "name"}
+def hosted_config(raw: dict[str, Any]) -> tuple[dict[str, Any], list[Finding]]:
+    """The config ``prime train`` 0.18.0 ships (``_hosted_config``): ``raw`` without the CLI-only
+    top-level keys, with the deprecated ``[orchestrator]`` keys dropped or translated, and the
+    CLI's warnings about them as findings (stage ``cli``). ``raw`` is not changed; ``name`` is
+    kept (it is shipped)."""
+    config = {k: v for k, v in raw.items() if k not in CLI_ONLY_KEYS}
     findings: list[Finding] = []
     orchestrator = config.get("orchestrator")
     if isinstance(orchestrator, dict):
@@ -73,48 +53,64 @@ def cli_config(raw: dict[str, Any]) -> tuple[dict[str, Any], list[Finding]]:
         config["orchestrator"] = orchestrator
         findings += _deprecated_keys(orchestrator)
     if "type" in raw:
-        findings.append(Finding(("type",), f"type = {raw['type']!r} is no longer used by prime train: remove it",
-                                "cli:type", severity="warning", stage="cli",
-                                source=f"{_CLI} _warn_legacy_full_finetune_type"))
+        findings.append(_cli("cli_type_key", ("type",), "type is no longer used by prime train (it drops it with a "
+                                                        "warning): remove it"))
     return config, findings
+
+
+def cli_config(raw: dict[str, Any]) -> tuple[dict[str, Any], list[Finding]]:
+    """The table the CLI hands to its schema worker (``_schema_input(_hosted_config(raw))``:
+    :func:`hosted_config` without ``name``) and the CLI's warnings. ``raw`` is not changed."""
+    config, findings = hosted_config(raw)
+    config.pop("name", None)
+    return config, findings
+
+
+def _cli(rule: str, loc: tuple[str | int, ...], message: str) -> Finding:
+    return Finding(loc, message, rule, severity="warning", stage="cli", kind="rule", source=RULE_BY_ID[rule].source)
 
 
 def _deprecated_keys(orchestrator: dict[str, Any]) -> list[Finding]:
     """prime_cli/commands/rl.py _remove_deprecated_config_keys, on ``[orchestrator]`` in place."""
     out = []
-    source = f"{_CLI} _remove_deprecated_config_keys"
     removed = [k for k in ("trajectory_strategy", "trajectoryStrategy") if k in orchestrator]
     for key in removed:
         orchestrator.pop(key)
     if removed:
-        out.append(Finding(("orchestrator", removed[0]), "orchestrator.trajectory_strategy is deprecated and ignored: "
-                           "prime train drops it; remove it", "cli:deprecated_key", severity="warning", stage="cli",
-                           source=source))
+        out.append(_cli("deprecated_key", ("orchestrator", removed[0]),
+                        "orchestrator.trajectory_strategy is deprecated and ignored: prime train drops it (so do "
+                        "these tools); remove it"))
     if "buffer" in orchestrator:
         orchestrator.pop("buffer")
-        out.append(Finding(("orchestrator", "buffer"), "[orchestrator.buffer] is deprecated and ignored: the "
-                           "difficulty-filtering buffer was removed from the trainer (use "
-                           "[orchestrator.train.source.curriculum]); prime train drops it", "cli:deprecated_key",
-                           severity="warning", stage="cli", source=source))
+        out.append(_cli("deprecated_key", ("orchestrator", "buffer"),
+                        "[orchestrator.buffer] is deprecated and ignored: the difficulty-filtering buffer was removed "
+                        "from the trainer (use [orchestrator.train.source.curriculum]); prime train drops it (so do "
+                        "these tools)"))
     evaluation = orchestrator.get("eval")
     if isinstance(evaluation, dict) and "eval_base_model" in evaluation:
         legacy = evaluation.pop("eval_base_model")
         if "skip_first_step" in evaluation:
-            out.append(Finding(("orchestrator", "eval", "eval_base_model"),
-                               "orchestrator.eval.eval_base_model is deprecated and ignored because "
-                               "orchestrator.eval.skip_first_step is also set: remove eval_base_model",
-                               "cli:deprecated_key", severity="warning", stage="cli", source=source))
+            kept = _shown(evaluation["skip_first_step"])
+            out.append(_cli("deprecated_key", ("orchestrator", "eval", "eval_base_model"),
+                            "orchestrator.eval.eval_base_model is deprecated and ignored because "
+                            f"orchestrator.eval.skip_first_step is also set: the new key wins (skip_first_step = "
+                            f"{kept} is sent); remove eval_base_model"))
         else:
             translated = (not legacy) if isinstance(legacy, bool) else legacy
             evaluation["skip_first_step"] = translated
-            shown = str(translated).lower() if isinstance(translated, bool) else repr(translated)
-            out.append(Finding(("orchestrator", "eval", "eval_base_model"),
-                               "orchestrator.eval.eval_base_model is deprecated: prime-rl renamed it to "
-                               "skip_first_step with the opposite meaning (eval_base_model = false is "
-                               "skip_first_step = true); prime "
-                               f"train sends skip_first_step = {shown}. Write skip_first_step = {shown} instead.",
-                               "cli:deprecated_key", severity="warning", stage="cli", source=source))
+            shown = _shown(translated)
+            out.append(_cli("deprecated_key", ("orchestrator", "eval", "eval_base_model"),
+                            "orchestrator.eval.eval_base_model is deprecated: prime-rl renamed it to skip_first_step "
+                            "with the opposite meaning (eval_base_model = false is skip_first_step = true); prime "
+                            f"train sends skip_first_step = {shown}, and so do these tools. Write skip_first_step = "
+                            f"{shown} instead"))
     return out
+
+
+def _shown(value: Any) -> str:
+    """A translated value as TOML text (booleans lower case; anything else by type only, since
+    it is not a boolean the schema will refuse it and the value itself need not be repeated)."""
+    return str(value).lower() if isinstance(value, bool) else f"<the {type(value).__name__} given>"
 
 
 def run_pipeline(raw: dict[str, Any], mode: Mode, validate: Validate, *, run_start: bool = True,
@@ -132,8 +128,9 @@ def _worker_stages(config: dict[str, Any], mode: Mode, validate: Validate, run_s
                    hosted_rules: bool) -> tuple[list[Finding], list[Finding]]:
     data = copy_tree(config)
     if data.pop("k8s", None):
-        return [_hosted("hosted:k8s", "[k8s] is not supported for hosted runs: Platform manages deployment settings. "
-                        "Remove the [k8s] table.")], []
+        return [Finding(("k8s",), "[k8s] is not supported for hosted runs: Platform manages deployment settings. "
+                        "Remove the [k8s] table.", "k8s", stage="hosted", kind="hosted",
+                        source=RULE_BY_ID["k8s"].source)], []
     deferred: dict[str, Any] = {}
     if mode == "rl":
         orchestrator = data.get("orchestrator") or {}
@@ -160,7 +157,7 @@ def _worker_stages(config: dict[str, Any], mode: Mode, validate: Validate, run_s
     notes += [Finding((), w, "schema:warning", severity="warning", stage="schema", kind="warning")
               for w in main.warnings]
     if mode == "rl" and hosted_rules:
-        rejection = _hosted_rejection(main.resolved or {})
+        rejection = hosted_problem(main.resolved or {})
         if rejection is not None:
             return [rejection], notes
     problems = _deferred_problems(data, deferred, mode, validate)
@@ -172,8 +169,8 @@ def _worker_stages(config: dict[str, Any], mode: Mode, validate: Validate, run_s
                              f"{keys} set aside: hosted SFT runs are trainer-only, the platform starts no online "
                              "evals. prime train validate checks these blocks' settings (not their sources); prime "
                              "train run skips local validation for such a config and lets the platform decide.",
-                             "hosted:sft_online_eval", severity="warning", stage="deferred",
-                             source=f"{_WORKER} normalize"))
+                             "sft_online_eval", severity="warning", stage="deferred", kind="rule",
+                             source=RULE_BY_ID["sft_online_eval"].source))
     if mode == "rl" and run_start and deferred:
         full = copy_tree(data)
         orchestrator = full.setdefault("orchestrator", {})
@@ -191,25 +188,6 @@ def _worker_stages(config: dict[str, Any], mode: Mode, validate: Validate, run_s
         elif result.errors:
             return [_at_run_start(f) for f in result.errors], notes
     return [], notes
-
-
-def _hosted_rejection(resolved: dict[str, Any]) -> Finding | None:
-    """prime_cli/utils/training_schema_worker.py reject_unsupported_hosted_settings."""
-    if resolved.get("clean"):
-        return _hosted("hosted:clean", "clean = true is unsupported for hosted runs: start a new run instead.")
-    inference = resolved.get("inference")
-    if isinstance(inference, dict) and (inference.get("deployment") or {}).get("type") == "disaggregated":
-        return _hosted("hosted:disaggregated_inference",
-                       'inference.deployment type = "disaggregated" is unsupported for hosted runs.')
-    deployment = resolved.get("deployment") or {}
-    trainer_only = deployment.get("type") == "single_node" and (inference is None
-                                                                or deployment.get("num_infer_gpus") == 0)
-    fake = ((resolved.get("trainer") or {}).get("data") or {}).get("fake")
-    if trainer_only and fake is None:
-        return _hosted("hosted:needs_inference_gpus",
-                       "Hosted RL runs need inference GPUs: set deployment.num_infer_gpus and an [inference] table, or "
-                       "use fake trainer data (trainer.data.fake) for a trainer-only run.")
-    return None
 
 
 def _deferred_problems(data: dict[str, Any], deferred: dict[str, Any], mode: Mode,
@@ -247,13 +225,9 @@ def _in_block(loc: tuple[str | int, ...], kind: str, block: tuple[str, ...]) -> 
     return loc[len(block)] != "source"
 
 
-def _hosted(rule: str, message: str) -> Finding:
-    loc, source = HOSTED_RULES[rule]
-    return Finding(loc, message, rule, stage="hosted", kind="hosted", source=source)
-
-
 def _exception(message: str) -> Finding:
-    return Finding((), message, "schema:exception", stage="schema", kind="exception", source=f"{_WORKER} main")
+    return Finding((), message, "schema:exception", stage="schema", kind="exception",
+                   source="prime 0.18.0 prime_cli/utils/training_schema_worker.py main")
 
 
 def _at_run_start(f: Finding) -> Finding:

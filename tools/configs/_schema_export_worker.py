@@ -1,16 +1,16 @@
 """Export the prime-rl config schemas, annotated, from an interpreter that has ``prime_rl.configs``.
 
-Run by :mod:`schema_staging._export` as ``PYTHON -I -B _export_worker.py`` (or through
-``uv run --no-sync python`` in a prime-rl checkout). It imports nothing from this project: it
-runs in a foreign interpreter (Python 3.12, pydantic 2, prime-rl-configs). It prints one JSON
-object on stdout::
+Run by :mod:`tools.configs._schema_export` as ``PYTHON -I -B _schema_export_worker.py`` (or
+through ``uv run --no-sync python`` in a prime-rl checkout), never imported by this package. It
+imports nothing from this project: it runs in a foreign interpreter (Python 3.12, pydantic 2,
+prime-rl-configs). It prints one JSON object on stdout::
 
     {"rl": <RLConfig JSON Schema>, "sft": <SFTConfig JSON Schema>,
      "facts": {name: value}, "versions": {distribution: version}}
 
 The schemas are pydantic's own ``model_json_schema()`` (validation mode) plus annotations
 that only the live classes know (pydantic cannot put them in JSON Schema), read by
-:mod:`schema_staging._export` and by the snapshot back-end:
+:mod:`tools.configs._schema_export` and by the snapshot back-end:
 
 - on every model: ``x-model`` (``module.Class``), ``x-extra`` (``forbid``/``allow``/``ignore``),
   ``x-before`` and ``x-validators`` (model validators, ``module.Class.function``, in the order
@@ -38,7 +38,7 @@ import warnings
 from importlib import metadata
 from typing import Any
 
-#: (fact name, module, attribute): code constants the structural rules need.
+#: (fact name, module, attribute): code constants the validator mirrors need.
 FACTS = (
     ("model_renderer_map", "renderers.base", "MODEL_RENDERER_MAP"),
     ("valid_vllm_lora_ranks", "prime_rl.configs.inference", "VALID_VLLM_LORA_RANKS"),

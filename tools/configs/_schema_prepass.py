@@ -7,7 +7,7 @@ field's own before-validators, then the field's value, recursively):
 - the model before-validators named in the schema's ``x-before`` annotations (see
   :data:`MODEL_BEFORE`): ``BaseConfig``'s three (``"None"`` strings to null, string values of
   dict fields to numbers/booleans, the default tag of a discriminated union), RLConfig's
-  propagation of the shared top-level blocks (:mod:`schema_staging._shared`), SFTConfig's
+  propagation of the shared top-level blocks (:mod:`tools.configs._schema_shared`), SFTConfig's
   deployment and inference-model normalization, VllmConfig's pass-through keys;
 - the field before-validators of ``x-field-before`` (``full_offload = true`` -> a table);
 - validation aliases (``x-aliases``: ``num_eval_gpus`` for ``num_infer_gpus``);
@@ -30,9 +30,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from schema_staging._findings import Finding
-from schema_staging._schema_index import SchemaIndex, json_type
-from schema_staging._shared import propagate_shared_blocks
+from tools.configs._schema_findings import Finding
+from tools.configs._schema_index import SchemaIndex, json_type
+from tools.configs._schema_shared import propagate_shared_blocks
 
 _INT = re.compile(r"[+-]?\d+(?:_\d+)*(?:\.0+)?")
 _TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
@@ -178,7 +178,7 @@ def _vllm_extra_values(value: dict[str, Any], node: dict[str, Any], prepass: Pre
 
 
 def _shared_blocks(value: dict[str, Any], node: dict[str, Any], _: Prepass) -> dict[str, Any]:
-    """prime_rl/configs/rl.py RLConfig.auto_setup_shared_configs (see :mod:`schema_staging._shared`)."""
+    """prime_rl/configs/rl.py RLConfig.auto_setup_shared_configs (see :mod:`tools.configs._schema_shared`)."""
     problem = propagate_shared_blocks(value)
     if problem is not None:
         raise Rejected(Finding((), problem, "prime_rl.configs.rl.RLConfig.auto_setup_shared_configs",
@@ -189,7 +189,7 @@ def _shared_blocks(value: dict[str, Any], node: dict[str, Any], _: Prepass) -> d
 def _resolve_env(value: dict[str, Any], node: dict[str, Any], _: Prepass) -> dict[str, Any]:
     """prime_rl/configs/orchestrator.py EnvConfig._resolve_env (verifiers resolve_env_field): the
     env is read as a table before anything else; what it then narrows to is the taskset's
-    (:mod:`schema_staging._plugins`)."""
+    (:mod:`tools.configs._schema_plugins`)."""
     env = value.get("env")
     if env is not None and not isinstance(env, dict):
         value["env"] = plugin_table(env, "env")
