@@ -193,14 +193,20 @@ def test_uv_and_prime_rl(env: dict[str, str], tmp_path: Path):
     assert checks["uv"].ok and "0.13.9" in checks["uv"].detail
     assert checks["prime_rl_checkout"].ok is False and checks["prime_rl_checkout"].required is False
     ready = tmp_path / "home" / ".cache" / "prime" / "training-schemas" / "abc123"
-    ready.mkdir(parents=True)
+    (ready / "bin").mkdir(parents=True)
+    (ready / "bin" / "python").touch()
+    assert by_name(run(env, tmp_path, check_api=False))["prime_rl_checkout"].ok is False  # a build not finished
     (ready / ".ready").touch()
-    assert by_name(run(env, tmp_path, check_api=False))["prime_rl_checkout"].ok is True
+    cached = by_name(run(env, tmp_path, check_api=False))["prime_rl_checkout"]
+    assert cached.ok is True and "prime CLI schema cache" in cached.detail
     checkout = tmp_path / "prime-rl"
     (checkout / "packages" / "prime-rl-configs").mkdir(parents=True)
     other_cache = {**env, "XDG_CACHE_HOME": str(tmp_path / "nocache"), "PRIME_RL_DIR": str(checkout)}
+    half = by_name(run(other_cache, tmp_path, check_api=False))["prime_rl_checkout"]
+    assert half.ok is False and f"PRIME_RL_DIR={checkout} is not a prime-rl checkout" in half.detail
+    (checkout / "packages" / "prime-rl-configs" / "pyproject.toml").write_text('[project]\nname = "x"\n')
     found = by_name(run(other_cache, tmp_path, check_api=False))["prime_rl_checkout"]
-    assert found.ok is True and str(checkout) in found.detail
+    assert found.ok is True and str(checkout) in found.detail and "checkout" in found.detail
     no_uv = by_name(run({**env, "PATH": str(tmp_path / "none")}, tmp_path, check_api=False))["uv"]
     assert no_uv.ok is False and no_uv.code == "uv_not_found"
 

@@ -18,8 +18,9 @@ Checks (name: what it looks at; the required ones decide ``ok``):
 - ``prime_cli``: ``prime`` on ``PATH`` of the context env, ``prime --version`` = 0.18.x, no second ``prime``
   shadowing it.
 - ``uv``: ``uv --version`` (``prime train validate`` needs uv for the prime-rl schema venv).
-- ``prime_rl_checkout``: a built prime-rl schema venv (``~/.cache/prime/training-schemas/*/.ready``) or a checkout
-  at ``$PRIME_RL_DIR``.
+- ``prime_rl_checkout``: an interpreter that can run the real prime-rl schema for mf_validate_config
+  (:func:`tools.configs.find_interpreters`: ``MODEL_FACTORY_SCHEMA_PYTHON``, a checkout at ``$PRIME_RL_DIR`` or
+  around the working folder, a ready schema venv of the prime CLI under ``~/.cache/prime/training-schemas``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tools.configs import checkout_problem, find_interpreters
 from tools.core import Context, Owner, resolve_owner, tool
 from tools.errors import ToolFailure
 from tools.platform import errors as perr
@@ -184,22 +186,30 @@ def check_uv(ctx: Context, timeout: float) -> Check:
 
 
 def check_prime_rl(ctx: Context) -> Check:
-    """A ready prime-rl schema venv in the prime CLI's cache, or a checkout at ``$PRIME_RL_DIR``."""
-    xdg = ctx.env.get("XDG_CACHE_HOME")
-    cache = Path(xdg) if xdg else home_folder(ctx.env, ctx.home) / ".cache"
-    schemas = cache / "prime" / "training-schemas"
-    ready = sorted(p.parent for p in schemas.glob("*/.ready")) if schemas.is_dir() else []
-    found: list[str] = [f"schema venv {p}" for p in ready[:3]]
+    """The interpreters that could run the real prime-rl schema for mf_validate_config, as
+    :func:`tools.configs.find_interpreters` finds them (``MODEL_FACTORY_SCHEMA_PYTHON``,
+    ``PRIME_RL_DIR`` or the working folder's prime-rl checkout, the prime CLI's ready schema venvs).
+    Found only: whether one works is known when it first validates (mf_validate_config says)."""
+    home = home_folder(ctx.env, ctx.home)
+    found = find_interpreters(env=ctx.env, home=home, cwd=ctx.cwd)
     checkout = ctx.env.get("PRIME_RL_DIR", "").strip()
-    if checkout and (Path(checkout) / "packages" / "prime-rl-configs").is_dir():
-        found.append(f"prime-rl checkout {checkout}")
+    not_checkout = (f"PRIME_RL_DIR={checkout} is not a prime-rl checkout (no packages/prime-rl-configs/pyproject.toml)"
+                    if checkout and checkout_problem(Path(checkout)) else "")
     if found:
-        return Check(name="prime_rl_checkout", ok=True, required=False, code="ok", detail="; ".join(found) + ".")
-    detail = f"No prime-rl schema venv in {schemas}"
-    detail += f" and {checkout} is not a prime-rl checkout." if checkout else " and PRIME_RL_DIR is not set."
+        shown = [f"{i.label} ({i.origin}{', prime-rl ' + i.commit[:12] if i.commit else ''})" for i in found[:3]]
+        more = f" (+{len(found) - 3} more)" if len(found) > 3 else ""
+        detail = "The real prime-rl schema can run with: " + "; ".join(shown) + more + "."
+        return Check(name="prime_rl_checkout", ok=True, required=False, code="ok",
+                     detail=detail + (f" Note: {not_checkout}." if not_checkout else ""))
+    detail = ("No interpreter with prime-rl found: MODEL_FACTORY_SCHEMA_PYTHON is not set, "
+              + (not_checkout if not_checkout else "PRIME_RL_DIR is not set") + ", the working folder is not in a "
+              "prime-rl checkout, and the prime CLI has no ready schema venv under "
+              f"{home / '.cache' / 'prime' / 'training-schemas'} (or $XDG_CACHE_HOME/prime/training-schemas).")
     return Check(name="prime_rl_checkout", ok=False, required=False, code="prime_rl_missing", detail=detail,
-                 fix="Optional: the prime CLI's `prime train validate CONFIG` builds the schema venv on first use "
-                     "(needs the prime CLI and uv); until then validate-config runs structural checks only.")
+                 fix="Optional: validate-config checks against the schema snapshot shipped with this package. For "
+                     "prime-rl's own classes, set PRIME_RL_DIR to a prime-rl checkout (uv sync in it) or "
+                     "MODEL_FACTORY_SCHEMA_PYTHON to a Python 3.12 with prime-rl-configs, or run the prime CLI's "
+                     "`prime train validate CONFIG` once (it caches a schema venv; needs the prime CLI and uv).")
 
 
 # --------------------------------------------------------------------------------------
