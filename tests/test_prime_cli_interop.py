@@ -2,7 +2,9 @@
 
 ``prime`` lives in its own virtual environment, never in the project's dependencies: it is
 built once (``uv venv`` + ``uv pip install prime==0.18.0``) under
-``~/.cache/model-factory-skill/prime-0.18.0`` (override with ``MF_PRIME_VENV``) and reused.
+``~/.cache/model-factory-skill/prime-0.18.0`` (override with ``MF_PRIME_VENV``) and reused, by
+the one builder the schema tests and the conformance benchmark use too
+(benchmarks/_conformance/envs.py).
 Without uv, or when the install fails (no package registry), the tests skip and say why,
 unless ``MF_REQUIRE_INTEROP=1`` (set by ``.ci/run``), which turns that into a failure.
 The CLI runs with a temporary ``HOME``, ``PRIME_DISABLE_VERSION_CHECK=1`` and the emulator's
@@ -15,22 +17,22 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from filelock import FileLock
+from conftest import Recorder
 
+from benchmarks._conformance import envs
 from skill.emulator import EmulatorServer, Timing
+from skill.registry import call_tool
+from tools.configs import ValidationReport
+from tools.core import Context
 
 pytestmark = pytest.mark.interop
 
-PRIME_VERSION = "0.18.0"
-VENV = Path(os.environ.get("MF_PRIME_VENV") or
-            Path.home() / ".cache" / "model-factory-skill" / f"prime-{PRIME_VERSION}")
 T = Timing()
 
 
@@ -47,35 +49,20 @@ def _version_ok(exe: Path) -> bool:
                              env={**os.environ, "PRIME_DISABLE_VERSION_CHECK": "1"})
     except (OSError, subprocess.TimeoutExpired):
         return False
-    return out.returncode == 0 and PRIME_VERSION in out.stdout
+    return out.returncode == 0 and envs.PRIME_VERSION in out.stdout
 
 
 @pytest.fixture(scope="session")
 def prime_exe() -> Path:
     """The ``prime`` 0.18.0 executable, installed once into its own venv."""
-    exe = VENV / ("Scripts/prime.exe" if os.name == "nt" else "bin/prime")
-    if exe.exists() and _version_ok(exe):
-        return exe
-    uv = shutil.which("uv")
-    if uv is None:
-        _unavailable("uv is not on PATH: cannot build the prime 0.18.0 environment")
-    VENV.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(VENV) + ".lock", timeout=600):
-        if exe.exists() and _version_ok(exe):
-            return exe
-        shutil.rmtree(VENV, ignore_errors=True)
-        steps = [[uv, "venv", "--quiet", "--python", sys.executable, str(VENV)],
-                 [uv, "pip", "install", "--quiet", "--python", str(VENV / "bin" / "python"),
-                  f"prime=={PRIME_VERSION}"]]
-        for step in steps:
-            try:
-                done = subprocess.run(step, check=False, capture_output=True, text=True, timeout=600)
-            except subprocess.TimeoutExpired:
-                _unavailable(f"installing prime {PRIME_VERSION} timed out: {' '.join(step)}")
-            if done.returncode != 0:
-                _unavailable(f"cannot install prime {PRIME_VERSION} ({' '.join(step[:3])}): {done.stderr[-500:]}")
+    try:
+        python = envs.prime_python()
+    except envs.EnvironmentUnavailable as exc:
+        _unavailable(str(exc))
+        raise  # unreachable: _unavailable skips or fails
+    exe = python.parent / ("prime.exe" if os.name == "nt" else "prime")
     if not _version_ok(exe):
-        _unavailable(f"prime {PRIME_VERSION} installed but does not run from {exe}")
+        _unavailable(f"prime {envs.PRIME_VERSION} installed but does not run from {exe}")
     return exe
 
 
@@ -216,3 +203,36 @@ def test_traces_list_and_raw_download(prime, dispatched: dict, server: EmulatorS
     assert written == {"dest": str(dest), "bytes_written": len(stored)}
     assert dest.read_bytes() == stored
     assert json.loads(stored)["id"] == trace_id
+
+
+# -- mf_validate_config(schema="prime") runs this CLI ------------------------------------------------
+
+
+def test_schema_prime_runs_prime_train_validate_and_falls_back_to_the_snapshot_when_offline(
+        prime_exe: Path, server: EmulatorServer, examples_dir: Path, tmp_path: Path) -> None:
+    """Offline (as here), `prime train validate` asks the platform for the runtime and then cannot
+    build its schema venv: the snapshot decides and the report says why. uv's downloads go to a
+    closed loopback port (the CLI passes the proxy variables on), so nothing leaves the machine."""
+    recorder = Recorder.install(server)
+    home = tmp_path / "home"
+    home.mkdir()
+    uv = shutil.which("uv")
+    if uv is None:
+        _unavailable("uv is not on PATH")
+    env = {"PRIME_API_KEY": server.api_key, "PRIME_API_BASE_URL": server.base_url, "PRIME_TRACES_URL": server.base_url,
+           "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
+           "PATH": os.pathsep.join([str(prime_exe.parent), str(Path(uv).parent), "/usr/bin", "/bin"]),
+           "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1,localhost"}
+    ctx = Context(env=env, home=home, cwd=tmp_path, state_dir=tmp_path / "state")
+    for example, mode in (("basic/reverse-text/rl", "rl"), ("basic/wordle/sft", "sft")):
+        config = tmp_path / f"{mode}.toml"
+        shutil.copyfile(examples_dir / f"{example}.toml", config)
+        report = call_tool("mf_validate_config", {"config_path": str(config), "schema": "prime",
+                                                  "image_tag": "v0.5.0", "source_ref": "main"}, ctx)
+        assert isinstance(report, ValidationReport), report
+        assert (report.schema_check, report.fallback_from, report.valid) == ("snapshot", "prime", True)
+        [warning] = [w for w in report.warnings if w.rule.startswith("backend:")]
+        assert warning.rule == "backend:prime_no_environment"
+        assert "Could not build local schema environment" in warning.message and "snapshot" in warning.message
+        prepare = recorder.bodies("POST", "/training/runs/prepare")[-1]
+        assert (prepare["mode"], prepare["imageTag"], prepare["sourceRef"]) == (mode, "v0.5.0", "main")
