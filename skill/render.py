@@ -355,14 +355,15 @@ def _list_examples(r: Any, v: View) -> None:
 def _validate(r: Any, v: View) -> None:
     name = r.config_path.rsplit("/", 1)[-1]
     verdict = "valid" if r.valid else "not valid"
-    v.opening = [f"{name}: {verdict} ({r.mode.upper()}): {_count(len(r.errors), 'error')}, "
+    schema = f"{r.schema_check} schema" + (f", {r.fallback_from} unavailable" if r.fallback_from else "")
+    v.opening = [f"{name}: {verdict} ({r.mode.upper()}, {schema}): {_count(len(r.errors), 'error')}, "
                  f"{_count(len(r.warnings), 'warning')}."]
     v.drop("config_path", "valid")
     v.facts.insert(0, ("config_path", r.config_path))
     for issues in ("errors", "warnings"):
         table = v.table(issues)
         if table:
-            table.columns, table.keep = ["path", "message", "rule"], 2
+            table.columns, table.keep = ["path", "line", "message", "fix"], 2
     if r.valid:
         plan = call("mf_plan_run", config_path=r.config_path)
         v.hint(f"Plan it (costs nothing): {plan}.", plan)
