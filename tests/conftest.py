@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -57,6 +57,32 @@ def frozen_ctx(emulator: EmulatorServer, mf_env: dict[str, str], tmp_path: Path)
     context = Context(env=mf_env, home=tmp_path / "home", state_dir=tmp_path / "state")
     yield context
     context.close()
+
+
+@dataclass
+class FakeTime:
+    """Injected time for a Context (``ctx.clock``, ``ctx.sleep``): ``sleep(s)`` returns at once,
+    moving this clock and the emulator's by ``s`` seconds; ``slept`` lists every wait asked for."""
+
+    emulator: EmulatorServer
+    now: float = 0.0
+    slept: list[float] = field(default_factory=list)
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+        self.emulator.state.advance(seconds)
+
+
+@pytest.fixture
+def fake_time(frozen_ctx: Context, emulator: EmulatorServer) -> FakeTime:
+    """``frozen_ctx`` with injected time: a tool that waits moves the emulator's clock instead."""
+    fake = FakeTime(emulator)
+    frozen_ctx.clock, frozen_ctx.sleep = fake.clock, fake.sleep
+    return fake
 
 
 @pytest.fixture(scope="session")

@@ -204,10 +204,10 @@ def test_demo_json(tmp_path):
     summary = json.loads(proc.stdout)
     assert summary["status"] == "COMPLETED" and summary["steps_completed"] == 20
     assert summary["traces_downloaded"] > 0 and summary["dest"] == str(tmp_path / "traces")
-    manifest = json.loads((tmp_path / "traces" / "manifest.json").read_text())
+    manifest = [json.loads(line) for line in (tmp_path / "traces" / "manifest.jsonl").read_text().splitlines()]
     files = list((tmp_path / "traces" / "traces").glob("*.json"))
-    assert len(files) == summary["traces_downloaded"] == len(manifest["traces"])
-    assert manifest["run_id"] == summary["run_id"]
+    assert len(files) == summary["traces_downloaded"] == sum(line["kind"] == "trace" for line in manifest)
+    assert manifest[0]["run_id"] == summary["run_id"] and manifest[-1] == {**manifest[-1], "state": "finished"}
 
 
 def test_a_base_url_that_is_not_the_api_is_named(env, tmp_path):

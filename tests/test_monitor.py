@@ -11,7 +11,9 @@ Runs are created from the bundled prime-rl example ``basic/reverse-text/rl.toml`
 from __future__ import annotations
 
 import itertools
-import time
+import json
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -361,50 +363,47 @@ def test_checkpoints_newest_first_with_status(ctx, emulator, launch, config):
 # -- mf_wait_for_run ------------------------------------------------------------------------------------
 
 
-def test_wait_is_bounded_on_a_stalled_run(ctx, emulator, launch):
+def test_wait_is_bounded_on_a_stalled_run(ctx, emulator, launch, fake_time):
     run_id = launch("stall", at_step=1)
     emulator.state.advance(at_step(1))
-    emulator.state.set_speed(200)
-    started = time.monotonic()
-    result = ok(ctx, "mf_wait_for_run", run_id=run_id, timeout_seconds=2)
-    elapsed = time.monotonic() - started
-    assert 2.0 <= elapsed < 3.5
+    result = ok(ctx, "mf_wait_for_run", run_id=run_id, timeout_seconds=60)
+    assert sum(fake_time.slept) == 60 and result.waited_seconds == 60
+    assert fake_time.slept[:3] == [2.0, 3.0, 4.5] and max(fake_time.slept) <= 15
     assert (result.status, result.terminal, result.reached, result.latest_step) == ("RUNNING", False, False, 1)
-    assert result.polls >= 2 and result.waited_seconds <= elapsed + 0.01
-    assert result.next_calls[0] == tool_call("mf_wait_for_run", run_id=result.run_id, timeout_seconds=2)
+    assert result.polls == len(fake_time.slept) + 1
+    assert result.next_calls[0] == tool_call("mf_wait_for_run", run_id=result.run_id)
 
 
-def test_wait_until_terminal_reports_progress(ctx, emulator, launch):
+def test_wait_until_terminal_reports_progress(ctx, emulator, launch, fake_time):
     reports = []
     ctx.progress = lambda done, total, message: reports.append((done, total, message))
     run_id = launch()
-    emulator.state.set_speed(400)  # the 760 s timeline in under 2 s of wall time
-    started = time.monotonic()
-    result = ok(ctx, "mf_wait_for_run", run_id=run_id, timeout_seconds=30)
-    assert time.monotonic() - started < 10
+    emulator.state.advance(QUEUE + STARTUP + 2 * STEP)
+    result = ok(ctx, "mf_wait_for_run", run_id=run_id, timeout_seconds=600)  # 18 steps and finalize: 550 s
     assert (result.status, result.terminal, result.reached, result.latest_step) == ("COMPLETED", True, True, 20)
+    assert result.waited_seconds == round(sum(fake_time.slept), 2)
+    assert 18 * STEP + FINALIZE <= result.waited_seconds < 600
     done = [d for d, _, _ in reports]
     assert done == sorted(done) and done[-1] == 20 and {t for _, t, _ in reports} == {20}
 
 
-def test_wait_until_running_and_until_step(ctx, emulator, launch):
+def test_wait_until_running_and_until_step(ctx, emulator, launch, fake_time):
     queued = launch("stay_queued")
-    emulator.state.set_speed(200)
-    result = ok(ctx, "mf_wait_for_run", run_id=queued, until="running", timeout_seconds=1)
-    assert (result.status, result.reached, result.latest_step) == ("QUEUED", False, None)
+    result = ok(ctx, "mf_wait_for_run", run_id=queued, until="running", timeout_seconds=30)
+    assert (result.status, result.reached, result.latest_step, result.waited_seconds) == ("QUEUED", False, None, 30)
     run_id = launch()
-    result = ok(ctx, "mf_wait_for_run", run_id=run_id, until="step", step=3, timeout_seconds=30)
+    result = ok(ctx, "mf_wait_for_run", run_id=run_id, until="step", step=3, timeout_seconds=600)
     assert result.reached and result.latest_step >= 3 and not result.terminal
     bad = call(ctx, "mf_wait_for_run", run_id=run_id, until="step")
     assert isinstance(bad, ToolError) and bad.code == "bad_arguments"
 
 
-def test_wait_rides_out_a_transient_outage(ctx, emulator, launch):
+def test_wait_rides_out_a_transient_outage(ctx, emulator, launch, fake_time):
     run_id = launch()
     emulator.state.advance(at_step(20) + FINALIZE)
     emulator.faults.status(503, "GET", f"/rft/runs/{run_id}", times=1)
     result = ok(ctx, "mf_wait_for_run", run_id=run_id, timeout_seconds=10)
-    assert (result.status, result.reached, result.polls, result.last_error) == ("COMPLETED", True, 2, None)
+    assert (result.status, result.reached, result.polls, fake_time.slept) == ("COMPLETED", True, 2, [2.0])
     missing = call(ctx, "mf_wait_for_run", run_id="cnope000000000000000000000", timeout_seconds=5)
     assert isinstance(missing, ToolError) and missing.code == "not_found"
 
@@ -444,3 +443,40 @@ def test_metric_names_match_by_the_start_of_the_full_name_and_every_match_is_sho
     assert set(reward.columns[1:]) == {n for n in reward.metric_names if n.startswith("reward")}
     none = call(ctx, "mf_get_metrics", run_id=run_id, names=["nope"])
     assert isinstance(none, ToolError) and "grad_norm" in none.message
+
+
+@pytest.mark.parametrize("fault", ["503", "reset", "429"])
+def test_a_wait_that_loses_the_platform_fails_and_calls_the_last_status_stale(ctx, emulator, launch, fake_time,
+                                                                               fault):
+    run_id = launch()
+    emulator.state.advance(at_step(3))
+    where = ("GET", f"/rft/runs/{run_id}*")  # the run and its progress
+    if fault == "503":
+        emulator.faults.status(503, *where, skip=2, times=None)  # the first poll answers, every later one fails
+    elif fault == "reset":
+        emulator.faults.cut(0, *where, mode="reset", skip=2, times=None)
+    else:
+        emulator.faults.status(429, *where, skip=2, times=None, retry_after=7)
+    result = call(ctx, "mf_wait_for_run", run_id=run_id, timeout_seconds=60)
+    assert isinstance(result, ToolError) and result.retryable
+    assert result.code == ("rate_limited" if fault == "429" else "unavailable")
+    assert "The last status read, RUNNING, step 3/20, is 60 s old and stale" in result.message
+    assert "mf_preflight" in result.fix and sum(fake_time.slept) == 60
+
+
+def test_a_wait_that_recovers_before_its_end_reports_a_fresh_status(ctx, emulator, launch, fake_time):
+    run_id = launch()
+    emulator.state.advance(at_step(3))
+    emulator.faults.status(503, "GET", f"/rft/runs/{run_id}*", skip=2, times=3)  # an outage of three polls
+    result = ok(ctx, "mf_wait_for_run", run_id=run_id, timeout_seconds=60)
+    assert result.status == "RUNNING" and result.latest_step == 3 + round(sum(fake_time.slept) // STEP)
+
+
+def test_the_cli_wait_exits_non_zero_when_the_platform_is_gone(emulator, mf_env, launch):
+    run_id = launch()
+    emulator.state.advance(at_step(2))
+    emulator.faults.status(503, "GET", f"/rft/runs/{run_id}*", skip=2, times=None)
+    proc = subprocess.run([sys.executable, "-m", "skill", "wait-for-run", run_id, "--timeout-seconds", "1", "--json"],
+                          env=mf_env, capture_output=True, text=True, timeout=60)
+    error = json.loads(proc.stdout)
+    assert proc.returncode == 3 and error["code"] == "unavailable" and "stale" in error["message"]

@@ -87,9 +87,33 @@ def temporary(folder: Path) -> list[Path]:
     return [f for f in files(folder) if f.name.startswith(".") or f.name.endswith(".partial")]
 
 
+def read_manifest(dest: Path) -> dict:
+    """``dest/manifest.jsonl`` folded as a reader would: the header's fields, the last ``expected``,
+    ``missing`` and ``state``, and one entry per file (a later line for a file replaces an earlier
+    one; a line torn by a kill is skipped), plus every other line by kind."""
+    folded: dict = {"traces": {}, "episodes": {}, "lines": []}
+    for raw in (dest / "manifest.jsonl").read_bytes().splitlines():
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            continue
+        folded["lines"].append(line)
+        kind, fields = line["kind"], {k: v for k, v in line.items() if k != "kind"}
+        if kind in ("trace", "episode"):
+            folded[kind + "s"][line[kind + "_id"]] = fields
+        elif kind == "header":
+            folded.update(fields)
+        elif kind == "state":
+            folded["state"] = line["state"]
+        elif kind in ("expected", "missing"):
+            folded[kind] = fields
+    folded["traces"], folded["episodes"] = list(folded["traces"].values()), list(folded["episodes"].values())
+    return folded
+
+
 def recorded(dest: Path) -> dict[str, dict]:
     """The manifest's trace entries by id, each checked against its file (sha256, bytes)."""
-    manifest = json.loads((dest / "manifest.json").read_text())
+    manifest = read_manifest(dest)
     for entry in manifest["traces"]:
         data = (dest / entry["file"]).read_bytes()
         assert (hashlib.sha256(data).hexdigest(), len(data)) == (entry["sha256"], entry["bytes"])
@@ -152,7 +176,7 @@ def test_traces_of_one_step_across_pages(ctx, emulator, launch):
     assert len(rows) == len(expected) == 16
     assert {r.trace_id for r in rows} == expected and {r.run_step for r in rows} == {7}
     first = ok(ctx, "mf_list_traces", run_id=run_id, step=7, limit=5)
-    assert first.next_cursor.startswith("mfs1.")
+    assert first.next_cursor.startswith("mfl1.")
     wrong = call(ctx, "mf_list_traces", run_id=run_id, limit=5, cursor=first.next_cursor)
     assert isinstance(wrong, ToolError) and wrong.code == "bad_arguments"
     other_step = call(ctx, "mf_list_traces", run_id=run_id, step=8, limit=5, cursor=first.next_cursor)
@@ -194,7 +218,7 @@ def test_download_writes_every_trace_with_a_true_manifest(ctx, emulator, launch,
     assert (result.traces_downloaded, result.traces_on_disk, result.expected_trace_count) == (320, 320, 320)
     assert (result.episodes_downloaded, result.expected_episode_count) == (80, 80)
     assert result.complete and result.missing.summary.startswith("complete") and result.skipped_existing == 0
-    manifest = json.loads((dest / "manifest.json").read_text())
+    manifest = read_manifest(dest)
     assert manifest["run_id"] == run_id and manifest["expected"]["trace_count"] == 320
     assert len(manifest["expected"]["steps"]) == 20
     assert {e["trace_id"] for e in manifest["traces"]} == set(held)
@@ -222,7 +246,7 @@ def test_resume_skips_everything_then_refetches_a_corrupted_file(ctx, launch, tm
     again = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
     assert (again.traces_downloaded, again.episodes_downloaded, again.bytes_written) == (0, 0, 0)
     assert again.skipped_existing == 400 and again.complete
-    manifest = json.loads((dest / "manifest.json").read_text())
+    manifest = read_manifest(dest)
     corrupted, deleted = (dest / manifest["traces"][0]["file"]), (dest / manifest["traces"][1]["file"])
     good = corrupted.read_bytes()
     corrupted.write_bytes(good[:-10] + b"corrupted!")
@@ -237,19 +261,20 @@ def test_resume_skips_everything_then_refetches_a_corrupted_file(ctx, launch, tm
 def test_connection_cut_leaves_no_partial_file_and_a_rerun_completes(ctx, emulator, launch, tmp_path):
     run_id = launch()
     dest = tmp_path / "dl"
-    emulator.faults.cut(100, "GET", "/traces/tr-*", skip=50, times=2)  # one file's two attempts, mid-download
+    victim = [t.trace_id for t in ctx.traces().list_traces(run_id=run_id, limit=100).items][50]
+    emulator.faults.cut(100, "GET", f"/traces/{victim}", times=2)  # both attempts of one file, mid-download
     failed = call(ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
     assert isinstance(failed, ToolError) and failed.code == "unavailable" and failed.retryable
     assert failed.next_calls == [tool_call("mf_download_traces", run_id=run_id, dest=str(dest))]
     assert "resumes" in failed.fix
-    assert [f for f in files(dest) if f.name.endswith(".partial") or f.name.startswith(".")] == []
-    manifest = json.loads((dest / "manifest.json").read_text())
-    assert len(manifest["traces"]) == 50 == len(list((dest / "traces").iterdir()))
-    for entry in manifest["traces"]:
-        assert hashlib.sha256((dest / entry["file"]).read_bytes()).hexdigest() == entry["sha256"]
+    assert temporary(dest) == []
+    kept = recorded(dest)  # every file that landed is recorded, and each matches its sha256
+    assert sorted(f"{t}.json" for t in kept) == sorted(f.name for f in (dest / "traces").iterdir())
+    assert victim not in kept and 0 < len(kept) < 320
+    assert read_manifest(dest)["state"] == "interrupted"
     done = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
     assert done.complete and done.traces_on_disk == 320
-    assert (done.skipped_existing, done.traces_downloaded) == (50, 270)
+    assert (done.skipped_existing, done.traces_downloaded) == (len(kept), 320 - len(kept))
 
 
 def test_ctrl_c_saves_the_manifest_and_a_rerun_resumes(ctx, emulator, launch, tmp_path, mf_env):
@@ -265,7 +290,7 @@ def test_ctrl_c_saves_the_manifest_and_a_rerun_resumes(ctx, emulator, launch, tm
         proc.kill()
         proc.communicate()
     assert temporary(dest) == []
-    manifest = json.loads((dest / "manifest.json").read_text())
+    manifest = read_manifest(dest)
     assert manifest["state"] == "interrupted" and manifest["run_id"] == run_id
     kept, on_disk = recorded(dest), {f.stem for f in (dest / "traces").glob("*.json")}
     assert set(kept) <= on_disk and 20 <= len(on_disk) < 320
@@ -276,7 +301,7 @@ def test_ctrl_c_saves_the_manifest_and_a_rerun_resumes(ctx, emulator, launch, tm
     assert done.traces_downloaded == 320 - len(kept)
     assert sorted(f.stem for f in (dest / "traces").iterdir()) == sorted(stored(emulator, run_id))
     assert set(recorded(dest)) == set(stored(emulator, run_id)) and temporary(dest) == []
-    assert json.loads((dest / "manifest.json").read_text())["state"] == "finished"
+    assert read_manifest(dest)["state"] == "finished"
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
@@ -287,7 +312,7 @@ def test_a_killed_download_resumes_and_refetches_what_the_manifest_missed(ctx, e
     emulator.faults.delay(0.03, "GET", "/traces/tr-*", times=None)
     proc = start_cli_download(mf_env, run_id, dest)
     try:  # wait for a periodic manifest write that records some traces (about 1 s in) and for more files
-        wait_until(proc, lambda: (dest / "manifest.json").is_file()
+        wait_until(proc, lambda: (dest / "manifest.jsonl").is_file()
                    and 5 <= len(recorded(dest)) < len(list((dest / "traces").glob("*.json"))) - 2)
         proc.send_signal(sig)
         # SIGTERM is handled like Ctrl-C by the CLI (exit 130, manifest saved); SIGKILL cannot be
@@ -295,13 +320,13 @@ def test_a_killed_download_resumes_and_refetches_what_the_manifest_missed(ctx, e
     finally:
         proc.kill()
         proc.communicate()
-    manifest = json.loads((dest / "manifest.json").read_text())
+    manifest = read_manifest(dest)
     assert manifest["state"] == ("interrupted" if sig == signal.SIGTERM else "in_progress")
     kept, held = recorded(dest), stored(emulator, run_id)
     victim = dest / "traces" / f"{min(set(held) - set(kept))}.json"
     victim.write_bytes(b'{"tampered": true}')  # on disk, not in the manifest (like files landed since): not trusted
     (dest / "traces" / ".tr-left.json.x1y2.partial").write_bytes(b'{"half')  # what a kill mid-write leaves
-    (dest / ".manifest.json.x1y2.partial").write_bytes(b'{"half')
+    (dest / ".manifest.jsonl.x1y2.partial").write_bytes(b'{"half')
     emulator.faults.clear()
     done = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
     assert done.complete and done.traces_on_disk == 320
@@ -332,7 +357,7 @@ def test_missing_uploads_are_reported(ctx, emulator, launch, tmp_path):
     assert [(g.episode_id, g.missing_count, sorted(g.missing_trace_ids)) for g in gaps] == \
         [(victim.episode_id, 2, sorted(lost))]
     assert "2 completed step(s) with no traces" in missing.summary and "missing 2 member trace(s)" in missing.summary
-    manifest = json.loads((tmp_path / "dl" / "manifest.json").read_text())
+    manifest = read_manifest(tmp_path / "dl")
     assert manifest["missing"]["steps_without_traces"] == [2, 5]
 
 
@@ -354,9 +379,9 @@ def test_dest_must_be_ours(ctx, launch, tmp_path):
     assert [p.name for p in someone_elses.iterdir()] == [".thesis.docx.k3.partial"]
     ours = tmp_path / "ours"
     ours.mkdir()
-    (ours / ".manifest.json.k1.partial").write_bytes(b'{"form')  # a call killed while writing its first manifest
+    (ours / ".manifest.jsonl.k1.partial").write_bytes(b'{"form')  # a call killed while writing its first manifest
     ok(ctx, "mf_download_traces", run_id=run_id, dest=str(ours), max_traces=3)
-    assert sorted(p.name for p in ours.iterdir()) == ["episodes", "manifest.json", "traces"]
+    assert sorted(p.name for p in ours.iterdir()) == ["episodes", "manifest.jsonl", "traces"]
     other = launch()
     clash = call(ctx, "mf_download_traces", run_id=other, dest=str(ours))
     assert isinstance(clash, ToolError) and run_id in clash.message
@@ -376,3 +401,41 @@ def test_max_traces_and_unsafe_ids(ctx, emulator, launch, tmp_path):
     assert not (tmp_path / "escape.json").exists() and all(p.is_relative_to(dest) for p in tmp_path.rglob("*.json")
                                                             if "dl" in p.parts)
     assert result.missing.summary.startswith("partial")
+
+
+def plant_unsafe_ids(emulator, run_id: str) -> list[str]:
+    """Three traces of the run whose ids cannot be file names (a path escape, a backslash, a dot file)."""
+    template = next(iter(stored(emulator, run_id).values()))
+    bad = ["../escape", "a\\b", ".hidden"]
+    for trace_id in bad:
+        emulator.state.store.traces[trace_id] = dataclasses.replace(template, trace_id=trace_id,
+                                                                    created_at=template.created_at + 1000)
+    return bad
+
+
+def test_ids_unsafe_as_file_names_are_skipped_for_safety_and_not_blamed_on_the_platform(ctx, emulator, launch,
+                                                                                           tmp_path):
+    run_id = launch()
+    bad = plant_unsafe_ids(emulator, run_id)
+    dest = tmp_path / "dl"
+    result = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
+    assert result.skipped_for_safety == 3 and sorted(result.unsafe_ids) == sorted(bad)
+    assert not result.complete and result.listing_complete and result.traces_on_disk == 320
+    missing = result.missing
+    assert missing.summary.startswith("skipped:") and "nothing is missing on the platform" in missing.summary
+    assert (missing.steps_short, missing.trace_count_gap, missing.gone_trace_ids) == ([], 0, [])
+    assert "skipped for safety" in result.note
+    skipped = [line for line in read_manifest(dest)["lines"] if line["kind"] == "skipped"]
+    assert sorted(line["id"] for line in skipped) == sorted(bad)
+    assert {line["reason"] for line in skipped} == {"unsafe_id"}
+    assert not list(tmp_path.rglob("*escape*")) and not list(tmp_path.rglob(".hidden*"))
+
+
+def test_a_run_with_missing_uploads_and_unsafe_ids_reports_both_apart(ctx, emulator, launch, tmp_path):
+    run_id = launch("missing_traces", steps=[4])
+    plant_unsafe_ids(emulator, run_id)
+    result = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(tmp_path / "dl"))
+    summary = result.missing.summary
+    assert not result.complete and result.missing.steps_without_traces == [4]
+    assert summary.startswith("missing: 1 completed step(s) with no traces")
+    assert summary.endswith("apart from that, 3 id(s) skipped for safety (not usable as file names)")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,9 @@ class Context:
         approver: optional host callback that asks a human to approve a plan.
         progress: optional callback for long calls (downloads, waits).
         cwd: folder relative paths are resolved against (default: current directory).
+        clock: monotonic seconds for bounded waits (default ``time.monotonic``).
+        sleep: how a tool waits between polls, seconds (default ``time.sleep``). Tests inject
+            both, with a sleep that moves the emulator's clock, instead of waiting.
     """
 
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
@@ -65,6 +69,8 @@ class Context:
     approver: Approver | None = None
     progress: ProgressCallback | None = None
     cwd: Path | None = None
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
     _settings: Settings | None = field(default=None, repr=False)
     _platform: PlatformClient | None = field(default=None, repr=False)
     _traces: TracesClient | None = field(default=None, repr=False)
@@ -154,10 +160,20 @@ class _Scrubbed:
         def call(*args: Any, **kwargs: Any) -> Any:
             result = attr(*args, **kwargs)
             if isinstance(result, Iterator):
-                return (self._scrubber.scrub_obj(item) for item in result)
+                return self._items(result)
             return self._scrubber.scrub_obj(result)
 
         return call
+
+    def _items(self, items: Iterator[Any]) -> Iterator[Any]:
+        """The items scrubbed; closing this iterator closes ``items`` (a stream's response)."""
+        try:
+            for item in items:
+                yield self._scrubber.scrub_obj(item)
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
 
 
 M = TypeVar("M", bound=BaseModel)

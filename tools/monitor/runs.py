@@ -7,7 +7,6 @@ Sources (reference/prime-api.md): GET ``/rft/runs/{id}`` (§2.2, §5.1), ``/rft/
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -27,12 +26,13 @@ from tools.core import (
     resolve_owner,
     tool,
 )
-from tools.errors import Call, call
+from tools.errors import Call, ToolFailure, call, fail
 from tools.monitor._clock import server_now
 from tools.monitor._views import FailureAnalysisView, clip, failure_analysis_view
 from tools.platform import errors as perr
 from tools.platform import wire
 from tools.platform.client import PlatformClient, RetryPolicy
+from tools.platform.paging import NumberedWalk
 
 
 class GetRunInput(BaseModel):
@@ -155,7 +155,10 @@ class ListRunsResult(BaseModel):
     page: int = Field(description="This page number.")
     next_page: int | None = Field(default=None, description="The next page number, null on the last page.")
     scan_complete: bool = Field(default=True, description=(
-        "False when a status filter scanned only the newest 1000 runs."))
+        "False when a status filter's scan stopped early: after the newest 1000 runs, or because the platform's "
+        "paging repeated or emptied a page (note says which)."))
+    note: str | None = Field(default=None, description=(
+        "Why a scan stopped early or a page came back empty although the platform counts more runs."))
     truncated: bool = Field(default=False, description=(
         "True when rows of this page were left out to fit the output budget."))
     omitted: int = Field(default=0, description="Rows of this page left out.")
@@ -181,13 +184,14 @@ def list_runs(inp: ListRunsInput, ctx: Context) -> ListRunsResult:
     """List the owner's runs, newest first, one page (GET ``/rft/runs?page=&limit=&team_id=``).
 
     The owner is resolved like the CLI (:func:`tools.core.resolve_owner`). With ``status``
-    the newest pages (up to 1000 runs) are read and filtered here. A backend that ignores
-    paging (no ``total``) is paged locally, as the CLI does. Errors: ``invalid_team``,
+    the newest pages (up to 1000 runs) are read and filtered here; the scan ends early, with a
+    note, on a page the platform repeats or answers empty (:class:`~tools.platform.paging.NumberedWalk`).
+    A backend that ignores paging (no ``total``) is paged locally, as the CLI does. Errors: ``invalid_team``,
     the platform codes.
     """
     owner = resolve_owner(ctx, inp.team)
     platform = ctx.platform()
-    complete = True
+    complete, note = True, None
     if inp.status is None:
         page = platform.list_runs(team_id=owner.team_id, page=inp.page, limit=inp.limit)
         if page.total is None:
@@ -195,16 +199,16 @@ def list_runs(inp: ListRunsInput, ctx: Context) -> ListRunsResult:
             total, runs = len(everything), everything[(inp.page - 1) * inp.limit: inp.page * inp.limit]
         else:
             total, runs = page.total, page.runs
+            if not runs and total > (inp.page - 1) * inp.limit:
+                note = (f"The platform answered page {inp.page} empty although it counts {total} run(s): its paging "
+                        "misbehaves; the runs of this page are not known.")
     else:
         wanted = inp.status.strip().upper()
-        matches: list[wire.RLRun] = []
-        for number in range(1, _STATUS_SCAN_PAGES + 1):
-            scan = platform.list_runs(team_id=owner.team_id, page=number, limit=100)
-            matches += [r for r in scan.runs if r.status.upper() == wanted]
-            if scan.total is None or number * 100 >= scan.total or not scan.runs:
-                break
-        else:
-            complete = False
+        scan = NumberedWalk(lambda n: platform.list_runs(team_id=owner.team_id, page=n, limit=100),
+                            rows=lambda p: p.runs, key=lambda r: r.id, total=lambda p: p.total, limit=100,
+                            max_pages=_STATUS_SCAN_PAGES)
+        matches = [r for r in scan if r.status.upper() == wanted]
+        complete, note = scan.walk.complete, scan.walk.note("scan of the runs list")
         total, runs = len(matches), matches[(inp.page - 1) * inp.limit: inp.page * inp.limit]
     rows = [_row(r) for r in runs]
     label = f"{owner.label} (from {owner.source})"
@@ -213,7 +217,7 @@ def list_runs(inp: ListRunsInput, ctx: Context) -> ListRunsResult:
         cut = len(rows) - k
         return ListRunsResult(
             owner=label, runs=rows[:k], total=total, page=inp.page,
-            next_page=inp.page + 1 if total > inp.page * inp.limit else None, scan_complete=complete,
+            next_page=inp.page + 1 if total > inp.page * inp.limit else None, scan_complete=complete, note=note,
             truncated=cut > 0, omitted=cut,
             narrow_hint=f"Ask for limit={max(1, k)} per page (page numbers depend on limit)." if cut else None)
 
@@ -316,7 +320,6 @@ class WaitForRunResult(BaseModel):
     max_steps: int | None = Field(default=None, description="Steps planned.")
     waited_seconds: float = Field(description="Wall-clock seconds spent waiting.")
     polls: int = Field(description="Times the run was read.")
-    last_error: str | None = Field(default=None, description="A transient read error seen while polling, if any.")
     next_step: str = Field(description="What to do next.")
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
 
@@ -333,20 +336,22 @@ def _reached(inp: WaitForRunInput, run: wire.RLRun, step: int | None) -> bool:
 @tool
 def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
     """Poll a run (GET ``/rft/runs/{id}`` and ``/progress``) until ``until`` holds, it ends,
-    or ``timeout_seconds`` of wall time pass: never longer (plus one request).
+    or ``timeout_seconds`` pass (on ``ctx.clock``): never longer (plus one request).
 
-    Polls back off from 2 s to 15 s. Transient errors (rate limits, outages) are retried
-    by the next poll, not inside it. Progress goes to ``ctx.report(step, max_steps, ...)``.
-    Errors: ``not_found``, the platform codes (when no poll succeeded).
+    Polls back off from 2 s to 15 s (``ctx.sleep``). Transient errors (rate limits, outages)
+    are retried by the next poll, not inside it. Progress goes to ``ctx.report(step,
+    max_steps, ...)``. Errors: ``not_found``; ``unavailable`` / ``rate_limited`` (retryable)
+    when the last poll failed: the message says the last status read is stale and how old it
+    is (a wait never reports a status it could not confirm as current); the platform codes.
     """
-    started = time.monotonic()
+    started = ctx.clock()
     deadline = started + inp.timeout_seconds
     request_timeout = float(min(30, max(5, inp.timeout_seconds)))
     client = PlatformClient(ctx.settings, timeout=request_timeout, connect_timeout=min(10.0, request_timeout),
                             retry=RetryPolicy(max_attempts=1))
     run: wire.RLRun | None = None
     step: int | None = None
-    polls, interval = 0, FIRST_POLL_SECONDS
+    polls, interval, read_at = 0, FIRST_POLL_SECONDS, started
     last_error: perr.PlatformError | None = None
     try:
         while True:
@@ -355,25 +360,25 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
                 run = client.get_run(inp.run_id)
                 if run.started_at is not None or run.status.upper() not in ("QUEUED", "PENDING"):
                     step = client.get_progress(inp.run_id).latest_step
-                last_error = None
+                last_error, read_at = None, ctx.clock()
             except perr.NotFound:
                 raise not_found(inp.run_id) from None
             except (perr.Unavailable, perr.RateLimited) as exc:
                 last_error = exc
-            if run is not None:
+            if run is not None and last_error is None:
                 ctx.report(step or 0, run.max_steps, f"{run.status} step {step or 0}/{run.max_steps or '?'}")
                 if _reached(inp, run, step) or run.is_terminal():
                     break
-            remaining = deadline - time.monotonic()
+            remaining = deadline - ctx.clock()
             if remaining <= 0:
                 break
-            time.sleep(min(interval, remaining))
+            ctx.sleep(min(interval, remaining))
             interval = min(interval * 1.5, MAX_POLL_SECONDS)
     finally:
         client.close()
-    if run is None:
-        assert last_error is not None
-        raise last_error
+    if last_error is not None:
+        raise _stale(inp, ctx, run, step, last_error, ctx.clock() - read_at)
+    assert run is not None
     reached = _reached(inp, run, step)
     check = call("mf_check_progress", run_id=run.id)
     default_timeout = WaitForRunInput.model_fields["timeout_seconds"].default
@@ -390,6 +395,25 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
         calls = [again, check]
     return WaitForRunResult(
         run_id=run.id, status=run.status, terminal=run.is_terminal(), reached=reached, until=inp.until,
-        latest_step=step, max_steps=run.max_steps, waited_seconds=round(time.monotonic() - started, 2), polls=polls,
-        last_error=last_error.message if last_error else None, next_step=advice, next_calls=calls)
+        latest_step=step, max_steps=run.max_steps, waited_seconds=round(ctx.clock() - started, 2), polls=polls,
+        next_step=advice, next_calls=calls)
 
+
+def _stale(inp: WaitForRunInput, ctx: Context, run: wire.RLRun | None, step: int | None, error: perr.PlatformError,
+           age: float) -> ToolFailure:
+    """The wait ended while the platform could not be read: the error, with the last status read called stale."""
+    code = "rate_limited" if isinstance(error, perr.RateLimited) else "unavailable"
+    why = "rate limiting" if code == "rate_limited" else "unreachable or failing"
+    if run is None:
+        seen = f"Nothing could be read about run {inp.run_id}."
+    else:
+        where = f", step {step}/{run.max_steps or '?'}" if step is not None else ""
+        seen = (f"The last status read, {run.status}{where}, is {age:.0f} s old and stale: the run may have moved on "
+                "since.")
+    preflight = call("mf_preflight")
+    again = call("mf_wait_for_run", run_id=inp.run_id, until="running" if inp.until == "running" else None,
+                 step=inp.step, timeout_seconds=inp.timeout_seconds)
+    return fail(code, f"The platform was {why} when the wait ended ({error.message}). {seen}",
+                f"Check the network and PRIME_API_BASE_URL with {preflight}, then wait again with {again}; do not act "
+                "on the stale status.", retryable=True, retry_after_seconds=error.retry_after,
+                next_calls=[preflight, again])

@@ -8,6 +8,8 @@
   (:func:`build_create_body`, :func:`build_prepare_body`).
 - :mod:`tools.platform.errors` - the typed error set.
 - :mod:`tools.platform.files` - :func:`~tools.platform.files.write_atomic` (temporary sibling + rename).
+- :mod:`tools.platform.paging` - walks over paged lists that always end (:class:`~tools.platform.paging.CursorWalk`,
+  :class:`~tools.platform.paging.NumberedWalk`).
 
 Imports nothing from ``tools`` outside ``tools.platform``. Importing this package is
 cheap: the client module (httpx, tenacity) loads on first attribute access.

@@ -45,6 +45,7 @@ from tools.platform._http import (
     path_segment,
 )
 from tools.platform.files import write_atomic
+from tools.platform.paging import CursorWalk
 from tools.platform.settings import Settings
 
 __all__ = [
@@ -451,17 +452,17 @@ class TracesClient(BaseClient):
         data = self._json("/traces", self._filters(pairs, context), team_id)
         return self._parse(wire.TraceListPage, data, "GET /traces")
 
-    def iter_traces(self, *, max_pages: int | None = None, **filters: Any) -> Iterator[wire.TraceSummary]:
-        """Every trace matching ``filters`` (arguments of :meth:`list_traces`), following cursors."""
+    def iter_traces(self, *, max_pages: int = 1000, **filters: Any) -> Iterator[wire.TraceSummary]:
+        """Every trace matching ``filters`` (arguments of :meth:`list_traces`), following cursors
+        (:class:`~tools.platform.paging.CursorWalk`). Raises InvalidRequest after the last item read
+        when the walk could not finish: the host's cursor repeated, cycled or came back empty, or
+        ``max_pages`` pages were read (the message says which, and the last cursor)."""
         cursor = filters.pop("cursor", None)
-        pages = 0
-        while True:
-            page = self.list_traces(cursor=cursor, **filters)
-            yield from page.items
-            pages += 1
-            if not page.next_cursor or (max_pages is not None and pages >= max_pages):
-                return
-            cursor = page.next_cursor
+        walk = CursorWalk(lambda c: self.list_traces(cursor=c, **filters), max_pages=max_pages, cursor=cursor)
+        yield from walk.items()
+        note = walk.walk.note("trace listing")
+        if note:
+            raise perr.InvalidRequest(note, endpoint="GET /traces")
 
     def get_trace(self, trace_id: str, *, team_id: str | None = None) -> wire.TraceSummary:
         """GET ``/traces/{id}`` (row 30): one trace summary."""

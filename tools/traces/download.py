@@ -1,6 +1,12 @@
 """``mf_download_traces``: a whole run's traces (and episode envelopes) into a folder, with a
 manifest, resume after any interruption, and a report of what the platform has not uploaded.
 
+At the speed of the link, with flat memory: the listing is walked page by page
+(:class:`~tools.platform.paging.CursorWalk`, so a misbehaving cursor ends it with a note) while a
+pool of ``concurrency`` threads streams raw documents to disk through one shared httpx client;
+at most twice that many files are in flight, and everything known per trace (the manifest, what
+was listed, the episodes to fetch) lives on disk (:mod:`._manifest`), not in memory.
+
 Sources (reference/prime-api.md §6): GET ``/traces?run_id=``, ``/traces/{id}?raw=true``,
 ``/episodes``, ``/episodes/{id}?raw=true``, ``/runs/{id}``, ``/runs/{id}/steps`` on the traces
 host; GET ``/rft/runs/{id}/progress`` on the platform (completed steps).
@@ -8,13 +14,13 @@ host; GET ``/rft/runs/{id}/progress`` on the platform (completed steps).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import re
-import time
+import threading
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,20 +30,17 @@ from tools.core import INT64_MAX, RUN_ID, Context, not_found, tool
 from tools.errors import call, fail
 from tools.platform import errors as perr
 from tools.platform import wire
-from tools.platform.client import TracesClient
 from tools.platform.files import is_partial, write_atomic
+from tools.platform.paging import CursorWalk, Walk
+from tools.traces._manifest import LEGACY_MANIFEST, MANIFEST, Record, is_manifest_partial
 from tools.traces._scope import PAGE_LIMIT, platform_run
 
-MANIFEST = "manifest.json"
-MANIFEST_FORMAT = "model-factory-traces/1"
 _UNSAFE_NAME = re.compile(r'[/\\<>:"|?*\x00-\x1f\x7f]')
 MAX_ID_CHARS = 200
 #: Attempts per file download (a cut stream is retried once, then the call stops).
 FILE_ATTEMPTS = 2
-#: The manifest is rewritten (atomically) at most this often while files land, and never more
-#: often than every ``MANIFEST_SAVE_FACTOR`` times its last write took (huge runs stay cheap).
-MANIFEST_SAVE_SECONDS = 1.0
-MANIFEST_SAVE_FACTOR = 20
+#: Listing pages a download follows at most (100 traces each).
+MAX_LIST_PAGES = 100_000
 
 
 class DownloadTracesInput(BaseModel):
@@ -47,7 +50,7 @@ class DownloadTracesInput(BaseModel):
     run_id: str = RUN_ID
     dest: str = Field(min_length=1, max_length=1000, description=(
         "Folder to write (created if missing). It must be new, empty, or a folder this tool wrote for the same run "
-        "(it holds our manifest.json)."))
+        f"(it holds our {MANIFEST})."))
     resume: bool = Field(default=True, description=(
         "Skip files already downloaded whose sha256 matches the manifest (corrupted, missing or unrecorded ones are "
         "fetched again). false: fetch everything again."))
@@ -55,6 +58,8 @@ class DownloadTracesInput(BaseModel):
         "Also write each episode's raw envelope to episodes/<episode_id>.json and check its member traces."))
     max_traces: int | None = Field(default=None, ge=1, le=INT64_MAX, description=(
         "Stop after this many traces (newest first); the result then says complete=false."))
+    concurrency: int = Field(default=8, ge=1, le=32, description=(
+        "Files downloaded at the same time (1..32)."))
 
 
 class StepGap(BaseModel):
@@ -74,9 +79,12 @@ class EpisodeGap(BaseModel):
 
 
 class MissingReport(BaseModel):
-    """What the platform has not uploaded (or not listed), compared with what it says exists."""
+    """What the platform has not uploaded (or not listed), compared with what it says exists. Ids
+    this tool skipped on purpose (unsafe as file names) are not counted here."""
 
-    summary: str = Field(description="One line: complete, or what is missing.")
+    summary: str = Field(description=(
+        "One line starting with complete:, missing: (the platform lacks something), skipped: (nothing missing, "
+        "but ids unsafe as file names were not written) or partial: (the walk stopped early; gaps not checked)."))
     trace_count_gap: int = Field(description=(
         "RunSummary.trace_count minus traces listed (positive = the host counts traces it did not list)."))
     episode_count_gap: int = Field(description=(
@@ -84,13 +92,13 @@ class MissingReport(BaseModel):
     steps_without_traces: list[int] = Field(default_factory=list, description=(
         "Steps the run completed (GET /rft/runs/{id}/progress) that have no traces on the host."))
     steps_short: list[StepGap] = Field(default_factory=list, description=(
-        "Steps with fewer traces on disk than the host counts."))
+        "Steps with fewer traces on disk than the host counts (traces skipped for safety aside)."))
     episodes_with_missing_traces: list[EpisodeGap] = Field(default_factory=list, description=(
         "Episodes whose raw envelope lists traces that were not found."))
     gone_trace_ids: list[str] = Field(default_factory=list, description=(
         "Listed traces whose download answered 404 (deleted meanwhile)."))
-    truncated: bool = Field(default=False, description="True when lists were cut; manifest.json has the full report.")
-    omitted: int = Field(default=0, description="List items left out here (all are in manifest.json).")
+    truncated: bool = Field(default=False, description=f"True when lists were cut; {MANIFEST} has the full report.")
+    omitted: int = Field(default=0, description=f"List items left out here (all are in {MANIFEST}).")
 
 
 class DownloadTracesResult(BaseModel):
@@ -99,8 +107,9 @@ class DownloadTracesResult(BaseModel):
     run_id: str = Field(description="Run id.")
     dest: str = Field(description="Absolute folder written.")
     manifest_path: str = Field(description=(
-        "dest/manifest.json: run id, state (in_progress while a call runs or after it was killed, interrupted, "
-        "finished), time, per-file trace_id/episode_id/run_step/bytes/sha256, expected totals, full missing report."))
+        f"dest/{MANIFEST}, one JSON object per line: header (run id, source), expected totals, one line per file "
+        "(trace_id or episode_id, file, run_step, bytes, sha256), the full missing report, and state lines "
+        "(in_progress while a call runs or after it was killed, interrupted, finished; the last counts)."))
     traces_downloaded: int = Field(description=(
         "Trace files fetched by this call (including files on disk the manifest did not record, e.g. after a killed "
         "call)."))
@@ -113,12 +122,21 @@ class DownloadTracesResult(BaseModel):
     expected_trace_count: int | None = Field(default=None, description=(
         "RunSummary.trace_count (GET /runs/{id}); null when the host has no traces for the run."))
     expected_episode_count: int | None = Field(default=None, description="RunSummary.episode_count.")
-    complete: bool = Field(description="True when every listed trace is on disk and nothing is missing.")
+    complete: bool = Field(description=(
+        "True only when the listing ran to its end, every listed trace is on disk, nothing is missing and nothing "
+        "was skipped for safety."))
     stopped_at_max: bool = Field(default=False, description="True when max_traces stopped the walk.")
+    listing_complete: bool = Field(default=True, description=(
+        "False when a listing stopped early because the host's cursor repeated, cycled or came back empty, or the "
+        "page bound was reached (note says which, with the last cursor)."))
+    skipped_for_safety: int = Field(default=0, description=(
+        "Traces and episodes not written on purpose because their ids cannot be file names (path separators, "
+        "reserved or control characters, a leading dot, over 200 characters). Not missing on the platform."))
     unsafe_ids: list[str] = Field(default_factory=list, description=(
-        "Ids not usable as file names (path separators, reserved characters): not written."))
+        "Up to 10 of the ids skipped for safety (all are in the manifest's skipped lines)."))
     missing: MissingReport = Field(description="Missing-upload report (compact; full in the manifest).")
-    note: str | None = Field(default=None, description="Anything to know, e.g. the run is still uploading.")
+    note: str | None = Field(default=None, description=(
+        "Anything to know: the run is still uploading, a listing stopped early, ids skipped for safety."))
 
 
 def _safe_name(identifier: str) -> bool:
@@ -127,76 +145,176 @@ def _safe_name(identifier: str) -> bool:
         and not _UNSAFE_NAME.search(identifier)
 
 
-def _manifest_partial(path: Path) -> bool:
-    """True for a temporary file of our manifest left by a killed call."""
-    return is_partial(path) and path.name.startswith(f".{MANIFEST}.")
-
-
 def _sha256_file(path: Path) -> str:
     with path.open("rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
+# -- one file, in a worker thread ----------------------------------------------------------------
+
+
+class _Stopped(Exception):
+    """The call is stopping (Ctrl-C, an error elsewhere): abandon this file at the next chunk."""
+
+
+@dataclass(frozen=True)
+class _Done:
+    """What a worker did with one file: ``kept`` (on disk with the recorded sha256), ``fetched``,
+    ``refetched`` (on disk but corrupted), ``gone`` (404); an episode's member trace ids."""
+
+    outcome: Literal["kept", "fetched", "refetched", "gone"]
+    nbytes: int = 0
+    sha256: str = ""
+    members: list[str] | None = None
+
+
+def _file_job(path: Path, known: tuple[int, str] | None, resume: bool, stream: Callable[[], Iterator[bytes]],
+              members: bool, stop: threading.Event) -> _Done:
+    """Check ``path`` against its recorded (bytes, sha256), else download it atomically (a cut
+    stream is retried once); for an episode also read its member trace ids."""
+    refetch = False
+    done: _Done | None = None
+    if resume and known and path.is_file():
+        if _sha256_file(path) == known[1]:
+            done = _Done("kept", known[0], known[1])
+        else:
+            refetch = True
+    if done is None:
+        for attempt in range(FILE_ATTEMPTS):
+            chunks = stream()
+            try:
+                written, sha = write_atomic(path, _until(stop, chunks))
+                break
+            except perr.NotFound:
+                return _Done("gone")
+            except perr.Unavailable:
+                if attempt + 1 == FILE_ATTEMPTS or stop.is_set():
+                    raise
+            finally:
+                chunks.close()  # the response now, not when the garbage collector finds it
+        done = _Done("refetched" if refetch else "fetched", written, sha)
+    if not members:
+        return done
+    try:
+        ids = json.loads(path.read_bytes()).get("traces")
+    except (OSError, ValueError, AttributeError):
+        ids = None
+    return _Done(done.outcome, done.nbytes, done.sha256,
+                 [m for m in ids if isinstance(m, str)] if isinstance(ids, list) else None)
+
+
+def _until(stop: threading.Event, chunks: Iterator[bytes]) -> Iterator[bytes]:
+    for chunk in chunks:
+        if stop.is_set():
+            raise _Stopped
+        yield chunk
+
+
+class _Pool:
+    """Files in flight: at most ``2 x workers`` submitted, results handed to ``handle`` on the
+    calling thread as they complete. :meth:`close` stops the running files at their next chunk,
+    drops what has not started, and still hands over every file that finished."""
+
+    def __init__(self, workers: int, handle: Callable[[Any, _Done], None]) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mf-download")
+        self._pending: dict[Future[_Done], Any] = {}
+        self._window, self._handle = 2 * workers, handle
+        self.stop = threading.Event()
+
+    def submit(self, tag: Any, fn: Callable[..., _Done], *args: Any) -> None:
+        """Run ``fn(*args, stop_event)`` in a worker (after waiting for room in the window)."""
+        while len(self._pending) >= self._window:
+            self._settle(FIRST_COMPLETED)
+        self._pending[self._executor.submit(fn, *args, self.stop)] = tag
+
+    def _settle(self, when: str) -> None:
+        done, _ = wait(self._pending, return_when=when)
+        for future in done:
+            tag = self._pending.pop(future)
+            self._handle(tag, future.result())  # a worker's error is raised here, on the calling thread
+
+    def join(self) -> None:
+        """Wait for every submitted file."""
+        while self._pending:
+            self._settle(ALL_COMPLETED)
+
+    def close(self) -> None:
+        self.stop.set()
+        self._executor.shutdown(wait=True, cancel_futures=True)
+        finished = [(f, tag) for f, tag in self._pending.items() if f.done() and not f.cancelled()
+                    and f.exception() is None]
+        self._pending.clear()
+        for future, tag in finished:
+            self._handle(tag, future.result())
+
+
+# -- one call -------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Counts:
+    """What one call did; per-step tallies are bounded by the number of steps, never by traces."""
+
+    listed: int = 0
+    downloaded: int = 0
+    episodes_downloaded: int = 0
+    kept: int = 0
+    refetched: int = 0
+    nbytes: int = 0
+    traces_on_disk: int = 0
+    episodes_found: int = 0
+    episodes_on_disk: int = 0
+    skipped: int = 0
+    unsafe: list[str] = field(default_factory=list)
+    gone: int = 0
+    gone_ids: list[str] = field(default_factory=list)
+    gaps: int = 0
+    gap_traces: int = 0
+    gap_list: list[EpisodeGap] = field(default_factory=list)
+    on_disk_by_step: dict[int, int] = field(default_factory=dict)
+    skipped_by_step: dict[int, int] = field(default_factory=dict)
+
+
+#: How many items of each list the result shows (the manifest has all).
+_SHOW = {"steps_without_traces": 50, "steps_short": 20, "episodes_with_missing_traces": 10, "gone_trace_ids": 10}
+
+
+def _prepare_dest(dest: Path) -> Path:
+    if dest.is_symlink() or (dest.exists() and not dest.is_dir()):
+        raise fail("bad_arguments", f"dest {str(dest)!r} exists and is not a folder.",
+                   "Pass a new folder path (it is created) or one this tool wrote before.")
+    dest = dest.resolve()
+    ours = (dest / MANIFEST).is_file() or (dest / LEGACY_MANIFEST).is_file()
+    # A call killed while writing its first manifest leaves only that manifest's temporary file.
+    if dest.exists() and not ours and not all(map(is_manifest_partial, dest.iterdir())):
+        raise fail("bad_arguments", f"dest {str(dest)!r} is not empty and holds no {MANIFEST} of this tool; "
+                   "nothing was written.",
+                   "Pass a new or empty folder (e.g. ./traces/<run_id>), or the folder of an earlier download.")
+    for sub in ("traces", "episodes"):
+        if (dest / sub).is_symlink() or ((dest / sub).exists() and not (dest / sub).is_dir()):
+            raise fail("bad_arguments", f"{dest / sub} is not a plain folder; refusing to write through it.",
+                       "Remove it or pass another dest.")
+    return dest
+
+
 class _Download:
-    """State of one download_traces call: dest layout, manifest, counters."""
+    """One download_traces call: the folder, the record, the pool, the counts."""
 
-    def __init__(self, ctx: Context, inp: DownloadTracesInput) -> None:
-        self.ctx, self.inp = ctx, inp
-        self.dest = self._prepare_dest(ctx.resolve_path(inp.dest))
+    def __init__(self, ctx: Context, inp: DownloadTracesInput, team: str | None) -> None:
+        self.ctx, self.inp, self.team = ctx, inp, team
+        self.tc = ctx.traces()
+        self.dest = _prepare_dest(ctx.resolve_path(inp.dest))
+        self.record = Record(self.dest, inp.run_id, ctx.settings.traces_url, resume=inp.resume)
         self.trace_dir, self.episode_dir = self.dest / "traces", self.dest / "episodes"
-        old = self._load_manifest()
-        self.old_traces: dict[str, dict] = {e["trace_id"]: e for e in old.get("traces", []) if isinstance(e, dict)
-                                            and isinstance(e.get("trace_id"), str)}
-        self.old_episodes: dict[str, dict] = {e["episode_id"]: e for e in old.get("episodes", [])
-                                              if isinstance(e, dict) and isinstance(e.get("episode_id"), str)}
-        self.traces: dict[str, dict] = dict(self.old_traces)
-        self.episodes: dict[str, dict] = dict(self.old_episodes)
-        self.expected: dict[str, Any] = old.get("expected", {})
-        self.missing: dict[str, Any] = {}
-        self.downloaded = self.episodes_downloaded = self.skipped = self.refetched = self.bytes = 0
-        self.unsafe: list[str] = []
-        self.gone: list[str] = []
-        self.save_due = 0.0
+        self.counts = _Counts()
+        self.expected_total = 0
+        self.walks: list[tuple[str, Walk]] = []
 
-    # -- folder and manifest -------------------------------------------------------------
-    def _prepare_dest(self, dest: Path) -> Path:
-        if dest.is_symlink() or (dest.exists() and not dest.is_dir()):
-            raise fail("bad_arguments", f"dest {str(dest)!r} exists and is not a folder.",
-                       "Pass a new folder path (it is created) or one this tool wrote before.")
-        dest = dest.resolve()
-        # A call killed while writing its first manifest leaves only that manifest's temporary file.
-        if dest.exists() and not all(map(_manifest_partial, dest.iterdir())) and not (dest / MANIFEST).is_file():
-            raise fail("bad_arguments", f"dest {str(dest)!r} is not empty and holds no {MANIFEST} of this tool; "
-                       "nothing was written.",
-                       "Pass a new or empty folder (e.g. ./traces/<run_id>), or the folder of an earlier download.")
-        for sub in ("traces", "episodes"):
-            if (dest / sub).is_symlink() or ((dest / sub).exists() and not (dest / sub).is_dir()):
-                raise fail("bad_arguments", f"{dest / sub} is not a plain folder; refusing to write through it.",
-                           "Remove it or pass another dest.")
-        return dest
-
-    def _load_manifest(self) -> dict[str, Any]:
-        path = self.dest / MANIFEST
-        if not path.is_file():
-            return {}
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            data = None
-        if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
-            raise fail("bad_arguments", f"{path} is not a manifest written by this tool.",
-                       "Pass a new or empty folder as dest.")
-        if data.get("run_id") != self.inp.run_id:
-            raise fail("bad_arguments", f"{self.dest} holds the download of run {data.get('run_id')!r}, not "
-                       f"{self.inp.run_id!r}.", "Pass another dest for this run.")
-        return data if self.inp.resume else {"expected": data.get("expected", {})}
-
-    def begin(self) -> None:
-        """Write the manifest (state ``in_progress``) before any other file, drop the temporary
-        files a killed call left, and create the folders."""
+    def begin(self, expected: dict[str, Any]) -> None:
+        """Start the manifest before any other file, drop the temporary files a killed call left, make the folders."""
         self.dest.mkdir(parents=True, exist_ok=True)
-        self.save_manifest("in_progress")
-        leftovers = [*filter(_manifest_partial, self.dest.iterdir())]
+        self.record.begin(expected)
+        leftovers = [*filter(is_manifest_partial, self.dest.iterdir())]
         for folder in (self.trace_dir, self.episode_dir):  # ours: no file of a safe id starts with "."
             leftovers += filter(is_partial, folder.iterdir()) if folder.is_dir() else []
         for leftover in leftovers:
@@ -205,103 +323,122 @@ class _Download:
         if self.inp.include_episodes:
             self.episode_dir.mkdir(exist_ok=True)
 
-    def checkpoint(self) -> None:
-        """Rewrite the manifest when it is due (see ``MANIFEST_SAVE_SECONDS``): a call killed
-        outright then loses at most the record of the files of its last second or so, and
-        those are fetched again, never trusted, by the next call."""
-        if time.monotonic() >= self.save_due:
-            self.save_manifest("in_progress")
+    def _skip(self, what: str, identifier: str, step: int | None = None) -> None:
+        c = self.counts
+        c.skipped += 1
+        if len(c.unsafe) < 10:
+            c.unsafe.append(identifier[:MAX_ID_CHARS])
+        if step is not None:
+            c.skipped_by_step[step] = c.skipped_by_step.get(step, 0) + 1
+        self.record.problem("skipped", f"{what}:{identifier}", {"what": what, "id": identifier, "reason": "unsafe_id"})
 
-    def save_manifest(self, state: Literal["in_progress", "interrupted", "finished"]) -> Path:
-        """Write ``dest/manifest.json`` atomically. ``state``: ``in_progress`` (the call is
-        running, or was killed), ``interrupted`` (it stopped on an error or Ctrl-C, the
-        record is current), ``finished`` (it ended; ``missing`` says what is not there)."""
-        started = time.monotonic()
-        document = {
-            "format": MANIFEST_FORMAT, "run_id": self.inp.run_id, "state": state,
-            "updated_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-            "source": self.ctx.settings.traces_url, "expected": self.expected,
-            "traces": [self.traces[k] for k in sorted(self.traces)],
-            "episodes": [self.episodes[k] for k in sorted(self.episodes)],
-            "missing": self.missing,
-        }
-        path = self.dest / MANIFEST
-        write_atomic(path, [json.dumps(document, indent=1).encode()])
-        now = time.monotonic()
-        self.save_due = now + max(MANIFEST_SAVE_SECONDS, MANIFEST_SAVE_FACTOR * (now - started))
-        return path
-
-    # -- files ---------------------------------------------------------------------------
-    def _fresh(self, path: Path, entry: dict | None) -> bool:
-        """True when ``path`` is on disk with the manifest's sha256 (then it is not fetched again)."""
-        if not (self.inp.resume and entry and path.is_file()):
-            return False
-        if _sha256_file(path) == entry.get("sha256"):
-            return True
-        self.refetched += 1
-        return False
-
-    def fetch(self, path: Path, stream: Callable[[], Iterator[bytes]]) -> tuple[int, str]:
-        """Download into ``path`` atomically, retrying a cut stream once."""
-        for attempt in range(FILE_ATTEMPTS):
-            try:
-                written, sha = write_atomic(path, stream())
-            except perr.Unavailable:
-                if attempt + 1 == FILE_ATTEMPTS:
-                    raise
-                continue
-            self.bytes += written
-            return written, sha
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def trace(self, tc: TracesClient, team: str | None, t: wire.TraceSummary) -> None:
-        path = self.trace_dir / f"{t.trace_id}.json"
-        entry = self.traces.get(t.trace_id)
-        base = {"trace_id": t.trace_id, "file": f"traces/{t.trace_id}.json", "episode_id": t.episode_id,
-                "run_step": t.run_step}
-        if self._fresh(path, entry):
-            self.skipped += 1
-            self.traces[t.trace_id] = {**base, "bytes": entry["bytes"], "sha256": entry["sha256"]}
-            return
+    # -- traces ----------------------------------------------------------------------------------
+    def traces(self) -> bool:
+        """Walk the run's traces and download them; True when max_traces stopped the walk."""
+        walk = CursorWalk(lambda c: self.tc.list_traces(team_id=self.team, run_id=self.inp.run_id, limit=PAGE_LIMIT,
+                                                        cursor=c), max_pages=MAX_LIST_PAGES)
+        self.walks.append(("trace listing", walk.walk))
+        pool = _Pool(self.inp.concurrency, self._trace_done)
+        stopped = False
         try:
-            written, sha = self.fetch(path, lambda: tc.stream_raw_trace(t.trace_id, team_id=team))
-        except perr.NotFound:
-            self.gone.append(t.trace_id)
-            return
-        self.downloaded += 1
-        self.traces[t.trace_id] = {**base, "bytes": written, "sha256": sha}
-        self.checkpoint()
+            for t in walk.items():
+                if self.inp.max_traces is not None and self.counts.listed >= self.inp.max_traces:
+                    stopped = True
+                    break
+                if not self.record.list_trace(t.trace_id, t.episode_id if self.inp.include_episodes else None):
+                    continue
+                self.counts.listed += 1
+                if not _safe_name(t.trace_id):
+                    self._skip("trace", t.trace_id, t.run_step)
+                    continue
+                path = self.trace_dir / f"{t.trace_id}.json"
+                pool.submit(t, _file_job, path, self.record.entry("trace", t.trace_id), self.inp.resume,
+                            self._stream("trace", t.trace_id), False)
+            pool.join()
+        finally:
+            pool.close()
+        return stopped
 
-    def episode(self, tc: TracesClient, team: str | None, episode_id: str) -> list[str] | None:
-        """Write one envelope; returns its member trace ids (``None`` if it cannot be read)."""
-        path = self.episode_dir / f"{episode_id}.json"
-        entry = self.episodes.get(episode_id)
-        if self._fresh(path, entry):
-            self.skipped += 1
+    def _stream(self, kind: str, identifier: str) -> Callable[[], Iterator[bytes]]:
+        if kind == "trace":
+            return lambda: self.tc.stream_raw_trace(identifier, team_id=self.team)
+        return lambda: self.tc.stream_raw_episode(identifier, team_id=self.team)
+
+    def _trace_done(self, t: wire.TraceSummary, done: _Done) -> None:
+        c = self.counts
+        if done.outcome == "gone":
+            c.gone += 1
+            if len(c.gone_ids) < _SHOW["gone_trace_ids"]:
+                c.gone_ids.append(t.trace_id)
+            self.record.problem("gone", t.trace_id, {"trace_id": t.trace_id})
         else:
-            try:
-                written, sha = self.fetch(path, lambda: tc.stream_raw_episode(episode_id, team_id=team))
-            except perr.NotFound:
-                return None
-            self.episodes_downloaded += 1
-            self.episodes[episode_id] = {"episode_id": episode_id, "file": f"episodes/{episode_id}.json",
-                                         "bytes": written, "sha256": sha}
-            self.checkpoint()
-        try:
-            members = json.loads(path.read_bytes()).get("traces")
-        except (OSError, ValueError, AttributeError):
-            return None
-        return [m for m in members if isinstance(m, str)] if isinstance(members, list) else None
+            self._count(done, episode=False)
+            if done.outcome != "kept":
+                self.record.record("trace", t.trace_id, file=f"traces/{t.trace_id}.json", nbytes=done.nbytes,
+                                   sha256=done.sha256, episode_id=t.episode_id, run_step=t.run_step)
+            c.traces_on_disk += 1
+            if t.run_step is not None:
+                c.on_disk_by_step[t.run_step] = c.on_disk_by_step.get(t.run_step, 0) + 1
+        handled = c.traces_on_disk + c.gone
+        self.ctx.report(handled, self.expected_total or None, f"traces {handled}/{self.expected_total or '?'}")
 
-
-def _pages(fetch: Callable[[str | None], Any]) -> Iterator[Any]:
-    cursor = None
-    while True:
-        page = fetch(cursor)
-        yield from page.items
-        if not page.next_cursor:
+    def _count(self, done: _Done, *, episode: bool) -> None:
+        c = self.counts
+        if done.outcome == "kept":
+            c.kept += 1
             return
-        cursor = page.next_cursor
+        c.refetched += done.outcome == "refetched"
+        c.nbytes += done.nbytes
+        if episode:
+            c.episodes_downloaded += 1
+        else:
+            c.downloaded += 1
+
+    # -- episodes --------------------------------------------------------------------------------
+    def episodes(self, list_them: bool) -> None:
+        """Fetch the envelopes of the listed traces' episodes (and, ``list_them``, of every episode the
+        host lists for the run), and check each one's member traces against the listing."""
+        if list_them:
+            walk = CursorWalk(lambda c: self.tc.list_episodes(team_id=self.team, run_id=self.inp.run_id,
+                                                              limit=PAGE_LIMIT, cursor=c), max_pages=MAX_LIST_PAGES)
+            self.walks.append(("episode listing", walk.walk))
+            for e in walk.items():
+                self.record.add_episode(e.episode_id)
+        pool = _Pool(self.inp.concurrency, self._episode_done)
+        try:
+            for episode_id in self.record.episodes():
+                self.counts.episodes_found += 1
+                if not _safe_name(episode_id):
+                    self._skip("episode", episode_id)
+                    continue
+                pool.submit(episode_id, _file_job, self.episode_dir / f"{episode_id}.json",
+                            self.record.entry("episode", episode_id), self.inp.resume,
+                            self._stream("episode", episode_id), True)
+            pool.join()
+        finally:
+            pool.close()
+
+    def _episode_done(self, episode_id: str, done: _Done) -> None:
+        c = self.counts
+        if done.outcome == "gone":
+            return
+        self._count(done, episode=True)
+        if done.outcome != "kept":
+            self.record.record("episode", episode_id, file=f"episodes/{episode_id}.json", nbytes=done.nbytes,
+                               sha256=done.sha256)
+        c.episodes_on_disk += 1
+        lost = [m for m in done.members or [] if not self.record.was_listed(m)]
+        if lost:
+            c.gaps += 1
+            c.gap_traces += len(lost)
+            gap = EpisodeGap(episode_id=episode_id, missing_count=len(lost), missing_trace_ids=lost[:5])
+            if len(c.gap_list) < _SHOW["episodes_with_missing_traces"]:
+                c.gap_list.append(gap)
+            self.record.problem("episode_gap", episode_id, gap.model_dump())
+
+    def cut_walk(self) -> str | None:
+        """The note of the first listing that stopped short, if any."""
+        return next((note for what, walk in self.walks if (note := walk.note(what))), None)
 
 
 @tool
@@ -309,142 +446,130 @@ def download_traces(inp: DownloadTracesInput, ctx: Context) -> DownloadTracesRes
     """Download every trace of a run into ``dest`` with a manifest, resume and a missing-upload report.
 
     Layout: ``dest/traces/<trace_id>.json`` (raw documents, GET ``/traces/{id}?raw=true``),
-    ``dest/episodes/<episode_id>.json`` (raw envelopes), ``dest/manifest.json``. Every file
-    goes through a hidden temporary sibling and an atomic rename: no partial files, ever.
-    Interruptions: the manifest is written (``state: in_progress``) before any other file and
-    rewritten about every second as files land; Ctrl-C saves it (``interrupted``) before the
-    KeyboardInterrupt propagates, and a killed process leaves the last one. The next call
-    resumes: files in the manifest are sha256-checked, files on disk the manifest does not
-    name are fetched again, temporary files a killed call left are removed.
-    Totals to check against: GET ``/runs/{id}`` and ``/runs/{id}/steps``; completed steps:
-    GET ``/rft/runs/{id}/progress``. Progress: ``ctx.report(traces done, expected, ...)``.
+    ``dest/episodes/<episode_id>.json`` (raw envelopes), ``dest/manifest.jsonl`` (:mod:`._manifest`).
+    Every file goes through a hidden temporary sibling and an atomic rename: no partial files,
+    ever. Interruptions: the manifest is started (``state: in_progress``) before any other file and
+    each file's line is appended as it lands; Ctrl-C stops the running files, records those that
+    finished and appends ``interrupted`` before the KeyboardInterrupt propagates; a killed process
+    leaves the journal as it was. The next call resumes: files in the manifest are sha256-checked,
+    files on disk the manifest does not name are fetched again, temporary files a killed call left
+    are removed. Ids unusable as file names are skipped for safety and reported apart from what
+    the platform is missing. Totals to check against: GET ``/runs/{id}`` and ``/runs/{id}/steps``;
+    completed steps: GET ``/rft/runs/{id}/progress``. Progress: ``ctx.report(traces done, expected, ...)``.
 
     Errors: ``bad_arguments`` (dest not ours / not a folder), ``unavailable`` (retryable:
     the connection failed twice on one file; what was written is in the manifest, call
     again to resume), the platform codes.
     """
-    job = _Download(ctx, inp)
     tc = ctx.traces()
     run, team = platform_run(ctx, inp.run_id)
+    job = _Download(ctx, inp, team)
     try:
-        summary: wire.RunSummary | None = tc.get_run(inp.run_id, team_id=team)
-    except perr.NotFound:
-        summary = None
-    if summary is None and run is None:
-        raise not_found(inp.run_id)
-    steps = tc.list_run_steps(inp.run_id, team_id=team).items if summary else []
-    expected_total = summary.trace_count if summary else 0
-    job.expected = {"trace_count": expected_total, "episode_count": summary.episode_count if summary else 0,
+        try:
+            summary: wire.RunSummary | None = tc.get_run(inp.run_id, team_id=team)
+        except perr.NotFound:
+            summary = None
+        if summary is None and run is None:
+            raise not_found(inp.run_id)
+        steps = tc.list_run_steps(inp.run_id, team_id=team).items if summary else []
+        job.expected_total = summary.trace_count if summary else 0
+        expected = {"trace_count": job.expected_total, "episode_count": summary.episode_count if summary else 0,
                     "steps": [s.model_dump(include={"step", "trace_count", "episode_count"}) for s in steps]}
-    job.begin()
-    listed: dict[str, wire.TraceSummary] = {}
-    stopped = False
-    try:
-        if summary is not None:
-            for t in _pages(lambda c: tc.list_traces(team_id=team, run_id=inp.run_id, limit=PAGE_LIMIT, cursor=c)):
-                if inp.max_traces is not None and len(listed) >= inp.max_traces:
-                    stopped = True
-                    break
-                if t.trace_id in listed:
-                    continue
-                listed[t.trace_id] = t
-                if not _safe_name(t.trace_id):
-                    job.unsafe.append(t.trace_id)
-                    continue
-                job.trace(tc, team, t)
-                done = len(listed)
-                ctx.report(done, expected_total or None, f"traces {done}/{expected_total or '?'}")
-        members: dict[str, list[str] | None] = {}
-        if inp.include_episodes and summary is not None:
-            ids = dict.fromkeys(t.episode_id for t in listed.values() if t.episode_id)
-            if not stopped:
-                ids.update(dict.fromkeys(e.episode_id for e in _pages(
-                    lambda c: tc.list_episodes(team_id=team, run_id=inp.run_id, limit=PAGE_LIMIT, cursor=c))))
-            for episode_id in ids:
-                if not _safe_name(episode_id):
-                    job.unsafe.append(episode_id)
-                    continue
-                members[episode_id] = job.episode(tc, team, episode_id)
-        report = _missing_report(ctx, inp, run, summary, steps, listed, job, members, stopped)
-    except perr.Unavailable as exc:
-        job.save_manifest("interrupted")
-        again = call("mf_download_traces", run_id=inp.run_id, dest=inp.dest)
-
-        raise fail("unavailable", f"The download of run {inp.run_id} stopped after {job.downloaded} new trace "
-                   f"file(s) ({len(job.traces)} in {job.dest}): {exc.message}. No partial file was left.",
-                   f"Call {again} again: it resumes, skipping what is already there.", retryable=True,
-                   next_calls=[again]) from None
-    except BaseException:  # Ctrl-C (KeyboardInterrupt), SystemExit, a bug: record what landed, then propagate
-        with contextlib.suppress(OSError):
-            job.save_manifest("interrupted")
-        raise
-    manifest = job.save_manifest("finished")
-    on_disk = sum(1 for t in listed if t in job.traces)
-    complete = (not stopped and on_disk == len(listed) and report.summary.startswith("complete"))
-    note = None
+        job.begin(expected)
+        stopped = False
+        try:
+            if summary is not None:
+                stopped = job.traces()
+                if inp.include_episodes:
+                    job.episodes(list_them=not stopped and not job.cut_walk())
+            report, full = _missing_report(ctx, inp, run, summary, steps, job, stopped)
+        except perr.Unavailable as exc:
+            job.record.finish("interrupted", expected)
+            again = call("mf_download_traces", run_id=inp.run_id, dest=inp.dest)
+            raise fail("unavailable", f"The download of run {inp.run_id} stopped after {job.counts.downloaded} new "
+                       f"trace file(s) ({job.counts.traces_on_disk} checked or written in {job.dest}): {exc.message}. "
+                       "No partial file was left.",
+                       f"Call {again} again: it resumes, skipping what is already there.", retryable=True,
+                       next_calls=[again]) from None
+        except BaseException:  # Ctrl-C (KeyboardInterrupt), SystemExit, a bug: record what landed, then propagate
+            job.record.finish("interrupted", expected)
+            raise
+        job.record.finish("finished", expected, full)
+    finally:
+        job.record.close()
+    c = job.counts
+    walk_note = job.cut_walk()
+    complete = (not stopped and walk_note is None and report.summary.startswith("complete"))
+    notes = []
     if run is not None and not run.is_terminal():
-        note = f"Run is {run.status}: newer traces may still be uploading; call again later to add them."
+        notes.append(f"Run is {run.status}: newer traces may still be uploading; call again later to add them.")
     elif summary is None:
-        note = "The traces host has no traces for this run yet."
+        notes.append("The traces host has no traces for this run yet.")
+    if walk_note:
+        notes.append(walk_note)
+    if c.skipped:
+        notes.append(f"{c.skipped} id(s) were skipped for safety: they cannot be file names (see unsafe_ids); "
+                     "the platform is not missing them.")
     return DownloadTracesResult(
-        run_id=inp.run_id, dest=str(job.dest), manifest_path=str(manifest), traces_downloaded=job.downloaded,
-        episodes_downloaded=job.episodes_downloaded, skipped_existing=job.skipped, refetched_corrupted=job.refetched,
-        bytes_written=job.bytes, traces_on_disk=on_disk, episodes_on_disk=sum(1 for e in members if e in job.episodes),
+        run_id=inp.run_id, dest=str(job.dest), manifest_path=str(job.record.path), traces_downloaded=c.downloaded,
+        episodes_downloaded=c.episodes_downloaded, skipped_existing=c.kept, refetched_corrupted=c.refetched,
+        bytes_written=c.nbytes, traces_on_disk=c.traces_on_disk, episodes_on_disk=c.episodes_on_disk,
         expected_trace_count=summary.trace_count if summary else None,
         expected_episode_count=summary.episode_count if summary else None, complete=complete,
-        stopped_at_max=stopped, unsafe_ids=[i[:MAX_ID_CHARS] for i in job.unsafe[:10]], missing=report, note=note)
-
-
-#: How many items of each list the result shows (the manifest has all).
-_SHOW = {"steps_without_traces": 50, "steps_short": 20, "episodes_with_missing_traces": 10, "gone_trace_ids": 10}
+        stopped_at_max=stopped, listing_complete=walk_note is None, skipped_for_safety=c.skipped,
+        unsafe_ids=c.unsafe, missing=report, note=" ".join(notes) or None)
 
 
 def _missing_report(ctx: Context, inp: DownloadTracesInput, run: wire.RLRun | None, summary: wire.RunSummary | None,
-                    steps: list[wire.RunStep], listed: dict[str, wire.TraceSummary], job: _Download,
-                    members: dict[str, list[str] | None], stopped: bool) -> MissingReport:
-    """Compare what the host and the platform say exists with what was listed and written."""
-    host_steps = {s.step: s for s in steps}
+                    steps: list[wire.RunStep], job: _Download, stopped: bool) -> tuple[MissingReport, dict]:
+    """Compare what the host and the platform say exists with what was listed and written; the
+    compact report and the full one's fields for the manifest (its per-item lines are in the index)."""
+    c = job.counts
+    host_steps = {s.step for s in steps}
     completed = None
     if run is not None:
         completed = ctx.platform().get_progress(inp.run_id).latest_step
         if completed is not None and not run.is_terminal():
             completed -= 1  # the newest step's traces may still be uploading
-    without = sorted(set(range(1, (completed or 0) + 1)) - set(host_steps))
-    on_disk: dict[int, int] = {}
-    for trace_id, t in listed.items():
-        if trace_id in job.traces and t.run_step is not None:
-            on_disk[t.run_step] = on_disk.get(t.run_step, 0) + 1
-    short = [] if stopped else [StepGap(step=s.step, expected=s.trace_count, downloaded=on_disk.get(s.step, 0))
-                                for s in steps if on_disk.get(s.step, 0) < s.trace_count]
-    gaps = []
-    for episode_id, ids in members.items():
-        lost = [i for i in ids or [] if i not in listed]
-        if lost and not stopped:
-            gaps.append(EpisodeGap(episode_id=episode_id, missing_count=len(lost), missing_trace_ids=lost[:5]))
-    trace_gap = (summary.trace_count - len(listed)) if summary and not stopped else 0
-    episode_gap = (summary.episode_count - len(members)) if summary and members and not stopped else 0
-    full = {"steps_without_traces": without, "steps_short": [g.model_dump() for g in short],
-            "episodes_with_missing_traces": [g.model_dump() for g in gaps], "gone_trace_ids": job.gone,
-            "trace_count_gap": trace_gap, "episode_count_gap": episode_gap}
-    job.missing = full
+    without = sorted(set(range(1, (completed or 0) + 1)) - host_steps)
+    partial = stopped or job.cut_walk() is not None
+    short = [] if partial else [
+        StepGap(step=s.step, expected=s.trace_count, downloaded=c.on_disk_by_step.get(s.step, 0))
+        for s in steps if c.on_disk_by_step.get(s.step, 0) + c.skipped_by_step.get(s.step, 0) < s.trace_count]
+    gaps, gap_count = ([], 0) if partial else (c.gap_list, c.gaps)
+    trace_gap = (summary.trace_count - c.listed) if summary and not partial else 0
+    episode_gap = (summary.episode_count - c.episodes_found) if summary and c.episodes_found and not partial else 0
     problems = []
     if without:
         problems.append(f"{len(without)} completed step(s) with no traces")
     if short:
         problems.append(f"{len(short)} step(s) with fewer traces than counted")
-    if gaps:
-        problems.append(f"{len(gaps)} episode(s) missing {sum(g.missing_count for g in gaps)} member trace(s)")
+    if gap_count:
+        problems.append(f"{gap_count} episode(s) missing {c.gap_traces} member trace(s)")
     if trace_gap > 0:
         problems.append(f"{trace_gap} trace(s) counted but not listed")
-    if job.gone:
-        problems.append(f"{len(job.gone)} listed trace(s) gone")
+    if c.gone:
+        problems.append(f"{c.gone} listed trace(s) gone")
+    skipped = f"{c.skipped} id(s) skipped for safety (not usable as file names)" if c.skipped else ""
     if stopped:
         text = f"partial: stopped at max_traces={inp.max_traces}; gaps not checked"
+    elif partial:
+        text = "partial: a listing stopped early (see note); gaps not checked"
+    elif problems:
+        text = "missing: " + "; ".join(problems) + (f"; apart from that, {skipped}" if skipped else "")
+    elif skipped:
+        text = f"skipped: {skipped}; nothing is missing on the platform"
     else:
-        text = "missing: " + "; ".join(problems) if problems else "complete: every counted trace is on disk"
-    omitted = sum(max(0, len(full[k]) - n) for k, n in _SHOW.items())
-    return MissingReport(
+        text = "complete: every counted trace is on disk"
+    full = {"summary": text, "trace_count_gap": trace_gap, "episode_count_gap": episode_gap,
+            "steps_without_traces": without, "steps_short": [g.model_dump() for g in short],
+            "episodes_with_missing_traces": gap_count, "gone_trace_ids": c.gone, "skipped_for_safety": c.skipped}
+    shown = {"steps_without_traces": len(without), "steps_short": len(short),
+             "episodes_with_missing_traces": gap_count, "gone_trace_ids": c.gone}
+    omitted = sum(max(0, shown[k] - n) for k, n in _SHOW.items())
+    report = MissingReport(
         summary=text, trace_count_gap=trace_gap, episode_count_gap=episode_gap,
         steps_without_traces=without[:_SHOW["steps_without_traces"]], steps_short=short[:_SHOW["steps_short"]],
         episodes_with_missing_traces=gaps[:_SHOW["episodes_with_missing_traces"]],
-        gone_trace_ids=job.gone[:_SHOW["gone_trace_ids"]], truncated=omitted > 0, omitted=omitted)
+        gone_trace_ids=c.gone_ids, truncated=omitted > 0, omitted=omitted)
+    return report, full

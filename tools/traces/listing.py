@@ -11,6 +11,7 @@ import base64
 import binascii
 import json
 from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -20,6 +21,7 @@ from tools.core import MAX_STEPS, OUTPUT_BUDGET_CHARS, RUN_ID, Context, json_cha
 from tools.errors import fail
 from tools.platform import wire
 from tools.platform.client import TracesClient
+from tools.platform.paging import CursorTrail, End, Walk
 from tools.traces._scope import PAGE_LIMIT, platform_run
 
 #: Episodes per page when walking a step's episodes (fixed, so cursors stay valid).
@@ -28,7 +30,11 @@ STEP_EPISODE_PAGE = 20
 MAX_STEP_REQUESTS = 60
 #: Traces-host run pages a search for eval runs scans per call.
 EVAL_SCAN_PAGES = 10
-_STEP_CURSOR = "mfs1."
+#: Host pages one listing walk follows in all, across calls (then it ends with a note).
+MAX_WALK_PAGES = 1000
+#: Cursor digests a walk's own cursor remembers (a longer cycle is ended by MAX_WALK_PAGES).
+TRAIL_KEEP = 32
+_CURSOR = "mfl1."
 
 
 class ListTracesInput(BaseModel):
@@ -110,7 +116,13 @@ class ListTracesResult(BaseModel):
         "Eval runs (kind eval_runs), most recent first."))
     count: int = Field(description="Rows on this page.")
     next_cursor: str | None = Field(default=None, description=(
-        "Pass as cursor (same other arguments) for the next page; null on the last page."))
+        "Pass as cursor (same other arguments) for the next page; null when the listing ended (see complete)."))
+    complete: bool = Field(default=False, description=(
+        "True on the last page of the listing. False with next_cursor null: the listing was cut short (note says "
+        "why); with a next_cursor: more pages follow."))
+    note: str | None = Field(default=None, description=(
+        "Why the listing stopped early (the host's paging repeated, cycled or emptied its cursor, or the page bound "
+        "was reached), with the last cursor."))
     truncated: bool = Field(default=False, description=(
         "True when the page holds fewer rows than limit to fit the output budget (nothing is skipped: next_cursor "
         "continues after the last row)."))
@@ -134,91 +146,129 @@ def _episode_row(e: wire.EpisodeSummary) -> EpisodeRow:
                       environment_id=e.environment_id, created_at=e.created_at)
 
 
-def _encode_step_cursor(state: dict[str, Any]) -> str:
+@dataclass
+class _Position:
+    """Where a listing walk stands between calls (carried in our ``next_cursor``): the host cursor to
+    send next (the episode pages' cursor for per-step traces), a per-step walk's episode index and
+    member-trace cursor, and the walk's trails (:class:`~tools.platform.paging.CursorTrail`)."""
+
+    kind: str
+    step: int | None
+    host: str | None = None
+    index: int = 0
+    member: str | None = None
+    trail: CursorTrail = field(default_factory=lambda: _trail())
+    members: CursorTrail = field(default_factory=lambda: _trail())
+
+    def copy(self) -> _Position:
+        return replace(self, trail=replace(self.trail, sent=list(self.trail.sent)),
+                       members=replace(self.members, sent=list(self.members.sent)))
+
+
+def _trail(pages: int = 0, sent: list[str] | None = None) -> CursorTrail:
+    return CursorTrail(max_pages=MAX_WALK_PAGES, pages=pages, sent=sent or [], keep=TRAIL_KEEP)
+
+
+def _encode(pos: _Position) -> str:
+    state = {"k": pos.kind, "s": pos.step, "c": pos.host, "i": pos.index, "t": pos.member, "n": pos.trail.pages,
+             "h": pos.trail.sent, "mn": pos.members.pages, "mh": pos.members.sent}
     raw = json.dumps(state, separators=(",", ":")).encode()
-    return _STEP_CURSOR + base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return _CURSOR + base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def _decode_step_cursor(cursor: str | None, step: int) -> dict[str, Any]:
+def _decode(cursor: str | None, inp: ListTracesInput) -> _Position:
     if not cursor:
-        return {"s": step, "e": None, "i": 0, "t": None}
+        return _Position(kind=inp.kind, step=inp.step)
     try:
-        if not cursor.startswith(_STEP_CURSOR):
+        if not cursor.startswith(_CURSOR):
             raise ValueError
-        body = cursor[len(_STEP_CURSOR):]
-        state = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
-        if state.get("s") != step or not isinstance(state.get("i"), int):
+        body = cursor[len(_CURSOR):]
+        s = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+        pos = _Position(kind=s["k"], step=s["s"], host=s["c"], index=s["i"], member=s["t"],
+                        trail=_trail(s["n"], s["h"]), members=_trail(s["mn"], s["mh"]))
+        if not (isinstance(pos.index, int) and isinstance(pos.trail.pages, int) and isinstance(pos.members.pages, int)
+                and all(isinstance(d, str) for d in pos.trail.sent + pos.members.sent)):
             raise ValueError
-        return state
-    except (ValueError, binascii.Error, AttributeError):
-        raise fail("bad_arguments", "This cursor does not belong to a per-step trace listing of this step.",
-                   "Repeat the first call (cursor null) with the same run_id, kind and step, then follow its "
-                   "next_cursor.") from None
+    except (ValueError, KeyError, TypeError, binascii.Error, AttributeError):
+        raise fail("bad_arguments", "This cursor is not a next_cursor of mf_list_traces.",
+                   "Repeat the first call (cursor null), then pass each page's next_cursor unchanged.") from None
+    if (pos.kind, pos.step) != (inp.kind, inp.step):
+        raise fail("bad_arguments", f"This cursor belongs to a listing of kind {pos.kind!r}"
+                   + (f", step {pos.step}" if pos.step is not None else ", all steps") + ".",
+                   "Pass the same kind and step as the call that returned it, or start again with cursor null.")
+    return pos
 
 
-Fetch = Callable[[int], tuple[list[Any], str | None]]
+#: ``fetch(limit) -> (rows, how the walk ended (None: more pages), the cursor the host answered last, the
+#: position after the page)``.
+Fetch = Callable[[int], tuple[list[Any], End | None, str | None, _Position]]
 
 
-def _traces_fetch(tc: TracesClient, inp: ListTracesInput, team: str | None) -> Fetch:
-    if inp.cursor and inp.cursor.startswith(_STEP_CURSOR):
-        raise fail("bad_arguments", "This cursor belongs to a per-step listing (pass the same step).",
-                   "Pass the step that produced the cursor, or start again with cursor null.")
-
-    def fetch(limit: int) -> tuple[list[Any], str | None]:
+def _traces_fetch(tc: TracesClient, inp: ListTracesInput, team: str | None, start: _Position) -> Fetch:
+    def fetch(limit: int) -> tuple[list[Any], End | None, str | None, _Position]:
+        pos = start.copy()
         page = tc.list_traces(team_id=team, run_id=inp.run_id, has_error=inp.has_error, reward_min=inp.reward_min,
-                              reward_max=inp.reward_max, limit=limit, cursor=inp.cursor)
-        return [_trace_row(t) for t in page.items], page.next_cursor
+                              reward_max=inp.reward_max, limit=limit, cursor=pos.host)
+        end = pos.trail.step(pos.host, page.next_cursor)
+        pos.host = page.next_cursor
+        return [_trace_row(t) for t in page.items], end, page.next_cursor, pos
 
     return fetch
 
 
-def _step_traces_fetch(tc: TracesClient, inp: ListTracesInput, team: str | None) -> Fetch:
+def _step_traces_fetch(tc: TracesClient, inp: ListTracesInput, team: str | None, start: _Position) -> Fetch:
     step = inp.step
-    assert step is not None
-    start = _decode_step_cursor(inp.cursor, step)
 
-    def fetch(limit: int) -> tuple[list[Any], str | None]:
-        state = dict(start)
+    def fetch(limit: int) -> tuple[list[Any], End | None, str | None, _Position]:
+        pos = start.copy()
         rows: list[TraceRow] = []
         page: wire.EpisodeListPage | None = None
         requests = 0
         while len(rows) < limit and requests < MAX_STEP_REQUESTS:
             if page is None:
                 page = tc.list_episodes(team_id=team, run_id=inp.run_id, run_step=step, limit=STEP_EPISODE_PAGE,
-                                        cursor=state["e"])
+                                        cursor=pos.host)
                 requests += 1
-            if state["i"] >= len(page.items):
-                if not page.next_cursor:
-                    return rows, None
-                state, page = {"s": step, "e": page.next_cursor, "i": 0, "t": None}, None
+            if pos.index >= len(page.items):  # leave this episode page
+                end = pos.trail.step(pos.host, page.next_cursor)
+                if end is not None:
+                    return rows, end, page.next_cursor, pos
+                pos.host, pos.index, pos.member, page = page.next_cursor, 0, None, None
                 continue
-            episode = page.items[state["i"]]
+            episode = page.items[pos.index]
             members = tc.list_episode_traces(episode.episode_id, team_id=team, limit=min(PAGE_LIMIT, limit - len(rows)),
-                                             cursor=state["t"], has_error=inp.has_error, reward_min=inp.reward_min,
+                                             cursor=pos.member, has_error=inp.has_error, reward_min=inp.reward_min,
                                              reward_max=inp.reward_max)
             requests += 1
             rows += [_trace_row(t) for t in members.items if t.run_step == step]
-            if members.next_cursor:
-                state["t"] = members.next_cursor
+            # one trail for every member list of the walk: a cursor is never valid in two lists
+            end = pos.members.step(pos.member, members.next_cursor)
+            if end == "last_page":
+                pos.index, pos.member = pos.index + 1, None
+            elif end is not None:
+                return rows, end, members.next_cursor, pos
             else:
-                state["i"], state["t"] = state["i"] + 1, None
-        if page is not None and state["i"] >= len(page.items) and not page.next_cursor:
-            return rows, None
-        return rows, _encode_step_cursor(state)
+                pos.member = members.next_cursor
+        if page is not None and pos.index >= len(page.items) and not page.next_cursor:
+            return rows, "last_page", None, pos
+        return rows, None, None, pos
 
     return fetch
 
 
-def _episodes_fetch(tc: TracesClient, inp: ListTracesInput, team: str | None) -> Fetch:
+def _episodes_fetch(tc: TracesClient, inp: ListTracesInput, team: str | None, start: _Position) -> Fetch:
     if inp.reward_min is not None or inp.reward_max is not None:
         raise fail("bad_arguments", "Episodes have no reward filter on the traces host.",
                    "Drop the reward bounds, or list traces (not episodes) with them.")
 
 
-    def fetch(limit: int) -> tuple[list[Any], str | None]:
+    def fetch(limit: int) -> tuple[list[Any], End | None, str | None, _Position]:
+        pos = start.copy()
         page = tc.list_episodes(team_id=team, run_id=inp.run_id, run_step=inp.step, has_error=inp.has_error,
-                                limit=limit, cursor=inp.cursor)
-        return [_episode_row(e) for e in page.items], page.next_cursor
+                                limit=limit, cursor=pos.host)
+        end = pos.trail.step(pos.host, page.next_cursor)
+        pos.host = page.next_cursor
+        return [_episode_row(e) for e in page.items], end, page.next_cursor, pos
 
     return fetch
 
@@ -228,7 +278,7 @@ def _is_eval_of(summary: wire.RunSummary, run_id: str) -> bool:
             or summary.run_id.startswith(run_id + "-"))
 
 
-def _eval_runs_fetch(tc: TracesClient, inp: ListTracesInput, team: str | None) -> Fetch:
+def _eval_runs_fetch(tc: TracesClient, inp: ListTracesInput, team: str | None, start: _Position) -> Fetch:
     def keep(s: wire.RunSummary) -> bool:
         if not _is_eval_of(s, inp.run_id):
             return False
@@ -242,21 +292,27 @@ def _eval_runs_fetch(tc: TracesClient, inp: ListTracesInput, team: str | None) -
             return False
         return not (inp.reward_max is not None and (reward is None or reward > inp.reward_max))
 
-    def fetch(limit: int) -> tuple[list[Any], str | None]:
+    def fetch(limit: int) -> tuple[list[Any], End | None, str | None, _Position]:
+        pos = start.copy()
         rows: list[EvalRunRow] = []
-        cursor = inp.cursor
         for _ in range(EVAL_SCAN_PAGES):
-            page = tc.list_runs(team_id=team, run_type="eval", limit=limit - len(rows), cursor=cursor)
+            page = tc.list_runs(team_id=team, run_type="eval", limit=limit - len(rows), cursor=pos.host)
             rows += [EvalRunRow(run_id=s.run_id, trace_count=s.trace_count, episode_count=s.episode_count,
                                 avg_reward=s.avg_reward, step_min=s.step_min, step_max=s.step_max,
                                 has_error=s.has_error, last_trace_created_at=s.last_trace_created_at)
                      for s in page.items if keep(s)]
-            cursor = page.next_cursor
-            if not cursor or len(rows) >= limit:
+            end = pos.trail.step(pos.host, page.next_cursor)
+            if end is not None:
+                return rows, end, page.next_cursor, pos
+            pos.host = page.next_cursor
+            if len(rows) >= limit:
                 break
-        return rows, cursor
+        return rows, None, None, pos
 
     return fetch
+
+
+_WHAT = {"traces": "trace listing", "episodes": "episode listing", "eval_runs": "eval-run listing"}
 
 
 @tool
@@ -271,24 +327,27 @@ def list_traces(inp: ListTracesInput, ctx: Context) -> ListTracesResult:
     """
     tc = ctx.traces()
     run, team = platform_run(ctx, inp.run_id)
+    start = _decode(inp.cursor, inp)
     if inp.kind == "traces":
-        fetch = _step_traces_fetch(tc, inp, team) if inp.step is not None else _traces_fetch(tc, inp, team)
+        fetch = (_step_traces_fetch if inp.step is not None else _traces_fetch)(tc, inp, team, start)
     elif inp.kind == "episodes":
-        fetch = _episodes_fetch(tc, inp, team)
+        fetch = _episodes_fetch(tc, inp, team, start)
     else:
-        fetch = _eval_runs_fetch(tc, inp, team)
+        fetch = _eval_runs_fetch(tc, inp, team, start)
 
-    def build(rows: list[Any], cursor: str | None, limit: int) -> ListTracesResult:
+    def build(rows: list[Any], end: End | None, answered: str | None, after: _Position, limit: int) -> ListTracesResult:
         cut = limit < inp.limit
+        walk = Walk(end=end, pages=after.trail.pages, last_cursor=answered, max_pages=MAX_WALK_PAGES)
         return ListTracesResult(
-            run_id=inp.run_id, kind=inp.kind, count=len(rows), next_cursor=cursor, truncated=cut,
+            run_id=inp.run_id, kind=inp.kind, count=len(rows), next_cursor=None if end else _encode(after),
+            complete=walk.complete, note=walk.note(_WHAT[inp.kind]), truncated=cut,
             narrow_hint=f"Page shortened to {limit} rows to fit the output budget; follow next_cursor for more."
             if cut else None, **{inp.kind: rows})
 
     limit = inp.limit
     while True:
-        rows, cursor = fetch(limit)
-        result = build(rows, cursor, limit)
+        rows, end, answered, after = fetch(limit)
+        result = build(rows, end, answered, after, limit)
         if run is None and not rows and not inp.cursor and inp.kind != "eval_runs":
             raise not_found(inp.run_id)
         size = json_chars(result)

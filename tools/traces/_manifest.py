@@ -1,0 +1,252 @@
+"""The record of a traces download: ``dest/manifest.jsonl`` on disk, and an index of it that lives
+on disk too, so a download holds no per-trace state in memory (its memory stays flat in the
+number of traces).
+
+``manifest.jsonl`` holds one JSON object per line, told apart by ``kind``:
+
+- ``header`` (first line): ``format`` (:data:`FORMAT`), ``run_id``, ``source`` (the traces host),
+  ``created_at``;
+- ``expected``: ``trace_count``, ``episode_count``, ``steps`` as the host counts them;
+- ``trace``: ``trace_id``, ``file``, ``episode_id``, ``run_step``, ``bytes``, ``sha256``;
+- ``episode``: ``episode_id``, ``file``, ``bytes``, ``sha256``;
+- ``skipped`` (``what``, ``id``, ``reason`` ``unsafe_id``), ``gone`` (``trace_id``),
+  ``episode_gap`` (``episode_id``, ``missing_count``, ``missing_trace_ids``): one line per item
+  of the missing-upload report; ``missing``: the rest of that report;
+- ``state``: ``in_progress`` | ``interrupted`` | ``finished`` and ``at`` (UTC); the last one
+  counts.
+
+While a call runs the file is a journal: each file's line is appended (and flushed) as soon as
+the file is renamed into place, so a killed call loses at most the lines of files renamed in its
+last instant (they are fetched again, never trusted, by the next call). A later line for the same
+file replaces an earlier one. A finished call rewrites the file atomically, in order: header,
+expected, traces and episodes sorted by id, the report's lines, ``missing``, ``state``.
+
+The index is a private SQLite database (``sqlite3.connect("")``: on disk, removed when closed,
+a page cache of :data:`INDEX_CACHE_KIB`): the entries, the traces listed by this call and the
+episodes to fetch. A folder written by an earlier version (``manifest.json``, format
+``model-factory-traces/1``) is read once and replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from tools.errors import fail
+from tools.platform.files import is_partial, write_atomic
+
+MANIFEST = "manifest.jsonl"
+FORMAT = "model-factory-traces/2"
+LEGACY_MANIFEST, LEGACY_FORMAT = "manifest.json", "model-factory-traces/1"
+#: Page cache of the index, KiB (SQLite's default is about 2 MiB).
+INDEX_CACHE_KIB = 2048
+#: Rows read from the index at a time.
+BATCH = 500
+
+State = Literal["in_progress", "interrupted", "finished"]
+Kind = Literal["trace", "episode"]
+_ID = {"trace": "trace_id", "episode": "episode_id"}
+_SCHEMA = """
+CREATE TABLE entry (kind TEXT NOT NULL, id TEXT NOT NULL, file TEXT, episode_id TEXT, run_step INTEGER,
+                    bytes INTEGER, sha256 TEXT, PRIMARY KEY (kind, id)) WITHOUT ROWID;
+CREATE TABLE listed (id TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE episode (n INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE);
+CREATE TABLE problem (kind TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (kind, id)) WITHOUT ROWID;
+"""
+
+
+def now_text() -> str:
+    """The current UTC time as ISO 8601 with a ``Z``."""
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def is_manifest_partial(path: Path) -> bool:
+    """True for a temporary file of our manifest (this or the earlier format) left by a killed call."""
+    return is_partial(path) and path.name.startswith((f".{MANIFEST}.", f".{LEGACY_MANIFEST}."))
+
+
+def _line(record: dict[str, Any]) -> bytes:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+class Record:
+    """One download's manifest and index. Used from one thread (the index is SQLite's)."""
+
+    def __init__(self, dest: Path, run_id: str, source: str, *, resume: bool) -> None:
+        self.dest, self.run_id, self.source, self.resume = dest, run_id, source, resume
+        self.path = dest / MANIFEST
+        self._db = sqlite3.connect("", isolation_level=None)
+        for pragma in ("journal_mode=OFF", "synchronous=OFF", f"cache_size=-{INDEX_CACHE_KIB}"):
+            self._db.execute(f"PRAGMA {pragma}")
+        self._db.executescript(_SCHEMA)
+        self._journal: IO[bytes] | None = None
+        self._legacy = (dest / LEGACY_MANIFEST).is_file() and not self.path.is_file()
+        if self.path.is_file():
+            self._read_journal()
+        elif self._legacy:
+            self._read_legacy()
+
+    # -- reading what an earlier call left ---------------------------------------------------
+    def _refuse(self, why: str) -> None:
+        raise fail("bad_arguments", f"{self.dest} {why}; nothing was written.",
+                   "Pass a new or empty folder as dest (or the folder of an earlier download of this run).")
+
+    def _check_header(self, header: Any, fmt: str) -> None:
+        if not isinstance(header, dict) or header.get("format") != fmt:
+            self._refuse("holds a manifest not written by this tool")
+        if header.get("run_id") != self.run_id:
+            raise fail("bad_arguments", f"{self.dest} holds the download of run {header.get('run_id')!r}, not "
+                       f"{self.run_id!r}.", "Pass another dest for this run.")
+
+    def _read_journal(self) -> None:
+        with self.path.open("rb") as handle:
+            first = handle.readline()
+            try:
+                header = json.loads(first)
+            except ValueError:
+                header = None
+            self._check_header(header, FORMAT)
+            if not self.resume:
+                return
+            for raw in handle:
+                try:
+                    record = json.loads(raw)
+                except ValueError:  # a line torn by a killed call
+                    continue
+                if isinstance(record, dict) and record.get("kind") in _ID:
+                    self._remember(record)
+
+    def _read_legacy(self) -> None:
+        try:
+            document = json.loads((self.dest / LEGACY_MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            document = None
+        self._check_header(document, LEGACY_FORMAT)
+        if self.resume:
+            for kind, key in (("trace", "traces"), ("episode", "episodes")):
+                for entry in document.get(key) or []:
+                    if isinstance(entry, dict):
+                        self._remember({**entry, "kind": kind})
+
+    def _remember(self, record: dict[str, Any]) -> None:
+        kind = record["kind"]
+        identifier = record.get(_ID[kind])
+        if not isinstance(identifier, str) or not isinstance(record.get("sha256"), str):
+            return
+        self._db.execute("INSERT OR REPLACE INTO entry VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         (kind, identifier, record.get("file"), record.get("episode_id"), record.get("run_step"),
+                          record.get("bytes"), record["sha256"]))
+
+    # -- writing -------------------------------------------------------------------------------
+    def begin(self, expected: dict[str, Any]) -> None:
+        """Start this call's journal: appended to an earlier one when resuming, else a new file
+        (header, expected, the earlier format's entries); state ``in_progress``."""
+        if self.resume and self.path.is_file():
+            self._journal = self.path.open("ab")
+            if self.path.stat().st_size and not self._ends_with_newline():
+                self._journal.write(b"\n")  # after a line torn by a kill
+            self._append({"kind": "expected", **expected})
+        else:
+            write_atomic(self.path, self._document(expected, None, "in_progress"))
+            self._journal = self.path.open("ab")
+        (self.dest / LEGACY_MANIFEST).unlink(missing_ok=True)
+        self._append({"kind": "state", "state": "in_progress", "at": now_text()})
+
+    def _ends_with_newline(self) -> bool:
+        with self.path.open("rb") as handle:
+            handle.seek(-1, 2)
+            return handle.read(1) == b"\n"
+
+    def _append(self, record: dict[str, Any]) -> None:
+        assert self._journal is not None
+        self._journal.write(_line(record))
+        self._journal.flush()
+
+    def entry(self, kind: Kind, identifier: str) -> tuple[int, str] | None:
+        """(bytes, sha256) of the file recorded for ``identifier``, or None."""
+        row = self._db.execute("SELECT bytes, sha256 FROM entry WHERE kind = ? AND id = ?",
+                               (kind, identifier)).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def record(self, kind: Kind, identifier: str, *, file: str, nbytes: int, sha256: str,
+               episode_id: str | None = None, run_step: int | None = None) -> None:
+        """A file landed (or was checked): index it and append its line to the journal."""
+        entry = {"kind": kind, _ID[kind]: identifier, "file": file}
+        if kind == "trace":
+            entry.update(episode_id=episode_id, run_step=run_step)
+        entry.update(bytes=nbytes, sha256=sha256)
+        self._remember(entry)
+        self._append(entry)
+
+    def list_trace(self, trace_id: str, episode_id: str | None) -> bool:
+        """Note a trace the host listed (and its episode); False when it was listed before."""
+        if self._db.execute("INSERT OR IGNORE INTO listed VALUES (?)", (trace_id,)).rowcount == 0:
+            return False
+        if episode_id:
+            self.add_episode(episode_id)
+        return True
+
+    def was_listed(self, trace_id: str) -> bool:
+        """True when the host listed ``trace_id`` in this call."""
+        return self._db.execute("SELECT 1 FROM listed WHERE id = ?", (trace_id,)).fetchone() is not None
+
+    def add_episode(self, episode_id: str) -> None:
+        """An episode to fetch (each once, in the order found)."""
+        self._db.execute("INSERT OR IGNORE INTO episode (id) VALUES (?)", (episode_id,))
+
+    def episodes(self) -> Iterator[str]:
+        """The episodes to fetch, in the order found (read in batches)."""
+        after = 0
+        while rows := self._db.execute("SELECT n, id FROM episode WHERE n > ? ORDER BY n LIMIT ?",
+                                       (after, BATCH)).fetchall():
+            after = rows[-1][0]
+            yield from (identifier for _, identifier in rows)
+
+    def problem(self, kind: str, identifier: str, data: dict[str, Any]) -> None:
+        """One item of the missing-upload report (``skipped``, ``gone``, ``episode_gap``)."""
+        self._db.execute("INSERT OR REPLACE INTO problem VALUES (?, ?, ?)",
+                         (kind, identifier, json.dumps({"kind": kind, **data}, ensure_ascii=False)))
+
+    def finish(self, state: State, expected: dict[str, Any], missing: dict[str, Any] | None = None) -> None:
+        """End the call: ``finished`` rewrites the manifest in order (atomically); otherwise the
+        state is appended to the journal."""
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+        if state == "finished":
+            write_atomic(self.path, self._document(expected, missing, state))
+        elif self.path.is_file():
+            with self.path.open("ab") as handle:
+                handle.write(_line({"kind": "state", "state": state, "at": now_text()}))
+
+    def _document(self, expected: dict[str, Any], missing: dict[str, Any] | None, state: State) -> Iterator[bytes]:
+        yield _line({"kind": "header", "format": FORMAT, "run_id": self.run_id, "source": self.source,
+                     "created_at": now_text()})
+        yield _line({"kind": "expected", **expected})
+        for kind in ("trace", "episode"):
+            last: str | None = None
+            while rows := self._db.execute(
+                    "SELECT id, file, episode_id, run_step, bytes, sha256 FROM entry WHERE kind = ? AND id > ? "
+                    "ORDER BY id LIMIT ?", (kind, last or "", BATCH)).fetchall():
+                last = rows[-1][0]
+                for identifier, file, episode_id, run_step, nbytes, sha256 in rows:
+                    entry = {"kind": kind, _ID[kind]: identifier, "file": file}
+                    if kind == "trace":
+                        entry.update(episode_id=episode_id, run_step=run_step)
+                    yield _line({**entry, "bytes": nbytes, "sha256": sha256})
+        if missing is not None:
+            for (data,) in self._db.execute("SELECT data FROM problem ORDER BY kind, id"):
+                yield data.encode() + b"\n"
+            yield _line({"kind": "missing", **missing})
+        yield _line({"kind": "state", "state": state, "at": now_text()})
+
+    def close(self) -> None:
+        """Close the journal and drop the index (safe to call twice)."""
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+        self._db.close()
