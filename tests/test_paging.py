@@ -169,10 +169,10 @@ def test_a_download_whose_trace_listing_misbehaves_stops_and_is_not_complete(ctx
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_download_whose_episode_listing_misbehaves_is_not_complete(ctx, emulator, launch, tmp_path, mode):
-    run_id = launch("many_traces", count=1000, trace_bytes=2048)  # 250 episodes: 3 pages of 100
+    run_id = launch("many_traces", count=1200, trace_bytes=2048)  # 300 episodes: 3 pages of 100
     emulator.faults.cursor(mode, "GET", "/episodes")
     cut = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(tmp_path / "dl"))
-    assert cut.traces_on_disk == 1000 and cut.episodes_on_disk == 250  # every trace's episode is still fetched
+    assert cut.traces_on_disk == 1200 and cut.episodes_on_disk == 300  # every trace's episode is still fetched
     assert not cut.complete and not cut.listing_complete and "episode listing stopped after" in cut.note
 
 
