@@ -220,6 +220,37 @@ def test_sft_with_online_eval_is_planned_with_a_warning_and_no_local_validation(
     assert emu.recorder.bodies("POST", "/training/runs/prepare") == []
 
 
+def test_deprecated_keys_are_sent_translated_as_prime_train_does_and_the_plan_says_so(emu, ctx, tmp_path):
+    """prime 0.18.0 _hosted_config: [orchestrator] trajectory_strategy and buffer dropped,
+    eval.eval_base_model sent as skip_first_step with the opposite value, top-level type dropped."""
+    text = example(tmp_path, "hendrycks-sanity/rl.toml").read_text()
+    text = 'type = "full_finetune"\n' + text.replace(
+        "[orchestrator]\n", '[orchestrator]\ntrajectory_strategy = "interleaved"\n', 1).replace(
+        "[orchestrator.eval]\n", "[orchestrator.eval]\neval_base_model = false\n", 1)
+    text += "\n[orchestrator.buffer]\nonline_difficulty_filtering = true\n"
+    p = plan(ctx, write(tmp_path, "deprecated.toml", text), team="personal")
+    said = "\n".join(p.warnings)
+    assert "prime train sends skip_first_step = true, and so do these tools" in said
+    assert "orchestrator.trajectory_strategy is deprecated" in said and "[orchestrator.buffer] is deprecated" in said
+    assert "type is no longer used" in said
+    assert p.validation.schema_check == "snapshot" and p.validation.schema_commit.startswith("559b447")
+    assert "Validated:     snapshot schema of prime-rl 559b44772e47" in p.summary
+    ok(dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=approve_plan(p.plan_id, "terminal", ctx)), ctx))
+    sent = emu.recorder.bodies("POST", "/training/runs")[-1]["config"]
+    evaluation = sent["orchestrator"]["eval"]
+    assert evaluation["skip_first_step"] is True and "eval_base_model" not in evaluation
+    assert {"trajectory_strategy", "buffer"}.isdisjoint(sent["orchestrator"]) and "type" not in sent
+
+
+def test_the_tomllib_reading_is_sent_and_the_plan_warns_that_prime_train_reads_it_otherwise(emu, ctx, tmp_path):
+    text = 'run.name = """reverse\ntext"""\n' + example(tmp_path, "reverse-text/rl.toml").read_text()
+    p = plan(ctx, write(tmp_path, "dotted.toml", text), team="personal")
+    assert any(w.startswith("run.name: the toml package 0.10 that `prime train` reads TOML with") for w in p.warnings)
+    ok(dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=approve_plan(p.plan_id, "terminal", ctx)), ctx))
+    sent = emu.recorder.bodies("POST", "/training/runs")[-1]["config"]
+    assert sent["run"] == {"name": "reverse\ntext"} and "name" not in sent  # toml would have moved it to the top
+
+
 def test_prepare_outcomes_are_noted_not_fatal(emu, ctx, tmp_path):
     cfg = example(tmp_path, "reverse-text/rl.toml")
     available = plan(ctx, cfg, team="personal", image_tag="v0.5.0")

@@ -30,13 +30,12 @@ from typing import Literal
 import tomlkit
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.configs._analysis import Issue, ValidationReport, analyze, validate_file
+from tools.configs._analysis import Issue, ValidationReport, analyze, validate_file, validate_read
 from tools.configs._edits import Change, dest_exists, edit, write_new_file
 from tools.configs._examples import EXAMPLES_DIR, example_descriptions, example_paths, resolve_example
 from tools.configs._facts import (
     CLI_ONLY_KEYS,
     CLI_OPTIONS,
-    DEPRECATED_ORCHESTRATOR_KEYS,
     SFT_ONLINE_EVAL_KEYS,
     Mode,
     sniff_mode,
@@ -70,7 +69,6 @@ __all__ = [
     "CLI_ONLY_KEYS",
     "CLI_OPTIONS",
     "Change",
-    "DEPRECATED_ORCHESTRATOR_KEYS",
     "EXAMPLES_DIR",
     "ExampleInfo",
     "ExampleList",
@@ -97,7 +95,6 @@ __all__ = [
     "ValidationReport",
     "Verdict",
     "VerdictCache",
-    "analyze",
     "check_real_schema",
     "check_schema",
     "check_snapshot_schema",
@@ -124,6 +121,7 @@ __all__ = [
     "subschemas",
     "union_tags",
     "validate_config",
+    "validate_read",
     "write_new_file",
 ]
 

@@ -252,15 +252,24 @@ def fit_budget(report: ValidationReport, budget: int = OUTPUT_BUDGET_CHARS) -> V
     return fit_largest(build, issues, budget)
 
 
+def validate_read(path: Path, raw: bytes, ctx: Context, mode: Mode | None = None, *, schema: SchemaChoice = "auto",
+                  prime_rl_dir: str | Path | None = None, prime: PrimeOptions | None = None,
+                  timeout: float = 60.0) -> ValidationReport:
+    """:func:`analyze` the bytes ``raw`` read from ``path`` (so a caller that hashed them validates
+    exactly those) with the context's environment, known secrets, working folder, home and state
+    folder (the disk cache); not fitted to the output budget. Raises ToolFailure ``invalid_toml``."""
+    text, data = parse_toml_text(raw, path)
+    for env_path in toml_env_files(data, path):
+        ctx.scrubber.add_env_file(env_path, ctx.env)
+    return analyze(data, path, mode=mode, env=ctx.env, known_values=ctx.scrubber.known_values(), text=text,
+                   schema=schema, prime_rl_dir=prime_rl_dir, prime=prime, cwd=ctx.cwd, timeout=timeout,
+                   home=home_folder(ctx.env, ctx.home), cache=VerdictCache.in_state(ctx.state_path()))
+
+
 def validate_file(path: Path, ctx: Context, mode: Mode | None = None, *, schema: SchemaChoice = "auto",
                   prime_rl_dir: str | Path | None = None, prime: PrimeOptions | None = None,
                   timeout: float = 60.0) -> ValidationReport:
-    """Read ``path`` and :func:`analyze` it with the context's environment, known secrets and
-    state folder (the disk cache). Raises ToolFailure ``config_not_found`` / ``invalid_toml``."""
-    text, data = parse_toml_text(read_bounded(path), path)
-    for env_path in toml_env_files(data, path):
-        ctx.scrubber.add_env_file(env_path, ctx.env)
-    report = analyze(data, path, mode=mode, env=ctx.env, known_values=ctx.scrubber.known_values(), text=text,
-                     schema=schema, prime_rl_dir=prime_rl_dir, prime=prime, cwd=ctx.cwd, timeout=timeout,
-                     home=home_folder(ctx.env, ctx.home), cache=VerdictCache.in_state(ctx.state_path()))
-    return fit_budget(report)
+    """Read ``path`` (a regular file of at most 1 MiB) and :func:`validate_read` it, fitted to the
+    output budget. Raises ToolFailure ``config_not_found`` / ``invalid_toml``."""
+    return fit_budget(validate_read(path, read_bounded(path), ctx, mode, schema=schema, prime_rl_dir=prime_rl_dir,
+                                    prime=prime, timeout=timeout))

@@ -26,8 +26,6 @@ CLI_OPTIONS = ("image_tag", "gpu_type", "volume", "volume_size", "source_ref")
 #: Top-level TOML keys ``prime train`` reads itself and never ships (prime 0.18.0
 #: ``prime_cli/commands/rl.py`` ``_CLI_ONLY_KEYS``; ``name`` is shipped).
 CLI_ONLY_KEYS = ("env_file", "env_files", *CLI_OPTIONS, "type")
-#: ``[orchestrator]`` keys ``prime train`` drops (prime 0.18.0 ``_remove_deprecated_config_keys``).
-DEPRECATED_ORCHESTRATOR_KEYS = ("trajectory_strategy", "trajectoryStrategy", "buffer")
 #: SFT blocks the hosted worker sets aside: hosted SFT runs the trainer only (prime 0.18.0
 #: ``prime_cli/utils/training_compiler.py`` ``SFT_ONLINE_EVAL_KEYS``).
 SFT_ONLINE_EVAL_KEYS = ("eval", "inference", "weight_broadcast")

@@ -43,14 +43,13 @@ Validate = Callable[[dict[str, Any]], PassResult]
 def hosted_config(raw: dict[str, Any]) -> tuple[dict[str, Any], list[Finding]]:
     """The config ``prime train`` 0.18.0 ships (``_hosted_config``): ``raw`` without the CLI-only
     top-level keys, with the deprecated ``[orchestrator]`` keys dropped or translated, and the
-    CLI's warnings about them as findings (stage ``cli``). ``raw`` is not changed; ``name`` is
-    kept (it is shipped)."""
-    config = {k: v for k, v in raw.items() if k not in CLI_ONLY_KEYS}
+    CLI's warnings about them as findings (stage ``cli``). A copy: ``raw`` is not changed, and
+    changing the result changes nothing in ``raw``; ``name`` is kept (it is shipped). Planning
+    sends this (with the step cap applied)."""
+    config = {k: copy_tree(v) for k, v in raw.items() if k not in CLI_ONLY_KEYS}
     findings: list[Finding] = []
     orchestrator = config.get("orchestrator")
     if isinstance(orchestrator, dict):
-        orchestrator = copy_tree(orchestrator)
-        config["orchestrator"] = orchestrator
         findings += _deprecated_keys(orchestrator)
     if "type" in raw:
         findings.append(_cli("cli_type_key", ("type",), "type is no longer used by prime train (it drops it with a "

@@ -53,6 +53,7 @@ from tools.launch._plan import (
     Draft,
     PlanRunInput,
     RuntimeInfo,
+    Validation,
     build_plan,
     summary_text,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "RuntimeInfo",
     "StopRunInput",
     "StopRunResult",
+    "Validation",
     "approve_plan",
     "dispatch_run",
     "list_launches",
@@ -121,6 +123,7 @@ class RunPlan(BaseModel):
     image_tag: str | None = Field(description="prime-rl image tag; null = platform default.")
     source_ref: str | None = Field(description="prime-rl source ref; null = none.")
     runtime: RuntimeInfo | None = Field(description="What prepare said about the prime-rl build.")
+    validation: Validation = Field(description="Which schema checked the config (mf_validate_config, schema auto).")
     warnings: list[str] = Field(description="Things the user should know before approving.")
     approval_ttl_seconds: int = Field(description="How long an approval of this plan stays valid.")
     approve_command: str = Field(description="The command a person runs in their terminal to approve this plan "
@@ -153,7 +156,7 @@ def plan_run(inp: PlanRunInput, ctx: Context) -> RunPlan:
         config_path=str(draft.config_path), env_files=[str(p) for p in draft.env_files],
         fingerprint=draft.fingerprint, owner_label=draft.owner.label,
         model=draft.model, usd_per_gpu_hour=draft.cost.usd_per_gpu_hour, summary=summary,
-        runtime=draft.runtime.model_dump() if draft.runtime else None)
+        runtime=draft.runtime.model_dump() if draft.runtime else None, validation=draft.validation.model_dump())
     return RunPlan(
         plan_id=plan_id, plan_hash=draft.plan_hash, summary=summary, config_path=str(draft.config_path),
         config_sha256=draft.config_sha256, file_sha256=draft.file_sha256, mode=draft.mode, model=draft.model,
@@ -161,7 +164,8 @@ def plan_run(inp: PlanRunInput, ctx: Context) -> RunPlan:
         gpu_count=draft.gpu_count, usd_per_gpu_hour=draft.cost.usd_per_gpu_hour, usd_per_hour=draft.cost.usd_per_hour,
         cost=draft.cost, run_kind=inp.run_kind, max_steps=draft.max_steps, max_steps_reason=draft.max_steps_reason,
         config_max_steps=draft.config_max_steps, secret_names=draft.secret_names, volume=draft.volume,
-        image_tag=draft.image_tag, source_ref=draft.source_ref, runtime=draft.runtime, warnings=draft.warnings,
+        image_tag=draft.image_tag, source_ref=draft.source_ref, runtime=draft.runtime,
+        validation=draft.validation, warnings=draft.warnings,
         approval_ttl_seconds=APPROVAL_TTL_SECONDS, approve_command=approve, next_calls=[dispatch],
         next_step=(f"Show the summary to the user. They approve it with `{approve}` in their own terminal and give "
                    f"you the code it prints, or your host asks them; then call {dispatch} (with the confirmation "

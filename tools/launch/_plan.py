@@ -1,7 +1,9 @@
 """Planning a hosted run: the facts ``mf_plan_run`` shows and ``mf_dispatch_run`` re-checks.
 
-:func:`build_plan` turns a :class:`PlanRunInput` into a :class:`Draft`: the hosted config
-(the TOML as ``prime train`` 0.18.0 ships it, with the step cap applied), the owner, GPU
+:func:`build_plan` turns a :class:`PlanRunInput` into a :class:`Draft`: the validation (the
+config's bytes checked by mf_validate_config's back-ends, ``schema="auto"``, and which one
+decided), the hosted config (the tomllib reading as ``prime train`` 0.18.0 ships it, deprecated
+keys translated: :func:`tools.configs.hosted_config`, with the step cap applied), the owner, GPU
 type and count, price, cost estimate, forwarded secret *names*, volume, image/source pins,
 run name and the ``plan_hash`` that an approval is bound to (the estimate itself:
 :mod:`tools.launch._cost`). It sends no create and spends
@@ -17,7 +19,6 @@ the ``[deployment]`` fields (GPU count).
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,6 +111,26 @@ class RuntimeInfo(BaseModel):
     digest: str | None = Field(default=None, description="Image digest (sha256:...).")
 
 
+class Validation(BaseModel):
+    """Which schema checked the config of a plan (mf_validate_config's report, schema auto)."""
+
+    schema_check: Literal["real", "snapshot", "structural"] = Field(description=(
+        "real (prime-rl's own classes), snapshot (the JSON Schema shipped with this package) or structural (only "
+        "this package's rules)."))
+    schema_commit: str | None = Field(description="prime-rl commit of that schema ('unknown' when not recorded).")
+    schema_source: str = Field(description="Where the schema and its commit came from.")
+    schema_interpreter: str | None = Field(default=None, description="The interpreter that ran the real schema.")
+    fallback_from: Literal["real", "prime"] | None = Field(default=None, description=(
+        "Set when the real schema was found but could not run, and the snapshot decided (a warning says why)."))
+
+    def words(self) -> str:
+        """One line for the plan's summary."""
+        commit = f" of prime-rl {self.schema_commit[:12]}" if self.schema_commit else ""
+        where = f" ({self.schema_interpreter})" if self.schema_interpreter else ""
+        fallback = f"; the {self.fallback_from} schema could not run (see the warnings)" if self.fallback_from else ""
+        return f"{self.schema_check} schema{commit}{where}{fallback}"
+
+
 @dataclass
 class Draft:
     """A computed plan (internal). ``material`` is what ``plan_hash`` covers."""
@@ -137,6 +158,7 @@ class Draft:
     run_name: str
     fingerprint: str
     runtime: RuntimeInfo | None
+    validation: Validation
     warnings: list[str] = field(default_factory=list)
     unresolved: list[Lookup] = field(default_factory=list)
     material: dict[str, Any] = field(default_factory=dict)
@@ -155,31 +177,6 @@ def fingerprint(plan_id: str) -> str:
     """``mf`` + 8 hex digits derived from the plan id; appended to the run name so a run whose
     create answer was lost can be found again (``mf_dispatch_run`` reconciles by it)."""
     return "mf" + hashlib.sha256(plan_id.encode()).hexdigest()[:8]
-
-
-def hosted_config(raw: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
-    """The config ``prime train`` ships (``_hosted_config``): the TOML minus
-    :data:`tools.configs.CLI_ONLY_KEYS`, and minus the deprecated ``[orchestrator]`` keys
-    (:data:`tools.configs.DEPRECATED_ORCHESTRATOR_KEYS`), with ``eval.eval_base_model`` renamed
-    to ``eval.skip_first_step`` (inverted)."""
-    config = {k: copy.deepcopy(v) for k, v in raw.items() if k not in configs.CLI_ONLY_KEYS}
-    if "type" in raw:
-        warnings.append(f"Top-level `type = {raw['type']!r}` is no longer used and is not sent; remove it.")
-    orch = config.get("orchestrator")
-    if isinstance(orch, dict):
-        for key in configs.DEPRECATED_ORCHESTRATOR_KEYS:
-            if orch.pop(key, None) is not None:
-                warnings.append(f"[orchestrator] {key} is deprecated and ignored; it is not sent.")
-        ev = orch.get("eval")
-        if isinstance(ev, dict) and "eval_base_model" in ev:
-            legacy = ev.pop("eval_base_model")
-            if "skip_first_step" in ev:
-                warnings.append("orchestrator.eval.eval_base_model is deprecated and ignored (skip_first_step is set).")
-            else:
-                ev["skip_first_step"] = (not legacy) if isinstance(legacy, bool) else legacy
-                warnings.append("orchestrator.eval.eval_base_model is deprecated: sent as skip_first_step = "
-                                f"{ev['skip_first_step']!r} (inverted meaning); update the config.")
-    return config
 
 
 def apply_step_cap(config: dict[str, Any], cap: int | None) -> None:
@@ -350,7 +347,7 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
         ctx.scrubber.add_env_file(env_file, ctx.env)
     gsecrets.refuse_secret_values(raw, root=path.name, known_values=ctx.scrubber.known_values(),
                                   check_key_names=True)
-    report = configs.analyze(raw, path, env=ctx.env, known_values=ctx.scrubber.known_values())
+    report = configs.validate_read(path, data, ctx)  # the bytes hashed below; schema auto, as validate-config
     if not report.valid:
         problems = "; ".join(f"{e.path or '(file)'}: {e.message}" for e in report.errors[:5])
         more = f" (+{len(report.errors) - 5} more)" if len(report.errors) > 5 else ""
@@ -364,11 +361,10 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
         raise fail("invalid_config", f"Cannot tell how many GPUs {path} needs: {report.gpu_count_detail}",
                    f"Set the [deployment] counts explicitly, then plan again: {again}.", next_calls=[again])
     toml_strings = {k: raw.get(k) for k in configs.CLI_OPTIONS}
-    warnings: list[str] = [f"{w.path}: {w.message}" for w in report.warnings
-                          if w.rule not in {"no_max_steps", "deprecated_key", "cli_type_key"}]
+    warnings: list[str] = [f"{w.path}: {w.message}" for w in report.warnings if w.rule != "no_max_steps"]
     warnings += [w for p in args.env_files if (w := gsecrets.env_file_git_warning(ctx.resolve_path(p)))]
     mode: Literal["rl", "sft"] = report.mode
-    hosted = hosted_config(raw, warnings)
+    hosted, _ = configs.hosted_config(raw)  # deprecated keys translated as prime train does (warned above)
     names = _secret_names(args, ctx, files, warnings)
 
     from_config = report.max_steps
@@ -434,7 +430,10 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
         mode=mode, model=model, owner=owner, gpu_type=gpu_type, gpu_type_source=gpu_how, gpu_count=count, cost=cost,
         config_max_steps=from_config, max_steps=cap, max_steps_reason=reason, secret_names=sorted(names),
         env_files=files, volume=volume, image_tag=image_tag, source_ref=source_ref, run_name=run_name,
-        fingerprint=fp, runtime=runtime, warnings=warnings, unresolved=unresolved)
+        fingerprint=fp, runtime=runtime, warnings=warnings, unresolved=unresolved,
+        validation=Validation(schema_check=report.schema_check, schema_commit=report.schema_commit,
+                              schema_source=report.schema_source, schema_interpreter=report.schema_interpreter,
+                              fallback_from=report.fallback_from))
     draft.material = {
         "action": "launch", "config_sha256": config_sha256(hosted), "file_sha256": draft.file_sha256,
         "team_id": owner.team_id, "gpu_type": gpu_type, "gpu_count": count, "volume": volume,
@@ -470,6 +469,7 @@ def summary_text(d: Draft) -> str:
         f"  Owner (pays):  {owner}",
         f"  Config:        {d.config_path} (sha256 {d.config_sha256[:12]}, file {d.file_sha256[:12]})",
         f"  Model / mode:  {d.model or 'unknown'} / {d.mode.upper()}",
+        f"  Validated:     {d.validation.words()}",
         f"  Run name:      {d.run_name}",
         f"  GPUs:          {gpu}",
         f"  Price:         {price}",
