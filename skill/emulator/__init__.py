@@ -16,7 +16,7 @@ the wire.
 from .app import create_app
 from .dashboard import DASHBOARD_PATH, dashboard_url
 from .faults import KINDS as FAULT_KINDS
-from .faults import FaultInjector, FaultRule
+from .faults import FaultInjector, FaultRule, Seen, route_path
 from .scenarios import SCENARIOS
 from .scenarios import SUMMARIES as SCENARIO_SUMMARIES
 from .seed import (
@@ -38,6 +38,6 @@ from .state import EmulatorState
 __all__ = [
     "DASHBOARD_PATH", "DEFAULT_API_KEY", "DEFAULT_SPEED", "DEFAULT_USER_ID", "DEMO_SPEED", "FAULT_KINDS",
     "OTHER_API_KEY", "OTHER_USER_ID", "SCENARIOS", "SCENARIO_SUMMARIES", "TEAM_EVALS_ID", "TEAM_RESEARCH_ID",
-    "ClosedPort", "EmulatorServer", "EmulatorState", "FaultInjector", "FaultRule", "Seed", "SimRun", "Timing",
-    "TraceShape", "closed_port", "create_app", "dashboard_url", "default_seed", "serve",
+    "ClosedPort", "EmulatorServer", "EmulatorState", "FaultInjector", "FaultRule", "Seed", "Seen", "SimRun",
+    "Timing", "TraceShape", "closed_port", "create_app", "dashboard_url", "default_seed", "route_path", "serve",
 ]

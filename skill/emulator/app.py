@@ -68,6 +68,6 @@ def create_app(state: EmulatorState, faults: FaultInjector | None = None) -> Any
         routes=[*admin_routes(state, faults), *platform_routes(state), *traces_routes(state), *dashboard_routes(state)],
         exception_handlers={ApiError: api_error, HTTPException: http_error},
     )
-    app = FaultMiddleware(SimDateMiddleware(router, state), faults)
+    app = FaultMiddleware(SimDateMiddleware(router, state), faults, routes=router.routes)
     app.state = state  # type: ignore[attr-defined]
     return app

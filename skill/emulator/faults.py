@@ -12,6 +12,7 @@ removed). The first matching rule wins; ``/_emulator/...`` is never faulted.
 from __future__ import annotations
 
 import asyncio
+import collections
 import fnmatch
 import itertools
 import json
@@ -20,9 +21,12 @@ import re
 import socket
 import struct
 import threading
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
+
+from starlette.routing import Match
 
 from .errors import ApiError
 
@@ -125,6 +129,27 @@ class FaultRule:
         return asdict(self)
 
 
+def route_path(template: str) -> str:
+    """The rule path (``re:``) matching exactly the requests of a route ``template`` such as
+    ``/api/v1/rft/runs/{run_id}/logs`` (a ``{name}`` is one path segment), as :class:`Seen` names it."""
+    parts = re.split(r"(\{[^/{}]+\})", template)
+    return "re:" + "".join("[^/]+" if part.startswith("{") else re.escape(part) for part in parts)
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One request the emulator received: ``method``, ``path`` (no query) and the ``route``
+    template that served it (``/api/v1/rft/runs/{run_id}``; the path itself when no route did)."""
+
+    method: str
+    path: str
+    route: str
+
+
+#: Requests :attr:`FaultInjector.seen` keeps (the newest).
+SEEN_LIMIT = 10_000
+
+
 #: Fields a client may set (``POST /_emulator/faults``); the rest is the rule's own state.
 SETTABLE = tuple(name for name in FaultRule.__dataclass_fields__ if name not in ("id", "hits", "memo"))
 
@@ -138,6 +163,40 @@ class FaultInjector:
         self._ids = itertools.count(1)
         #: Every fault fired: ``(rule id, kind, method, path)``.
         self.fired: list[tuple[int, str, str, str]] = []
+        #: The newest :data:`SEEN_LIMIT` requests received (admin routes aside), oldest first.
+        self.seen: collections.deque[Seen] = collections.deque(maxlen=SEEN_LIMIT)
+        self._in_flight = 0
+        self._idle = threading.Condition(self._lock)
+
+    @property
+    def in_flight(self) -> int:
+        """Requests being answered now (a held ``delay`` answer counts until it is processed)."""
+        with self._lock:
+            return self._in_flight
+
+    def wait_idle(self, timeout: float = 10.0) -> bool:
+        """Block until no request is being answered (False after ``timeout`` wall seconds): after a
+        client gave up on a held answer, the server may still process it."""
+        deadline = time.monotonic() + timeout
+        with self._idle:
+            while self._in_flight:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._idle.wait(remaining)
+        return True
+
+    def _begin(self, seen: Seen | None) -> None:
+        with self._lock:
+            self._in_flight += 1
+            if seen is not None:
+                self.seen.append(seen)
+
+    def _end(self) -> None:
+        with self._idle:
+            self._in_flight -= 1
+            if not self._in_flight:
+                self._idle.notify_all()
 
     def add(self, rule: FaultRule | None = None, **fields: Any) -> FaultRule:
         """Add a rule (a :class:`FaultRule` or its fields); returns it, with its ``id``."""
@@ -206,10 +265,11 @@ class FaultInjector:
             return len(self._rules) != before
 
     def clear(self) -> None:
-        """Remove every rule and forget what fired."""
+        """Remove every rule and forget what fired and what was seen."""
         with self._lock:
             self._rules.clear()
             self.fired.clear()
+            self.seen.clear()
 
     def rules(self) -> list[FaultRule]:
         """The active rules, in match order."""
@@ -279,6 +339,24 @@ def _drop_connection(send: Any, *, reset: bool = False) -> bool:
     return True
 
 
+async def _received(receive: Any) -> list[Message]:
+    """The request's messages, read to the end of its body."""
+    messages = [await receive()]
+    while messages[-1].get("type") == "http.request" and messages[-1].get("more_body"):
+        messages.append(await receive())
+    return messages
+
+
+def _replay(messages: list[Message], receive: Any) -> Any:
+    """A ``receive`` giving ``messages`` first, then what the connection gives (a disconnect)."""
+    pending = iter(messages)
+
+    async def replay() -> Message:
+        return next(pending, None) or await receive()
+
+    return replay
+
+
 def _with_length(start: Message, length: int) -> Message:
     headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
     return {**start, "headers": [*headers, (b"content-length", str(length).encode())]}
@@ -289,23 +367,41 @@ def _body_of(messages: list[Message]) -> bytes:
 
 
 class FaultMiddleware:
-    """ASGI middleware applying a :class:`FaultInjector`'s rules to HTTP requests."""
+    """ASGI middleware applying a :class:`FaultInjector`'s rules to HTTP requests, and noting each
+    request (:attr:`FaultInjector.seen`, with the template of the ``routes`` entry serving it) and
+    the requests in flight."""
 
-    def __init__(self, app: Any, injector: FaultInjector) -> None:
+    def __init__(self, app: Any, injector: FaultInjector, routes: list[Any] = ()) -> None:
         self.app = app
         self.injector = injector
+        self.routes = list(routes)
+
+    def _route(self, scope: dict[str, Any]) -> str:
+        for route in self.routes:
+            if route.matches(scope)[0] is Match.FULL:
+                return getattr(route, "path", scope["path"])
+        return scope["path"]
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        admin = scope["path"].startswith(ADMIN_PREFIX)
+        self.injector._begin(None if admin else Seen(scope["method"], scope["path"], self._route(scope)))
+        try:
+            await self._faulted(scope, receive, send)
+        finally:
+            self.injector._end()
+
+    async def _faulted(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         rule = self.injector.take(scope["method"], scope["path"])
         if rule is None:
             await self.app(scope, receive, send)
             return
-        if rule.kind == "delay":
+        if rule.kind == "delay":  # the request is received whole first: a slow server, not a slow client
+            received = await _received(receive)
             await asyncio.sleep(rule.delay)
-            await self.app(scope, receive, send)
+            await self.app(scope, _replay(received, receive), send)
             return
         try:
             await getattr(self, "_" + rule.kind)(rule, scope, receive, send)

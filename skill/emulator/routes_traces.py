@@ -18,8 +18,8 @@ from .traces import Owner, Params
 
 
 def traces_routes(state: EmulatorState) -> list[Route]:
-    """The traces host's read routes, bound to ``state``."""
-    store = state.store
+    """The traces host's read routes, bound to ``state`` (its store read per request: a reset
+    replaces it)."""
 
     def read(answer: Callable[[Request, Owner, float, Params], Any]) -> Callable[[Request], Awaitable[Response]]:
         """An endpoint: authenticate, resolve the owner, advance the clock, then ``answer`` (a
@@ -39,7 +39,7 @@ def traces_routes(state: EmulatorState) -> list[Route]:
         return (params.get("raw") or [""])[-1].lower() == "true"
 
     def get_trace(request: Request, owner: Owner, now: float, params: Params) -> Any:
-        trace = store.get_trace(owner, now, request.path_params["trace_id"])
+        trace = state.store.get_trace(owner, now, request.path_params["trace_id"])
         if not raw_wanted(params):
             return trace.summary(state.clock.iso)
         if trace.raw is not None:
@@ -51,25 +51,25 @@ def traces_routes(state: EmulatorState) -> list[Route]:
     def get_episode(request: Request, owner: Owner, now: float, params: Params) -> Any:
         episode_id = request.path_params["episode_id"]
         if raw_wanted(params):
-            return Response(store.get_episode(owner, now, episode_id).raw(), media_type="application/json")
-        return store.episode_detail(owner, now, episode_id)
+            return Response(state.store.get_episode(owner, now, episode_id).raw(), media_type="application/json")
+        return state.store.episode_detail(owner, now, episode_id)
 
     def path(request: Request, name: str) -> str:
         return request.path_params[name]
 
     p = "/api/v1"
     return [
-        Route(p + "/traces", read(lambda r, o, now, q: store.list_traces(o, now, q)), methods=["GET"]),
+        Route(p + "/traces", read(lambda r, o, now, q: state.store.list_traces(o, now, q)), methods=["GET"]),
         Route(p + "/traces/{trace_id}", read(get_trace), methods=["GET"]),
-        Route(p + "/episodes", read(lambda r, o, now, q: store.list_episodes(o, now, q)), methods=["GET"]),
+        Route(p + "/episodes", read(lambda r, o, now, q: state.store.list_episodes(o, now, q)), methods=["GET"]),
         Route(p + "/episodes/{episode_id}", read(get_episode), methods=["GET"]),
         Route(p + "/episodes/{episode_id}/traces", read(
-            lambda r, o, now, q: store.list_episode_traces(o, now, path(r, "episode_id"), q)), methods=["GET"]),
-        Route(p + "/runs", read(lambda r, o, now, q: store.list_runs(o, now, q)), methods=["GET"]),
-        Route(p + "/runs/{run_id}", read(lambda r, o, now, q: store.run_summary(o, now, path(r, "run_id"))),
+            lambda r, o, now, q: state.store.list_episode_traces(o, now, path(r, "episode_id"), q)), methods=["GET"]),
+        Route(p + "/runs", read(lambda r, o, now, q: state.store.list_runs(o, now, q)), methods=["GET"]),
+        Route(p + "/runs/{run_id}", read(lambda r, o, now, q: state.store.run_summary(o, now, path(r, "run_id"))),
               methods=["GET"]),
-        Route(p + "/runs/{run_id}/steps", read(lambda r, o, now, q: store.run_steps(o, now, path(r, "run_id"))),
+        Route(p + "/runs/{run_id}/steps", read(lambda r, o, now, q: state.store.run_steps(o, now, path(r, "run_id"))),
               methods=["GET"]),
-        Route(p + "/runs/{run_id}/search", read(lambda r, o, now, q: store.search(o, now, path(r, "run_id"), q)),
+        Route(p + "/runs/{run_id}/search", read(lambda r, o, now, q: state.store.search(o, now, path(r, "run_id"), q)),
               methods=["GET"]),
     ]
