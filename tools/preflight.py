@@ -37,7 +37,7 @@ from tools.configs import checkout_problem, find_interpreters
 from tools.core import Context, Owner, resolve_owner, tool
 from tools.errors import ToolFailure
 from tools.platform import errors as perr
-from tools.platform.client import PlatformClient, RetryPolicy, TracesClient
+from tools.platform.client import PlatformClient
 from tools.platform.settings import home_folder
 from tools.platform.wire import Team
 
@@ -234,8 +234,7 @@ def _skipped(name: str, why: str, required: bool = True) -> Check:
 def _platform_checks(ctx: Context, timeout: float) -> _Api:
     settings = ctx.settings
     base = settings.base_url
-    client = PlatformClient(settings, timeout=timeout, connect_timeout=min(timeout, 3.0),
-                            retry=RetryPolicy(max_attempts=1))
+    client = ctx.platform_client(ctx.http_timeouts().capped(timeout, connect_seconds=3.0), attempts=1)
     try:
         try:
             who = client.whoami()
@@ -315,8 +314,7 @@ def _owner_check(ctx: Context, client: PlatformClient, api: _Api) -> Check:
 
 def _traces_check(ctx: Context, timeout: float, team_id: str | None) -> Check:
     url = ctx.settings.traces_url
-    client = TracesClient(ctx.settings, timeout=timeout, connect_timeout=min(timeout, 3.0),
-                          retry=RetryPolicy(max_attempts=1))
+    client = ctx.traces_client(ctx.http_timeouts().capped(timeout, connect_seconds=3.0), attempts=1)
     try:
         client.list_runs(limit=1, team_id=team_id)
     except perr.Unavailable as exc:

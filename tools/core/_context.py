@@ -31,7 +31,7 @@ from tools.guardrails.secrets import Scrubber, refuse_secret_values
 from tools.platform.errors import PlatformError
 
 if TYPE_CHECKING:
-    from tools.platform.client import PlatformClient, TracesClient
+    from tools.platform.client import PlatformClient, RetryPolicy, Timeouts, TracesClient
     from tools.platform.settings import Settings
 
 #: ``progress(done, total, message)``: ``total`` is ``None`` when unknown.
@@ -59,8 +59,17 @@ class Context:
         progress: optional callback for long calls (downloads, waits).
         cwd: folder relative paths are resolved against (default: current directory).
         clock: monotonic seconds for bounded waits (default ``time.monotonic``).
-        sleep: how a tool waits between polls, seconds (default ``time.sleep``). Tests inject
-            both, with a sleep that moves the emulator's clock, instead of waiting.
+        sleep: how a tool waits between polls and read retries, seconds (default ``time.sleep``).
+            Tests inject both, with a sleep that moves the emulator's clock, instead of waiting.
+        timeouts: HTTP timeouts of the clients this context builds
+            (:class:`~tools.platform.client.Timeouts`; default: ``prime``'s 30 s / 10 s / 120 s).
+        retry: the read retry policy of those clients (:class:`~tools.platform.client.RetryPolicy`;
+            default: 3 attempts, backing off and honouring ``Retry-After`` with :attr:`sleep`).
+
+    ``clock``, ``sleep``, ``timeouts`` and ``retry`` are the test seam for time: a harness passes
+    ``Context(timeouts=Timeouts(read_seconds=0.5, ...), clock=..., sleep=...)`` so that a held answer
+    fails in half a second and no poll, back-off or ``Retry-After`` takes wall time, with no global
+    patching.
     """
 
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
@@ -71,6 +80,8 @@ class Context:
     cwd: Path | None = None
     clock: Callable[[], float] = field(default=time.monotonic, repr=False)
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+    timeouts: Timeouts | None = None
+    retry: RetryPolicy | None = None
     _settings: Settings | None = field(default=None, repr=False)
     _platform: PlatformClient | None = field(default=None, repr=False)
     _traces: TracesClient | None = field(default=None, repr=False)
@@ -95,19 +106,48 @@ class Context:
         """The platform API client (``{base}/api/v1``), built on first use. What its methods
         return is scrubbed on arrival (see :class:`_Scrubbed`)."""
         if self._platform is None:
-            from tools.platform.client import PlatformClient
-
-            self._platform = PlatformClient(self.settings)
+            self._platform = self.platform_client()
         return _Scrubbed(self._platform, self.scrubber)  # type: ignore[return-value]
 
     def traces(self) -> TracesClient:
         """The traces-host client (``{traces_url}/api/v1``), built on first use; results
         scrubbed on arrival like :meth:`platform`'s."""
         if self._traces is None:
-            from tools.platform.client import TracesClient
-
-            self._traces = TracesClient(self.settings)
+            self._traces = self.traces_client()
         return _Scrubbed(self._traces, self.scrubber)  # type: ignore[return-value]
+
+    def http_timeouts(self) -> Timeouts:
+        """:attr:`timeouts`, or the defaults."""
+        from tools.platform.client import Timeouts
+
+        return self.timeouts or Timeouts()
+
+    def retry_policy(self, attempts: int | None = None) -> RetryPolicy:
+        """:attr:`retry` (default: waiting with :attr:`sleep`), with ``attempts`` in total when given."""
+        import dataclasses
+
+        from tools.platform.client import RetryPolicy
+
+        policy = self.retry or RetryPolicy(sleep=self.sleep)
+        return policy if attempts is None else dataclasses.replace(policy, max_attempts=attempts)
+
+    def platform_client(self, timeouts: Timeouts | None = None, *, attempts: int | None = None) -> PlatformClient:
+        """A new platform client with ``timeouts`` (default :meth:`http_timeouts`) and
+        :meth:`retry_policy`; not shared and not scrubbed: the caller closes it. For calls with a
+        time bound of their own (``mf_wait_for_run``, ``mf_preflight``); others use :meth:`platform`."""
+        from tools.platform.client import PlatformClient
+
+        t = timeouts or self.http_timeouts()
+        return PlatformClient(self.settings, timeout=t.read_seconds, connect_timeout=t.connect_seconds,
+                              create_timeout=t.create_seconds, retry=self.retry_policy(attempts))
+
+    def traces_client(self, timeouts: Timeouts | None = None, *, attempts: int | None = None) -> TracesClient:
+        """A new traces-host client, as :meth:`platform_client` (the caller closes it)."""
+        from tools.platform.client import TracesClient
+
+        t = timeouts or self.http_timeouts()
+        return TracesClient(self.settings, timeout=t.traces_seconds, connect_timeout=t.connect_seconds,
+                            retry=self.retry_policy(attempts))
 
     @property
     def scrubber(self) -> Scrubber:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import re
 import secrets as pysecrets
-import time
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -415,15 +414,15 @@ def _stop_state(ctx: Context, ledger: Ledger, run: wire.RLRun, confirmation: str
 
 
 def _poll_terminal(ctx: Context, run_id: str, status: str, timeout: float) -> tuple[str, float]:
-    start = time.monotonic()
+    start = ctx.clock()
     deadline = start + timeout
-    while not wire.RunStatus.is_terminal(status) and time.monotonic() < deadline:
-        time.sleep(min(STOP_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+    while not wire.RunStatus.is_terminal(status) and ctx.clock() < deadline:
+        ctx.sleep(min(STOP_POLL_SECONDS, max(0.0, deadline - ctx.clock())))
         try:
             status = ctx.platform().get_run(run_id).status
         except perr.PlatformError:
             break
-    return status, round(time.monotonic() - start, 2)
+    return status, round(ctx.clock() - start, 2)
 
 
 @tool

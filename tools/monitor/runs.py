@@ -31,7 +31,6 @@ from tools.monitor._clock import server_now
 from tools.monitor._views import FailureAnalysisView, clip, failure_analysis_view
 from tools.platform import errors as perr
 from tools.platform import wire
-from tools.platform.client import PlatformClient, RetryPolicy
 from tools.platform.paging import NumberedWalk
 
 
@@ -346,9 +345,7 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
     """
     started = ctx.clock()
     deadline = started + inp.timeout_seconds
-    request_timeout = float(min(30, max(5, inp.timeout_seconds)))
-    client = PlatformClient(ctx.settings, timeout=request_timeout, connect_timeout=min(10.0, request_timeout),
-                            retry=RetryPolicy(max_attempts=1))
+    client = ctx.platform_client(ctx.http_timeouts().capped(max(5, inp.timeout_seconds)), attempts=1)
     run: wire.RLRun | None = None
     step: int | None = None
     polls, interval, read_at = 0, FIRST_POLL_SECONDS, started

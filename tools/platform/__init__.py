@@ -3,7 +3,7 @@
 - :mod:`tools.platform.settings` - :func:`resolve_settings` -> :class:`Settings` (read-only,
   ``prime`` 0.18.0 precedence).
 - :mod:`tools.platform.client` - :class:`PlatformClient` (``{base}/api/v1``) and
-  :class:`TracesClient` (``{traces_url}/api/v1``), with :class:`RetryPolicy`.
+  :class:`TracesClient` (``{traces_url}/api/v1``), with :class:`RetryPolicy` and :class:`Timeouts`.
 - :mod:`tools.platform.wire` - pydantic wire models and the request-body builders
   (:func:`build_create_body`, :func:`build_prepare_body`).
 - :mod:`tools.platform.errors` - the typed error set.
@@ -41,7 +41,7 @@ from tools.platform.settings import Settings, resolve_settings
 sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 if TYPE_CHECKING:
-    from tools.platform.client import PlatformClient, RetryPolicy, TracesClient
+    from tools.platform.client import PlatformClient, RetryPolicy, Timeouts, TracesClient
 
 __all__ = [
     "Ambiguous",
@@ -56,6 +56,7 @@ __all__ = [
     "RateLimited",
     "RetryPolicy",
     "Settings",
+    "Timeouts",
     "TracesClient",
     "Unauthorized",
     "Unavailable",
@@ -64,7 +65,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("PlatformClient", "TracesClient", "RetryPolicy"):
+    if name in ("PlatformClient", "TracesClient", "RetryPolicy", "Timeouts"):
         from tools.platform import client
 
         return getattr(client, name)

@@ -53,6 +53,36 @@ def default_user_agent() -> str:
 
 
 @dataclass(frozen=True)
+class Timeouts:
+    """How long each phase of a request may take, in seconds (httpx timeouts: ``read_seconds``
+    bounds every read and write operation, so a held answer or a body that stops mid-way
+    fails after it; a slow drip whose gaps are shorter does not).
+
+    Defaults are ``prime`` 0.18.0's (reference/prime-api.md §1.3: 30 s requests, 10 s connect,
+    120 s creates; §6.1: the traces SDK's 120 s). :class:`tools.core.Context` builds its
+    clients with them (``Context(timeouts=Timeouts(...))``: tests and harnesses use short ones).
+
+    Attributes:
+        read_seconds: platform requests (reads and writes other than creates).
+        connect_seconds: establishing a connection (both hosts).
+        create_seconds: creates and resumes (the server validates the config before answering).
+        traces_seconds: traces-host requests (raw traces can be large).
+    """
+
+    read_seconds: float = 30.0
+    connect_seconds: float = 10.0
+    create_seconds: float = 120.0
+    traces_seconds: float = 120.0
+
+    def capped(self, seconds: float, *, connect_seconds: float | None = None) -> Timeouts:
+        """These timeouts, none above ``seconds`` (and connect none above ``connect_seconds``)."""
+        connect = min(self.connect_seconds, seconds, connect_seconds if connect_seconds is not None else seconds)
+        return Timeouts(read_seconds=min(self.read_seconds, seconds), connect_seconds=connect,
+                        create_seconds=min(self.create_seconds, seconds),
+                        traces_seconds=min(self.traces_seconds, seconds))
+
+
+@dataclass(frozen=True)
 class RetryPolicy:
     """Bounded retries for idempotent reads (seconds throughout).
 

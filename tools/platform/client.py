@@ -38,6 +38,7 @@ from tools.platform._http import (
     NOT_THE_API,
     BaseClient,
     RetryPolicy,
+    Timeouts,
     clean_params,
     default_user_agent,
     error_from_response,
@@ -51,6 +52,7 @@ from tools.platform.settings import Settings
 __all__ = [
     "PlatformClient",
     "RetryPolicy",
+    "Timeouts",
     "TracesClient",
     "default_user_agent",
     "error_from_response",
@@ -80,9 +82,9 @@ class PlatformClient(BaseClient):
         self,
         settings: Settings,
         *,
-        timeout: float = 30.0,
-        connect_timeout: float = 10.0,
-        create_timeout: float = 120.0,
+        timeout: float = Timeouts.read_seconds,
+        connect_timeout: float = Timeouts.connect_seconds,
+        create_timeout: float = Timeouts.create_seconds,
         transport: httpx.BaseTransport | None = None,
         retry: RetryPolicy | None = None,
         user_agent: str | None = None,
@@ -369,8 +371,8 @@ class TracesClient(BaseClient):
         self,
         settings: Settings,
         *,
-        timeout: float = 120.0,
-        connect_timeout: float = 10.0,
+        timeout: float = Timeouts.traces_seconds,
+        connect_timeout: float = Timeouts.connect_seconds,
         transport: httpx.BaseTransport | None = None,
         retry: RetryPolicy | None = None,
         user_agent: str | None = None,
@@ -470,16 +472,19 @@ class TracesClient(BaseClient):
         return self._parse(wire.TraceSummary, self._json(path, None, team_id), f"GET {path}")
 
     def stream_raw_trace(
-        self, trace_id: str, *, team_id: str | None = None, chunk_size: int | None = None
+        self, trace_id: str, *, team_id: str | None = None, chunk_size: int | None = None,
+        expected_bytes: int | None = None,
     ) -> Iterator[bytes]:
         """GET ``/traces/{id}?raw=true`` (row 30), streamed: yields the exact stored bytes.
 
         ``chunk_size``: bytes per yielded chunk (``None`` = as received from the network).
+        ``expected_bytes``: the trace's ``size_bytes`` (its summary); an answer of another length
+        (a body cut short yet well framed) raises ``Unavailable(sent=True)`` after the last chunk.
         Retries (per the read policy) only until the first byte; a cut after that raises
         ``Unavailable(sent=True)`` and the caller restarts the download.
         """
         path = f"/traces/{self._id(trace_id, 'trace_id')}"
-        return self._stream(path, {"raw": "true"}, team_id, chunk_size)
+        return self._stream(path, {"raw": "true"}, team_id, chunk_size, expected_bytes)
 
     def download_raw_trace(
         self, trace_id: str, dest: IO[bytes] | str | os.PathLike[str], *, team_id: str | None = None
@@ -676,7 +681,8 @@ class TracesClient(BaseClient):
         return response, chunks, first
 
     def _stream(
-        self, path: str, params: Mapping[str, Any], team_id: str | None, chunk_size: int | None
+        self, path: str, params: Mapping[str, Any], team_id: str | None, chunk_size: int | None,
+        expected_bytes: int | None = None,
     ) -> Iterator[bytes]:
         self._require_key()  # eager: fail at call time, not at first iteration
 
@@ -699,6 +705,8 @@ class TracesClient(BaseClient):
                 cut = exc.__class__.__name__
             finally:
                 response.close()
+            if cut is None and expected_bytes is not None and received != expected_bytes:
+                cut = f"{expected_bytes} expected"
             if cut is not None:
                 raise perr.Unavailable(
                     f"GET {path} stream cut after {received} bytes ({cut}); download again",

@@ -203,6 +203,23 @@ def _file_job(path: Path, known: tuple[int, str] | None, resume: bool, stream: C
                  [m for m in ids if isinstance(m, str)] if isinstance(ids, list) else None)
 
 
+def _whole_json(chunks: Iterator[bytes], what: str) -> Iterator[bytes]:
+    """``chunks`` passed on; ``Unavailable(sent=True)`` after the last one when together they are
+    not one JSON document (an episode envelope cut short in a well-framed answer)."""
+    received: list[bytes] = []
+    try:
+        for chunk in chunks:
+            received.append(chunk)
+            yield chunk
+    finally:
+        getattr(chunks, "close", lambda: None)()
+    try:
+        json.loads(b"".join(received))
+    except ValueError:
+        raise perr.Unavailable(f"{what} arrived cut ({sum(map(len, received))} bytes that are not a whole JSON "
+                               "document); download again", sent=True) from None
+
+
 def _until(stop: threading.Event, chunks: Iterator[bytes]) -> Iterator[bytes]:
     for chunk in chunks:
         if stop.is_set():
@@ -353,16 +370,19 @@ class _Download:
                     continue
                 path = self.trace_dir / f"{t.trace_id}.json"
                 pool.submit(t, _file_job, path, self.record.entry("trace", t.trace_id), self.inp.resume,
-                            self._stream("trace", t.trace_id), False)
+                            self._stream("trace", t.trace_id, t.size_bytes), False)
             pool.join()
         finally:
             pool.close()
         return stopped
 
-    def _stream(self, kind: str, identifier: str) -> Callable[[], Iterator[bytes]]:
+    def _stream(self, kind: str, identifier: str, size: int | None = None) -> Callable[[], Iterator[bytes]]:
+        """The download of one file. A trace answer must have the trace's ``size`` and an episode's
+        must be one JSON document: one cut short in a well-framed body raises Unavailable, so it is
+        never written (and is fetched again)."""
         if kind == "trace":
-            return lambda: self.tc.stream_raw_trace(identifier, team_id=self.team)
-        return lambda: self.tc.stream_raw_episode(identifier, team_id=self.team)
+            return lambda: self.tc.stream_raw_trace(identifier, team_id=self.team, expected_bytes=size)
+        return lambda: _whole_json(self.tc.stream_raw_episode(identifier, team_id=self.team), f"episode {identifier}")
 
     def _trace_done(self, t: wire.TraceSummary, done: _Done) -> None:
         c = self.counts
