@@ -277,8 +277,18 @@ class Command:
 _SPEED = _number(float, 0, 1_000_000)
 
 
+def _scenario_names() -> list[str]:
+    from skill.demo import SCENARIOS
+
+    return list(SCENARIOS)
+
+
 def _demo_arguments(parser: _Parser) -> None:
-    _json_option(parser, "Print the summary as one JSON object.")
+    _json_option(parser, "Print the outcome as one JSON object (verdict, evidence, next calls).")
+    names = _scenario_names()
+    parser.add_argument("--scenario", type=_choice(*names), default="healthy", metavar="NAME",
+                        help=f"What happens to the run: {', '.join(names)} (default: healthy). The demo stops at "
+                             "the tools' diagnosis.")
     parser.add_argument("--dest", metavar="DIR",
                         help="Folder for the downloaded traces (default ./model-factory-demo/<run_id>).")
     parser.add_argument("--speed", type=_SPEED, metavar="N",
@@ -291,7 +301,7 @@ def _demo(values: dict[str, Any]) -> int:
     from skill.demo import run_demo
 
     dest = Path(values["dest"]) if values["dest"] else None
-    return run_demo(as_json=values["as_json"], dest=dest, speed=values["speed"])
+    return run_demo(as_json=values["as_json"], dest=dest, speed=values["speed"], scenario=values["scenario"])
 
 
 def _emulator_arguments(parser: _Parser) -> None:
@@ -300,13 +310,21 @@ def _emulator_arguments(parser: _Parser) -> None:
                         help="Port to listen on (default: 8765).")
     parser.add_argument("--speed", type=_SPEED, metavar="N",
                         help="Clock speed (simulated seconds per wall second).")
+    names = [n for n in _scenario_names() if n != "healthy"]
+    parser.add_argument("--scenario", type=_choice(*names), metavar="NAME",
+                        help=f"Make every run created from now on go wrong this way: {', '.join(names)} (as "
+                             "model-factory demo --scenario shows).")
+
 
 
 def _emulator(values: dict[str, Any]) -> int:
+    from skill.demo import SCENARIOS
     from skill.emulator import serve
 
+    scenario = SCENARIOS[values["scenario"]].emulator if values["scenario"] else None
     try:
-        serve(host=values["host"], port=values["port"], speed=values["speed"])
+        serve(host=values["host"], port=values["port"], speed=values["speed"], scenario=scenario)
+
     except OSError as exc:
         print(f"Cannot listen on {values['host']}:{values['port']}: {exc.strerror or exc}. Pick another --port "
               "(or stop the process using it).", file=sys.stderr)

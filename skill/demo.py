@@ -1,30 +1,86 @@
-"""``model-factory demo``: the whole workflow against the embedded emulator, no account.
+"""``model-factory demo [--scenario NAME]``: the whole workflow on the local emulator, no account,
+into a healthy run or a run in trouble, and the tools' diagnosis of it.
 
 preflight -> validate -> plan -> approval (the demo's automatic approval is a host-callback
-channel and is shown as such) -> dispatch -> monitor to a terminal status -> download the
-run's traces. Every step goes through :func:`skill.registry.call_tool`, the path agents use.
-The config is the bundled, verbatim prime-rl ``examples/basic/reverse-text/rl.toml``.
+channel and is shown as such) -> dispatch -> monitor (``mf_wait_for_run`` slices and
+``mf_check_progress``) until the scenario's verdict (or any sign of trouble, or the end of the run)
+-> for a run that ends, download its traces.
+Every step goes through :func:`skill.registry.call_tool`, the path agents use. The config is the
+bundled, verbatim prime-rl ``examples/basic/reverse-text/rl.toml``.
+
+Scenarios (:data:`SCENARIOS`): names for people, each mapped to one of the emulator's
+(``skill/emulator/README.md``), with the verdict the demo stops at. The diagnosis is the tools':
+``mf_check_progress``'s verdict and evidence, and for ``missing-traces`` the download's
+missing-upload report.
+
+Which emulator: when ``PRIME_API_BASE_URL`` points at a running emulator on loopback (its admin
+route answers), the demo uses it, so the commands it prints keep working afterwards in that shell
+(``model-factory emulator`` prints the exports); its clock is raised to the demo's speed if slower.
+Otherwise an emulator runs in this process and stops with the demo. Never anything else: the
+demo does not talk to the real platform.
+
+Output: progress on stderr; the outcome (what happened, the evidence, the next commands) on
+stdout; ``--json``: one object with ``scenario``, ``emulator`` (its URL), ``embedded_emulator``,
+``verdict``, ``reached``, ``evidence``, ``status``, ``run_id``, ``plan_id``, ``steps_completed``,
+``next_step``/``next_calls``, ``timeline`` and,
+
+when traces were downloaded, ``traces_downloaded``, ``dest``, ``missing``. Exit 0 when the
+scenario's verdict was reached, 1 otherwise.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import json
 import os
-import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from rich.console import Console
-
-from skill import registry
+from skill import registry, render, terminal
 from tools.configs import EXAMPLES_DIR
 from tools.errors import ToolError
 
 DEMO_CONFIG = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
 DEFAULT_SPEED = 100.0
 WAIT_SLICE_SECONDS = 1
+#: Wall seconds the monitor loop may take at most.
+MONITOR_DEADLINE_SECONDS = 300
+_TERMINAL = frozenset({"completed", "failed", "stopped", "paused"})
+#: Verdicts that end any demo (the run is in trouble), expected or not.
+_TROUBLE = frozenset({"stalled", "failing", "crash_looping"})
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A demo scenario: the emulator scenario it applies (None: a healthy run), the verdicts the
+    demo stops at, whether the traces are downloaded, and what it shows, in words."""
+
+    emulator: str | None
+    stop_at: frozenset[str]
+    shows: str
+    download: bool = False
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "healthy": Scenario(None, _TERMINAL, "a run that trains to COMPLETED; its traces are downloaded", True),
+    "stalled": Scenario("stall", frozenset({"stalled"}), "a RUNNING run that stops making steps"),
+    "crash-loop": Scenario("crash_loop", frozenset({"crash_looping"}), "an environment server that keeps crashing"),
+    "failed": Scenario("fail", frozenset({"failed"}), "a run that fails (trainer out of memory), with the platform's "
+                       "failure analysis"),
+    "queued": Scenario("stay_queued", frozenset({"queued"}), "a run that waits for GPU capacity"),
+    "missing-traces": Scenario("missing_traces", _TERMINAL, "a run that completes while one step's traces never "
+                               "land; the download reports them", True),
+    "image-pull-slow": Scenario("image_pull_slow", frozenset({"progressing"}), "a slow start-up (the image pull "
+                                "takes minutes), then training"),
+    "image-pull-backoff": Scenario("image_pull_backoff", frozenset({"crash_looping", "failing", "failed"}),
+                                   "an image that cannot be pulled: the pods never start"),
+}
 
 
 class DemoFailed(Exception):
@@ -43,111 +99,221 @@ def _call(step: str, name: str, arguments: dict[str, Any], ctx: Any) -> Any:
     return result
 
 
-def run_demo(*, as_json: bool = False, dest: Path | None = None, speed: float | None = None) -> int:
-    """Run the demo; print progress (stderr) and a summary (stdout). Returns the exit code.
+# -- which emulator ---------------------------------------------------------------------------
 
-    The summary has ``run_id``, ``status``, ``steps_completed``, ``final_reward``,
-    ``traces_downloaded``, ``dest`` (and ``plan_id``, ``approval_channel``).
-    """
-    from skill.emulator import EmulatorServer
+
+@dataclass
+class _Emulator:
+    """The emulator the demo talks to: ``base_url``, ``api_key``, whether it is embedded, and how
+    to give the next run a scenario."""
+
+    base_url: str
+    api_key: str
+    embedded: bool
+    server: Any = None
+
+    def set_scenario(self, name: str) -> None:
+        if self.server is not None:
+            self.server.state.set_scenario(name)
+        else:
+            import httpx
+
+            httpx.post(f"{self.base_url}/_emulator/scenario", json={"name": name}, timeout=10).raise_for_status()
+
+
+def running_emulator(env: dict[str, str] | os._Environ[str]) -> str | None:
+    """``PRIME_API_BASE_URL`` when it is a loopback URL where an emulator answers its admin
+    route (``GET /_emulator/state``), else None. Never a remote host."""
+    url = (env.get("PRIME_API_BASE_URL") or "").rstrip("/")
+    host = urlsplit(url).hostname or ""
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        return None
+    import httpx
+
+    try:
+        answer = httpx.get(f"{url}/_emulator/state", timeout=5)
+        return url if answer.status_code == 200 and "run_count" in answer.json() else None
+    except (httpx.HTTPError, ValueError):
+        return None
+
+
+@contextlib.contextmanager
+def _emulator(speed: float) -> Iterator[_Emulator]:
+    from skill.emulator import DEFAULT_API_KEY, EmulatorServer
+
+    url = running_emulator(os.environ)
+    if url is not None:
+        import httpx
+
+        state = httpx.get(f"{url}/_emulator/state", timeout=5).json()
+        if float(state.get("speed") or 0) < speed:
+            httpx.post(f"{url}/_emulator/speed", json={"speed": speed}, timeout=5).raise_for_status()
+        yield _Emulator(url, os.environ.get("PRIME_API_KEY") or DEFAULT_API_KEY, embedded=False)
+        return
+    with EmulatorServer(speed=speed) as server:
+        yield _Emulator(server.base_url, server.api_key, embedded=True, server=server)
+
+
+# -- the demo ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """What the demo found: the last progress check and, when downloaded, the traces."""
+
+    scenario: str
+    emulator: str = ""
+    embedded: bool = True
+    run_id: str = ""
+    plan_id: str = ""
+    progress: Any = None
+    download: Any = None
+    final_reward: float | None = None
+    timeline: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        p = self.progress
+        out: dict[str, Any] = {
+            "scenario": self.scenario, "emulator": self.emulator, "embedded_emulator": self.embedded,
+            "run_id": self.run_id, "plan_id": self.plan_id, "status": p.status,
+            "verdict": p.verdict, "reached": p.verdict in SCENARIOS[self.scenario].stop_at,
+            "evidence": list(p.evidence), "steps_completed": p.latest_step, "max_steps": p.max_steps,
+            "final_reward": self.final_reward, "failure_analysis": p.failure_analysis.model_dump()
+            if p.failure_analysis else None, "env_servers": [e.model_dump() for e in p.env_servers],
+            "next_step": p.next_step, "next_calls": [c.model_dump() for c in p.next_calls], "timeline": self.timeline,
+            "approval_channel": "host_callback (demo auto-approval)"}
+        if self.download is not None:
+            d = self.download
+            out.update(traces_downloaded=d.traces_downloaded, dest=d.dest, traces_complete=d.complete,
+                       missing=d.missing.model_dump())
+            if not d.complete and d.missing.summary:
+                out["evidence"].append(d.missing.summary)
+        return out
+
+
+def run_demo(*, as_json: bool = False, dest: Path | None = None, speed: float | None = None,
+             scenario: str = "healthy") -> int:
+    """Run the demo of ``scenario``; progress on stderr, the outcome on stdout. Returns the exit code
+    (0: the scenario's verdict was reached)."""
     from tools.core import Context
 
-    console = Console(stderr=True, highlight=False)
-    say = console.print
+    err = terminal.stderr()
+
+    def say(text: str, indent: str = "") -> None:
+        for line in terminal.wrap(text, err.width, indent + "   ", indent):
+            err.print(line)
+
     state_dir = Path(tempfile.mkdtemp(prefix="model-factory-demo-state-"))
     home = Path(tempfile.mkdtemp(prefix="model-factory-demo-home-"))
-    approvals: list[str] = []
 
-    def demo_approver(request: Any) -> bool:
-        say("[bold yellow]Approval:[/] the demo approves automatically (channel: demo host callback). "
-            "With a real account a person approves here.")
-        approvals.append("host_callback (demo auto-approval)")
+    def approver(request: Any) -> bool:
+        say("4. Approve: automatic in the demo (channel: host callback). With a real account a person approves "
+            "here, or runs the approve command the plan prints.")
         return True
 
-    with EmulatorServer(speed=speed or DEFAULT_SPEED) as emu:
-        env = {
-            "PRIME_API_KEY": emu.api_key,
-            "PRIME_API_BASE_URL": emu.base_url,
-            "PRIME_TRACES_URL": emu.base_url,
-            "PRIME_DISABLE_VERSION_CHECK": "1",
-            "HOME": str(home),
-            "PATH": os.environ.get("PATH", ""),
-        }
-        ctx = Context(env=env, home=home, state_dir=state_dir, approver=demo_approver)
+    outcome = Outcome(scenario)
+    with _emulator(speed or DEFAULT_SPEED) as emu:
+        outcome.emulator, outcome.embedded = emu.base_url, emu.embedded
+        env = {"PRIME_API_KEY": emu.api_key, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url,
+               "PRIME_FRONTEND_URL": emu.base_url, "PRIME_DISABLE_VERSION_CHECK": "1", "HOME": str(home),
+               "PATH": os.environ.get("PATH", "")}
+        ctx = Context(env=env, home=home, state_dir=state_dir, approver=approver)
         try:
-            summary = _workflow(ctx, say, emu, dest)
+            _workflow(ctx, say, emu, dest, outcome)
         except DemoFailed as failed:
-            say(f"[bold red]Demo stopped at {failed.step}:[/] [{failed.error.code}] {failed.error.message}")
-            say(f"Fix: {failed.error.fix}")
+            say(f"Demo stopped at {failed.step}: [{failed.error.code}] {failed.error.message}")
+            say(f"Fix: {render.for_people(failed.error.fix, failed.error.next_calls)}")
             if as_json:
-                print(json.dumps({"status": "DEMO_FAILED", "step": failed.step, "error": failed.error.model_dump()}))
+                print(json.dumps({"scenario": scenario, "status": "DEMO_FAILED", "step": failed.step,
+                                  "error": failed.error.model_dump()}))
             return 1
         finally:
             ctx.close()
-    summary["approval_channel"] = approvals[0] if approvals else None
+    reached = outcome.progress.verdict in SCENARIOS[scenario].stop_at
     if as_json:
-        print(json.dumps(summary))
+        print(json.dumps(outcome.as_json()))
     else:
-        out = Console(highlight=False)
-        out.print("\n[bold]Demo complete[/]")
-        for key in ("run_id", "status", "steps_completed", "final_reward", "traces_downloaded", "dest"):
-            out.print(f"  {key:18} {summary[key]}")
-    return 0 if summary["status"] == "COMPLETED" else 1
+        _show(outcome, emu, reached)
+    return 0 if reached else 1
 
 
-def _workflow(ctx: Any, say: Any, emu: Any, dest: Path | None) -> dict[str, Any]:
-    say(f"[bold]Emulator[/] serving the Model Factory API at {emu.base_url}")
+def _workflow(ctx: Any, say: Any, emu: _Emulator, dest: Path | None, outcome: Outcome) -> None:
+    sc = SCENARIOS[outcome.scenario]
+    where = "in this process; it stops with the demo" if emu.embedded else "yours, from PRIME_API_BASE_URL"
+    say(f"Emulator at {emu.base_url} ({where}). Scenario {outcome.scenario}: {sc.shows}.")
 
     pre = _call("preflight", "mf_preflight", {}, ctx)
-    say(f"[bold]1. Preflight[/] {'ok' if pre.ok else 'problems'}: "
-        + ", ".join(f"{c.name}={'ok' if c.ok else c.code}" for c in pre.checks))
+    say(f"1. Preflight: {'ready' if pre.ok else 'problems'}; the plan names the owner (personal account).")
 
     report = _call("validate", "mf_validate_config", {"config_path": str(DEMO_CONFIG)}, ctx)
-    say(f"[bold]2. Validate[/] {DEMO_CONFIG.name}: mode={report.mode}, valid={report.valid}, "
-        f"{len(report.errors)} errors, {len(report.warnings)} warnings")
+    say(f"2. Validate {DEMO_CONFIG.name}: {'valid' if report.valid else 'not valid'} ({report.mode.upper()}), "
+        f"{len(report.errors)} errors, {len(report.warnings)} warnings.")
     if not report.valid:
-        raise DemoFailed("validate", ToolError(code="invalid_config",
-                                               message="; ".join(e.message for e in report.errors),
-                                               fix=f"model-factory validate-config {DEMO_CONFIG}"))
+        raise DemoFailed("validate", ToolError(code="invalid_config", message="; ".join(
+            e.message for e in report.errors), fix="Validate the config: mf_validate_config."))
 
     plan = _call("plan", "mf_plan_run", {"config_path": str(DEMO_CONFIG), "team": "personal"}, ctx)
-    say(f"[bold]3. Plan[/] {plan.plan_id}\n{plan.summary}")
+    cost = plan.cost
+    money = f"${cost.usd_low:.2f} to ${cost.usd_high:.2f}" if cost.usd_low is not None else "cost unknown"
+    say(f"3. Plan {plan.plan_id}: {plan.gpu_count}x {plan.gpu_type}, {plan.max_steps} steps, {money} "
+        "(nothing spent yet).")
+    outcome.plan_id = plan.plan_id
 
-    say("[bold]4. Dispatch[/] (asks the approver first)")
+    if sc.emulator:
+        emu.set_scenario(sc.emulator)
     dispatched = _call("dispatch", "mf_dispatch_run", {"plan_id": plan.plan_id}, ctx)
-    run_id = dispatched.run_id
-    say(f"   run {run_id} {dispatched.status}")
+    run_id = outcome.run_id = dispatched.run_id
+    say(f"5. Dispatch: run {run_id} {dispatched.status}.")
 
-    say("[bold]5. Monitor[/]")
-    last_line = None
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        waited = _call("monitor", "mf_wait_for_run", {"run_id": run_id, "timeout_seconds": WAIT_SLICE_SECONDS}, ctx)
+    say("6. Monitor (wait-for-run for a second, then check-progress):")
+    deadline = time.monotonic() + MONITOR_DEADLINE_SECONDS
+    while True:
+        _call("monitor", "mf_wait_for_run", {"run_id": run_id, "timeout_seconds": WAIT_SLICE_SECONDS}, ctx)
         progress = _call("monitor", "mf_check_progress", {"run_id": run_id}, ctx)
-        step = f"{progress.latest_step or 0}/{progress.max_steps}"
-        line = f"   {waited.status:10} step {step}  verdict={progress.verdict}"
-        if line != last_line:
-            say(line)
-            last_line = line
-        if waited.terminal:
+        outcome.progress = progress
+        point = {"verdict": progress.verdict, "status": progress.status, "step": progress.latest_step}
+        if not outcome.timeline or outcome.timeline[-1] != point:
+            outcome.timeline.append(point)
+            say(f"{progress.status}, step {progress.latest_step or 0}/{progress.max_steps or '?'}: "
+                f"{progress.verdict.replace('_', ' ')}", "   ")
+
+        if progress.verdict in sc.stop_at | _TROUBLE or progress.terminal or time.monotonic() > deadline:
             break
-    run = _call("monitor", "mf_get_run", {"run_id": run_id}, ctx)
-    metrics = _call("metrics", "mf_get_metrics", {"run_id": run_id}, ctx)
-    final_reward = metrics.final.get("reward/all/mean") if getattr(metrics, "final", None) else None
 
-    target = dest or Path.cwd() / "model-factory-demo" / run_id
-    say(f"[bold]6. Traces[/] downloading to {target}")
-    download = _call("traces", "mf_download_traces", {"run_id": run_id, "dest": str(target)}, ctx)
-    return {
-        "run_id": run_id,
-        "plan_id": plan.plan_id,
-        "status": run.status,
-        "steps_completed": progress.latest_step,
-        "final_reward": final_reward,
-        "traces_downloaded": download.traces_downloaded,
-        "dest": str(target),
-    }
+    if progress.verdict in ("completed", "stopped", "failed") and progress.latest_step:
+        metrics = _call("metrics", "mf_get_metrics", {"run_id": run_id}, ctx)
+        key = progress.reward_metric or "reward/all/mean"
+        outcome.final_reward = metrics.final.get(key)
+    if sc.download and progress.terminal:
+        target = dest or Path.cwd() / "model-factory-demo" / run_id
+        say(f"7. Traces: downloading to {target}")
+        outcome.download = _call("traces", "mf_download_traces", {"run_id": run_id, "dest": str(target)}, ctx)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(run_demo())
+def _show(outcome: Outcome, emu: _Emulator, reached: bool) -> None:
+    """The outcome for a person: check-progress's view (verdict, evidence, next commands), the
+    download's when traces were fetched, and how to keep using the commands."""
+    p = outcome.progress
+    view = render.view_of("mf_check_progress", p)
+    head = f"Demo {outcome.scenario}: " + ("the tools' diagnosis." if reached else
+                                          f"the run ended before the expected verdict ({p.verdict}).")
+    view.opening.insert(0, head)
+    if outcome.final_reward is not None:
+        view.facts.insert(0, ("final_reward", outcome.final_reward))
+    render.show(view)
+    if outcome.download is not None:
+        render.show(render.view_of("mf_download_traces", outcome.download))
+    err = terminal.stderr()
+    if emu.embedded:
+        again = f"model-factory demo --scenario {outcome.scenario}"
+        note = ("The commands above talk to the demo's emulator, which stopped with the demo. To try them: run "
+                "`model-factory emulator` in another terminal, paste the export line it prints here, then "
+                f"`{again}` again: it uses that emulator, and its commands keep working.")
+    else:
+        note = f"The run stays on your emulator at {emu.base_url}: the commands above work in this shell."
+    for line in terminal.wrap(render.for_people(note), err.width):
+        err.print(line)

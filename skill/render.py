@@ -119,9 +119,10 @@ def display(key: str, value: Any) -> str:
         value = value.model_dump()
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, (int, float)) and key.endswith("_bytes"):
+    if isinstance(value, (int, float)) and (key.endswith("_bytes") or key.startswith("bytes_")):
+
         return terminal.size(value)
-    if isinstance(value, (int, float)) and key.endswith("_seconds"):
+    if isinstance(value, (int, float)) and (key.endswith("_seconds") or key.startswith("seconds_")):
         return terminal.duration(value)
     if isinstance(value, (int, float)) and key.startswith("usd"):
         return f"${value:,.2f}"
@@ -184,9 +185,11 @@ class Table:
 @dataclass
 class View:
     """The parts of a result's output: ``opening`` lines, ``next`` hints (texts with their calls),
+    ``lead`` (lines that are the heart of the result, e.g. evidence, printed before the facts),
     ``facts`` (field, value), ``tables``, ``text`` (preformatted lines, e.g. log lines), ``notes``."""
 
     opening: list[str] = field(default_factory=list)
+    lead: list[str] = field(default_factory=list)
     next: list[tuple[str, list[Call]]] = field(default_factory=list)
     facts: list[tuple[str, Any]] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
@@ -260,9 +263,12 @@ def show(view: View, out: terminal.Terminal | None = None, err: terminal.Termina
     if view.opening or view.next:
         if not out.piped:
             err.print()
-    pairs = [(k.replace("_", " ") if not out.piped else k, display(k, v) if not out.piped else raw(v))
-             for k, v in view.facts if not _empty(v)]
+    pairs = [(k, raw(v)) if out.piped else (_label(k), display(k, v)) for k, v in view.facts if not _empty(v)]
     blocks: list[list[str]] = []
+    if view.lead:
+        blocks.append(view.lead if out.piped else
+                      [w for line in view.lead for w in terminal.wrap(line, out.width, "  ")])
+
     if pairs:
         blocks.append(terminal.facts(pairs, out))
     for table in view.tables:
@@ -293,6 +299,11 @@ def show(view: View, out: terminal.Terminal | None = None, err: terminal.Termina
             err.print(wrapped)
 
 
+def _label(key: str) -> str:
+    """A field name as a label: words, without the unit its value now shows (``waited_seconds``: waited)."""
+    return key.removesuffix("_seconds").removesuffix("_bytes").replace(".", ": ").replace("_", " ")
+
+
 def render_error(error: Any, err: terminal.Terminal | None = None) -> None:
     """Print a ToolError to stderr: code and message, each bad field, and the fix as commands."""
     err = err or terminal.stderr()
@@ -306,16 +317,22 @@ def render_error(error: Any, err: terminal.Terminal | None = None) -> None:
         err.print(line)
 
 
+def view_of(name: str, result: BaseModel) -> View:
+    """The view of ``result`` of tool ``name``: the generic one, shaped by the tool's own view."""
+    view = generic_view(result)
+    build = _VIEWS.get(name)
+    if build is not None:
+        build(result, view)
+    return view
+
+
 def render(name: str, result: BaseModel) -> None:
     """Print ``result`` of tool ``name`` for a person."""
     if getattr(result, "error", False) is True and hasattr(result, "fix"):
         render_error(result)
         return
-    view = generic_view(result)
-    build = _VIEWS.get(name)
-    if build is not None:
-        build(result, view)
-    show(view)
+    show(view_of(name, result))
+
 
 
 # -- the views of the workflow's tools -------------------------------------------------------------
@@ -434,11 +451,20 @@ def _list_runs(r: Any, v: View) -> None:
 
 def _check_progress(r: Any, v: View) -> None:
     step = f"step {r.latest_step if r.latest_step is not None else 0}/{r.max_steps or '?'}"
-    reward = f", reward {r.reward_last:.3g} {r.reward_trend}" if r.reward_last is not None else ""
+    trend = f" {r.reward_trend}" if r.reward_trend != "unknown" else ""
+    reward = f", reward {r.reward_last:.3g}{trend}" if r.reward_last is not None else ""
     v.opening = [f"Run {r.run_id}: {r.verdict.replace('_', ' ')} ({r.status}, {step}{reward})."]
-    v.drop("run_id", "verdict", "status", "evidence")
+    v.drop("run_id", "verdict", "status", "evidence", "terminal", "healthy", "latest_step", "max_steps",
+           "percent_complete", "stall_threshold_seconds", "reward_metric", "reward_last", "reward_trend")
+    if not r.recent_error_lines:
+        v.drop("recent_error_lines")
+    v.facts = [(k, val) for k, val in v.facts if not k.startswith("failure_analysis.") and k != "error_message"]
+    servers = v.table("env_servers")
+    if servers:
+        servers.columns = ["env_name", "status", "pod_name"]
+
     if r.evidence:
-        v.text = [f"- {e}" for e in r.evidence]
+        v.lead = [f"- {e}" for e in r.evidence]
 
 
 def _wait(r: Any, v: View) -> None:
@@ -478,12 +504,17 @@ def _list_traces(r: Any, v: View) -> None:
 
 
 def _download(r: Any, v: View) -> None:
-    state = "complete" if r.complete else "incomplete"
     v.opening = [f"{_count(r.traces_downloaded, 'trace')} downloaded ({terminal.size(r.bytes_written)}) to "
-                 f"{r.dest}: {r.traces_on_disk} on disk, {state}."]
+                 f"{r.dest}; {r.traces_on_disk} on disk."]
     if r.missing.summary:
         v.opening.append(r.missing.summary)
-    v.drop("run_id", "dest")
+    v.drop("run_id", "dest", "complete", "bytes_written", "traces_downloaded")
+    v.facts = [(k, val) for k, val in v.facts if val not in (0, False) or k == "traces_on_disk"]
+    if r.complete:
+        v.drop("expected_trace_count", "expected_episode_count")
+    else:
+        again = call("mf_download_traces", run_id=r.run_id, dest=r.dest)
+        v.hint(f"Once the platform has uploaded the rest, the same command fetches what is missing: {again}.", again)
     v.facts = [(k, val) for k, val in v.facts if not k.startswith("missing.")]
     steps = r.missing.steps_without_traces
     if steps:

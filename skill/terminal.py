@@ -120,7 +120,7 @@ def facts(pairs: list[tuple[str, str]], term: Terminal, indent: str = "") -> lis
     """``name  value`` lines, values aligned and wrapped under themselves; piped: ``name<TAB>value``."""
     if term.piped:
         return [f"{name}\t{one_line(value)}" for name, value in pairs]
-    label = min(max((len(n) for n, _ in pairs), default=0), 20)
+    label = min(max((len(n) for n, _ in pairs), default=0), 24)
     lines: list[str] = []
     for name, value in pairs:
         head = f"{indent}{term.style(name.ljust(label), '1')}{_GAP}"

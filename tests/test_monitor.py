@@ -83,8 +83,21 @@ def test_get_run_reads_the_wire_run(ctx, emulator, launch):
     assert run.model == "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT" and run.environments == ["reverse-text"]
     assert (run.max_steps, run.batch_size, run.owner) == (20, 128, "personal account")
     assert run.running_seconds == pytest.approx(at_step(3) - QUEUE, abs=2)
-    assert run.dashboard_url.endswith(f"/dashboard/training/{run_id}")
+    assert run.dashboard_url is None  # the emulator's run is not on the real dashboard
     assert run.failure_analysis is None and run.error_message is None
+
+
+def test_the_dashboard_link_on_the_emulator_opens_the_emulators_page_for_the_run(emulator, mf_env, tmp_path, launch):
+    import httpx
+
+    launch()
+    run_id = next(iter(emulator.state.runs))
+    linked = Context(env={**mf_env, "PRIME_FRONTEND_URL": emulator.base_url}, home=tmp_path / "home")
+    url = ok(linked, "mf_get_run", run_id=run_id).dashboard_url
+    linked.close()
+    assert url == f"{emulator.base_url}/dashboard/training/{run_id}"
+    page = httpx.get(url)
+    assert page.status_code == 200 and run_id in page.text and "text/html" in page.headers["content-type"]
 
 
 def test_get_run_of_a_failed_run_has_the_failure_analysis(ctx, emulator, launch):

@@ -15,6 +15,7 @@ from tools.core._context import STATE_DIR_ENV, Approver, Context, ProgressCallba
 from tools.core._limits import INT64_MAX, MAX_SECONDS_PER_STEP, MAX_STEPS
 from tools.core._owner import PERSONAL, Owner, owner_label, resolve_owner
 from tools.core._runs import (
+    NO_DASHBOARD,
     RUN_ID,
     dashboard_url,
     not_found,
@@ -25,6 +26,7 @@ from tools.core._runs import (
 __all__ = [
     "Approver",
     "Context",
+    "NO_DASHBOARD",
     "INT64_MAX",
     "MAX_SECONDS_PER_STEP",
     "MAX_STEPS",

@@ -54,6 +54,24 @@ def require_run_on_404(ctx: Context, run_id: str) -> Iterator[None]:
         raise
 
 
-def dashboard_url(ctx: Context, run_id: str) -> str:
-    """The run's page in the Prime Intellect dashboard: ``{frontend_url}/dashboard/training/{run_id}``."""
-    return f"{ctx.settings.frontend_url.rstrip('/')}/dashboard/training/{run_id}"
+#: What a result says when it has no dashboard link (see :func:`dashboard_url`).
+NO_DASHBOARD = ("null: the API is not Prime Intellect's (PRIME_API_BASE_URL is set) and PRIME_FRONTEND_URL is not, so "
+                "the real dashboard would not have this run; the local emulator serves the page at its own URL "
+                "(set PRIME_FRONTEND_URL to it)")
+
+
+def dashboard_url(ctx: Context, run_id: str) -> str | None:
+    """The run's page: ``{frontend_url}/dashboard/training/{run_id}``, as ``prime`` prints it.
+
+    None when the link would be dishonest: the API base URL is not the platform's default (the
+    local emulator, a staging host) while the frontend URL is still the real dashboard's default,
+    which does not have this run. The emulator serves the page at the same path, so with
+    ``PRIME_FRONTEND_URL`` set to the emulator's URL the link is its page."""
+    from tools.platform.settings import DEFAULT_BASE_URL, DEFAULT_FRONTEND_URL
+
+    settings = ctx.settings
+    frontend = settings.frontend_url.rstrip("/")
+    if frontend == DEFAULT_FRONTEND_URL and settings.base_url.rstrip("/") != DEFAULT_BASE_URL:
+        return None
+    return f"{frontend}/dashboard/training/{run_id}"
+

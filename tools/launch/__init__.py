@@ -29,7 +29,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.core import Context, Owner, dashboard_url, fit_largest, owner_label, tool
+from tools.core import NO_DASHBOARD, Context, Owner, dashboard_url, fit_largest, owner_label, tool
 from tools.errors import Call, ToolFailure, call, fail, from_platform
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger
@@ -194,7 +194,7 @@ class DispatchResult(BaseModel):
         "already_dispatched: this plan was launched before (same run)."))
     run_id: str = Field(description="The run's id.")
     run_name: str | None = Field(description="The run's name (with the plan fingerprint).")
-    dashboard_url: str = Field(description="{frontend_url}/dashboard/training/{run_id}.")
+    dashboard_url: str | None = Field(description="{frontend_url}/dashboard/training/{run_id}; " + NO_DASHBOARD + ".")
     approval_channel: str | None = Field(description="terminal | host_callback | mcp_elicitation | policy.")
     gpu_type: str | None = Field(description="GPU type (the platform's answer when on-demand, else the plan's).")
     usd_per_gpu_hour: float | None = Field(description="Price per GPU-hour (platform's answer, else the plan's).")

@@ -129,8 +129,8 @@ def next_step(verdict: str, run_id: str, status: str, env: str | None) -> tuple[
         return (f"Done: {metrics} for the final numbers, {checkpoints} for the weights and {traces} to fetch the "
                 "rollouts.", [metrics, checkpoints, traces])
     if verdict == "failed":
-        return (f"Read failure_analysis and error_message, then {training} for the traceback; fix the config and "
-                "plan a new run (mf_plan_run).", [training])
+        return (f"Read the failure analysis and the error message, then {training} for the traceback; fix the "
+                "config and plan a new run (mf_plan_run).", [training])
     if verdict == "stopped":
         return (f"The run was stopped. {metrics} and {traces} still work on what it produced.", [metrics, traces])
     if verdict == "paused":

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from tools.core import (
     INT64_MAX,
     MAX_STEPS,
+    NO_DASHBOARD,
     RUN_ID,
     Context,
     dashboard_url,
@@ -78,7 +79,7 @@ class GetRunResult(BaseModel):
     error_message: str | None = Field(default=None, description="The platform's error text of a failed run.")
     failure_analysis: FailureAnalysisView | None = Field(default=None, description=(
         "Diagnosis of a FAILED run, when the platform has one."))
-    dashboard_url: str = Field(description="The run's page in the Prime Intellect dashboard.")
+    dashboard_url: str | None = Field(description="The run's page in the dashboard; " + NO_DASHBOARD + ".")
 
 
 def _run_view(run: wire.RLRun, ctx: Context, now: datetime) -> GetRunResult:

@@ -1,0 +1,123 @@
+"""``model-factory demo --scenario NAME``: the workflow into a healthy run or a run in trouble, and
+the tools' diagnosis, as the real CLI prints it (a subprocess; the emulator in that process, or a
+running one named by PRIME_API_BASE_URL)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from skill.demo import SCENARIOS
+from skill.emulator import DEFAULT_API_KEY
+
+
+def demo(*args: str, env: dict[str, str], cwd: Path, timeout: float = 400) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "skill", "demo", *args], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def plain_env(tmp_path: Path) -> dict[str, str]:
+    (tmp_path / "home").mkdir(exist_ok=True)
+    return {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "home")}
+
+
+def evidence_of(out: dict) -> str:
+    return " ".join(out["evidence"])
+
+
+#: What each scenario's diagnosis must show: (verdicts, a phrase of the evidence).
+EXPECTED = {
+    "healthy": ({"completed"}, "rising"),
+    "stalled": ({"stalled"}, "No new step for"),
+    "crash-loop": ({"crash_looping"}, "CrashLoopBackOff"),
+    "failed": ({"failed"}, "Failure analysis"),
+    "queued": ({"queued"}, "run(s) ahead"),
+    "missing-traces": ({"completed"}, "with no traces"),
+    "image-pull-slow": ({"progressing"}, "Latest step"),
+    "image-pull-backoff": ({"crash_looping", "failing", "failed"}, "ImagePull"),
+}
+
+
+def test_every_scenario_has_an_expectation():
+    assert set(EXPECTED) == set(SCENARIOS)
+
+
+@pytest.mark.parametrize("scenario", list(EXPECTED))
+def test_demo_scenario_json_gives_the_verdict_and_its_evidence(scenario, tmp_path):
+    proc = demo("--scenario", scenario, "--json", "--dest", str(tmp_path / "traces"), env=plain_env(tmp_path),
+                cwd=tmp_path)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    verdicts, phrase = EXPECTED[scenario]
+    assert out["scenario"] == scenario and out["verdict"] in verdicts and out["reached"] is True
+    assert phrase in evidence_of(out), out["evidence"]
+    assert out["timeline"][-1]["verdict"] == out["verdict"] and out["embedded_emulator"] is True
+    assert all(str(call_text) for call_text in out["next_calls"])
+    if scenario == "crash-loop":
+        logs = out["next_calls"][0]
+        assert logs["tool"] == "mf_get_logs" and logs["arguments"]["component"] == "env-server"
+    if scenario == "failed":
+        assert out["failure_analysis"]["root_cause"] and out["status"] == "FAILED"
+    if scenario == "image-pull-slow":
+        assert "starting" in [p["verdict"] for p in out["timeline"]]
+    if scenario == "healthy":
+        assert out["traces_complete"] is True and out["traces_downloaded"] == 320 and out["final_reward"] > 0
+    if scenario == "missing-traces":
+        assert out["traces_complete"] is False and out["missing"]["steps_without_traces"] == [2]
+    if SCENARIOS[scenario].download:
+        assert out["dest"] == str(tmp_path / "traces")
+    else:
+        assert "dest" not in out and not (tmp_path / "traces").exists()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def served(tmp_path):
+    """``model-factory emulator --scenario stalled`` in its own process, and the exports it prints."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "skill", "emulator", "--port", str(port), "--speed", "200",
+                             "--scenario", "stalled"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    line = proc.stderr.readline()
+    assert "Model Factory emulator on" in line and "stall" in line, line
+    exports = proc.stderr.readline().split("export ", 1)[1].split()
+    env = {**plain_env(tmp_path), **dict(e.split("=", 1) for e in exports)}
+    assert env["PRIME_API_BASE_URL"] == env["PRIME_FRONTEND_URL"] == base and env["PRIME_API_KEY"] == DEFAULT_API_KEY
+    yield base, env
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_emulator_scenario_applies_to_every_next_run_and_the_demo_uses_that_emulator(served, tmp_path):
+    base, env = served
+    healthy = demo("--scenario", "healthy", "--json", env=env, cwd=tmp_path)
+    out = json.loads(healthy.stdout)
+    # the emulator's scenario made the healthy demo's run stall: the demo stops there and says so (exit 1)
+    assert healthy.returncode == 1 and (out["verdict"], out["reached"]) == ("stalled", False)
+    assert out["embedded_emulator"] is False and out["emulator"] == base
+    stalled = demo("--scenario", "stalled", "--json", env=env, cwd=tmp_path)
+    assert stalled.returncode == 0 and json.loads(stalled.stdout)["verdict"] == "stalled"
+    # the runs stay on that emulator, for the commands the demo printed
+    runs = httpx.get(f"{base}/api/v1/rft/runs", headers={"Authorization": f"Bearer {DEFAULT_API_KEY}"}).json()
+    assert {out["run_id"], json.loads(stalled.stdout)["run_id"]} <= {r["id"] for r in runs["runs"]}
+
+
+def test_the_demo_never_uses_a_remote_api_url(tmp_path):
+    from skill.demo import running_emulator
+
+    assert running_emulator({"PRIME_API_BASE_URL": "https://api.primeintellect.ai"}) is None
+    assert running_emulator({"PRIME_API_BASE_URL": "http://10.0.0.1:8765"}) is None
+    assert running_emulator({}) is None
