@@ -351,16 +351,39 @@ def _mcp(values: dict[str, Any]) -> int:
 
 
 def _install_arguments(parser: _Parser) -> None:
-    parser.add_argument("--dest", default="~/.claude/skills", metavar="DIR",
-                        help="Skills folder of your agent (default: ~/.claude/skills; Claude Code per project: "
-                             ".claude/skills; Codex: ~/.codex/skills).")
-    parser.add_argument("--force", action="store_true", help="Replace a different existing copy of the skill.")
+    from skill.install import SKILL_FOLDERS
+
+    agents = list(SKILL_FOLDERS)
+    parser.add_argument("--agent", type=_choice(*agents), default="claude-code", metavar="AGENT",
+                        help=f"Whose skills folder: {', '.join(agents)} (default: claude-code). Per user: "
+                             + "; ".join(f"{a} {u}" for a, (u, _) in SKILL_FOLDERS.items()) + ".")
+    parser.add_argument("--project", action="store_true",
+                        help="The agent's folder in this project instead: "
+                             + "; ".join(f"{a} {p}" for a, (_, p) in SKILL_FOLDERS.items()) + ".")
+    parser.add_argument("--dest", metavar="DIR", help="Any other skills folder (overrides --agent and --project).")
+    parser.add_argument("--force", action="store_true",
+                        help="Replace our earlier copy even where it was edited. A folder model-factory did not "
+                             "install is never replaced.")
 
 
 def _install(values: dict[str, Any]) -> int:
     from skill.install import main as install_main
 
-    return install_main(values["dest"], force=values["force"])
+    return install_main(values["dest"], agent=values["agent"], project=values["project"], force=values["force"])
+
+
+def _mcp_config_arguments(parser: _Parser) -> None:
+    from skill.install import MCP_AGENTS
+
+    agents = list(MCP_AGENTS)
+    parser.add_argument("--agent", type=_choice(*agents), required=True, metavar="AGENT",
+                        help=f"Which agent: {', '.join(agents)}.")
+
+
+def _mcp_config(values: dict[str, Any]) -> int:
+    from skill.install import mcp_config_main
+
+    return mcp_config_main(values["agent"])
 
 
 _EXPORT_FORMATS = ("openai", "anthropic", "mcp")
@@ -399,6 +422,11 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("install-skill", "Install the skill text into an agent's skills folder.",
             "Install the skill text (SKILL.md and references/) into DEST/model-factory.", _install_arguments,
             _install),
+    Command("mcp-config", "Print an agent's MCP server entry for this installation.",
+            "Print the MCP server entry that starts this installation's `mcp` command, in the agent's own format "
+            "(claude-code: a `claude mcp add` command; cursor: mcp.json; codex: config.toml; claude-desktop: "
+            "claude_desktop_config.json), with an absolute command.", _mcp_config_arguments, _mcp_config),
+
     Command("tools", "Export the tool catalogue for other hosts (tools export).",
             "Export the tool catalogue for other hosts.", _tools_arguments, _tools),
 )}

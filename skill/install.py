@@ -1,21 +1,29 @@
-"""``model-factory install-skill``: copy the skill text where an agent looks for skills.
+"""Connecting an agent: ``model-factory install-skill`` copies the skill text where the agent
+looks for skills, ``model-factory mcp-config`` prints its MCP server entry.
 
 The skill is ``SKILL.md`` plus ``references/*.md`` (Agent Skills spec). It is installed
 into ``<dest>/<name>/``, where ``<name>`` is the ``name`` in SKILL.md's frontmatter (the spec
-requires the folder to be called like the skill). Sources: a wheel carries the files in
-``skill/pack/`` (pyproject ``force-include``); a source checkout has them at the repository
-root.
+requires the folder to be called like the skill). ``dest`` is the agent's skills folder
+(:data:`SKILL_FOLDERS`: per user, or per project with ``project``), or any folder given. Sources:
+a wheel carries the files in ``skill/pack/`` (pyproject ``force-include``); a source checkout
+has them at the repository root.
+
+Ownership: the installed folder holds a marker of ours (:data:`MARKER`: the version and each
+file's sha256). A folder without it (someone else's skill of the same name, a file, a symlink)
+is never replaced, ``force`` or not. Our own copy is upgraded when its files are as we wrote
+them, and replaced over local edits only with ``force``.
 
 Writes are atomic: the copy is built in a hidden temporary folder next to the target and
-renamed into place, so an agent never sees half a skill. An existing copy with the same
-files is left alone; a different one is replaced only with ``force`` (the old folder is
-renamed aside first and removed after the new one is in place).
+renamed into place, so an agent never sees half a skill (the old folder is renamed aside
+first and removed after the new one is in place).
 
 Exit codes of :func:`main`: 0 installed or already up to date, 3 refused or failed.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -27,17 +35,21 @@ from typing import Literal, TextIO
 
 from skill.exit_codes import EXIT_OK, EXIT_TOOL_ERROR
 
-#: Default skills folder (Claude Code, per user). Codex: ~/.codex/skills; per project: .claude/skills.
-DEFAULT_DEST = "~/.claude/skills"
+#: Each agent's skills folder: (per user, per project). Sources: the agents' skills documentation
+#: (Claude Code; Codex reads ~/.agents/skills and .agents/skills; Cursor; OpenCode).
+SKILL_FOLDERS: dict[str, tuple[str, str]] = {
+    "claude-code": ("~/.claude/skills", ".claude/skills"),
+    "codex": ("~/.agents/skills", ".agents/skills"),
+    "cursor": ("~/.cursor/skills", ".cursor/skills"),
+    "opencode": ("~/.config/opencode/skills", ".opencode/skills"),
+}
+#: Default skills folder (Claude Code, per user).
+DEFAULT_DEST = SKILL_FOLDERS["claude-code"][0]
+#: The file in an installed skill folder that says model-factory installed it (and which files).
+MARKER = ".model-factory-install.json"
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _FRONTMATTER = re.compile(r"\A---\r?\n(.*?)\r?\n---\r?\n", re.S)
 _NAME = re.compile(r"^name:\s*['\"]?([a-z0-9]+(?:-[a-z0-9]+)*)['\"]?\s*$", re.M)
-MCP_HINT = (
-    "The skill calls the mf_* tools. Register the MCP server with your agent, e.g.\n"
-    "  claude mcp add model-factory -- model-factory mcp\n"
-    "(Cursor, Codex, Claude Desktop: see the MCP section of the model-factory-skill README), or let a shell-using\n"
-    "agent run `model-factory <command> --json`."
-)
 
 
 class InstallError(Exception):
@@ -106,27 +118,67 @@ def _write_tree(folder: Path, files: dict[str, bytes]) -> None:
             os.fsync(handle.fileno())
 
 
+def skills_folder(agent: str, project: bool = False, cwd: Path | None = None) -> Path:
+    """``agent``'s skills folder: per user (under the home folder) or per project (under ``cwd``)."""
+    user, proj = SKILL_FOLDERS[agent]
+    return (cwd or Path.cwd()) / proj if project else Path(user).expanduser()
+
+
+def _marker(files: dict[str, bytes]) -> bytes:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ours = version("model-factory-skill")
+    except PackageNotFoundError:
+        ours = "source"
+    digests = {rel: hashlib.sha256(data).hexdigest() for rel, data in files.items()}
+    return (json.dumps({"installed_by": "model-factory-skill", "version": ours, "files": digests}, indent=2)
+            + "\n").encode()
+
+
+def _ours(target: Path) -> dict[str, str] | None:
+    """The files our marker in ``target`` records (``{path: sha256}``), or None when ``target`` is
+    not a plain folder holding our marker."""
+    if target.is_symlink() or not target.is_dir():
+        return None
+    try:
+        data = json.loads((target / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    files = data.get("files") if isinstance(data, dict) and data.get("installed_by") == "model-factory-skill" else None
+    return files if isinstance(files, dict) else None
+
+
 def install(dest: str | os.PathLike[str] = DEFAULT_DEST, *, force: bool = False,
             source: Path | None = None) -> Installed:
-    """Install the skill into ``<dest>/<name>/`` atomically.
+    """Install the skill into ``<dest>/<name>/`` atomically, with our marker.
 
     Returns ``unchanged`` when the same files are already there (nothing is written),
-    ``installed`` for a new copy, ``replaced`` when ``force`` replaced a different one.
-    Raises InstallError when a different copy (or a file, or a symlink) is in the way and
-    ``force`` is false, or when writing fails; nothing is left half-written either way.
+    ``installed`` for a new copy, ``replaced`` when our earlier copy was upgraded. Raises
+    InstallError when something we did not install is in the way (a folder without our marker, a
+    file, a symlink; ``force`` does not change that), when our copy was edited and ``force`` is
+    false, or when writing fails; nothing is left half-written either way.
     """
     files = pack_files(source)
     name = skill_name(files["SKILL.md"].decode("utf-8"))
     root = Path(dest).expanduser().resolve()
     target = root / name
     present = target.exists() or target.is_symlink()
-    if present and target.is_dir() and not target.is_symlink() and _existing_files(target) == files:
-        return Installed(target, "unchanged", tuple(files))
-    if present and not force:
-        what = "a different copy of the skill" if target.is_dir() and not target.is_symlink() else \
+    recorded = _ours(target) if present else None
+    if present and recorded is None:
+        what = "a folder model-factory did not install" if target.is_dir() and not target.is_symlink() else \
             "a file or symlink"
-        raise InstallError(f"{target} already holds {what}; nothing was changed. Run again with --force to "
-                           "replace it (its files are removed).")
+        raise InstallError(f"{target} already holds {what}; nothing was changed. Remove it yourself if it is not "
+                           "needed, or install into another folder (--dest).")
+    marker = _marker(files)
+    if recorded is not None:
+        existing = {rel: data for rel, data in _existing_files(target).items() if rel != MARKER}
+        if existing == files:
+            return Installed(target, "unchanged", tuple(files))
+        edited = {rel: hashlib.sha256(data).hexdigest() for rel, data in existing.items()} != recorded
+        if edited and not force:
+            raise InstallError(f"{target} holds model-factory's skill with local edits; nothing was changed. Run "
+                               "again with --force to replace it (the edits are lost).")
     try:
         root.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=root, prefix=f".{name}.new-"))
@@ -134,7 +186,7 @@ def install(dest: str | os.PathLike[str] = DEFAULT_DEST, *, force: bool = False,
         raise InstallError(f"Cannot write to {root}: {exc.strerror or exc}.") from None
     aside: Path | None = None
     try:
-        _write_tree(staging, files)
+        _write_tree(staging, {**files, MARKER: marker})
         os.chmod(staging, 0o755)
         if present:
             aside = Path(tempfile.mkdtemp(dir=root, prefix=f".{name}.old-")) / name
@@ -153,16 +205,93 @@ def install(dest: str | os.PathLike[str] = DEFAULT_DEST, *, force: bool = False,
     return Installed(target, "replaced" if present else "installed", tuple(files))
 
 
-def main(dest: str | os.PathLike[str] = DEFAULT_DEST, *, force: bool = False,
-         out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """Run ``install`` and print where the skill went and how to connect the tools."""
+# -- MCP server entries ---------------------------------------------------------------------
+
+#: Agents whose MCP entry ``mcp-config`` prints, and the file it belongs in.
+MCP_AGENTS: dict[str, str] = {
+    "claude-code": "a command to run with the claude CLI (it writes Claude Code's own configuration; for one "
+                   "project, the same entry as JSON goes in .mcp.json)",
+    "cursor": ".cursor/mcp.json in the project, or ~/.cursor/mcp.json",
+    "codex": "~/.codex/config.toml (or .codex/config.toml of a trusted project)",
+    "claude-desktop": "claude_desktop_config.json (macOS: ~/Library/Application Support/Claude/; Windows: "
+                      "%APPDATA%\\Claude\\)",
+}
+SERVER_NAME = "model-factory"
+
+
+def server_command() -> list[str]:
+    """The absolute command that starts this installation's MCP server: the ``model-factory`` a
+    person's PATH finds (when it is this installation), else this installation's console script,
+    else ``<python> -m skill``; then ``mcp``. MCP hosts do not read the shell's PATH, so it is
+    always absolute."""
+    from tools.core import PROGRAM, console_script, program
+
+    if program() == PROGRAM:
+        found = shutil.which(PROGRAM)
+        if found:
+            return [str(Path(found).absolute()), "mcp"]
+    script = console_script()
+    return [str(script), "mcp"] if script else [sys.executable, "-m", "skill", "mcp"]
+
+
+def mcp_entry(agent: str, home: Path | None = None) -> str:
+    """``agent``'s MCP server entry for this installation, in that agent's own format.
+
+    claude-code: a ``claude mcp add --scope user`` command; cursor: ``mcp.json``; codex: a
+    ``[mcp_servers.model-factory]`` table of ``config.toml``; claude-desktop:
+    ``claude_desktop_config.json``, with ``MODEL_FACTORY_STATE_DIR`` set (the app starts servers
+    outside any project folder, and ``approve`` needs the same folder)."""
+    import shlex
+
+    command, *args = server_command()
+    if agent == "claude-code":
+        return " ".join(["claude", "mcp", "add", "--scope", "user", SERVER_NAME, "--",
+                         *(shlex.quote(w) for w in [command, *args])])
+    if agent == "codex":
+        import tomlkit
+
+        table = tomlkit.table()
+        table.add("command", command)
+        table.add("args", args)
+        doc = tomlkit.document()
+        servers = tomlkit.table(is_super_table=True)
+        servers.add(SERVER_NAME, table)
+        doc.add("mcp_servers", servers)
+        return tomlkit.dumps(doc).strip()
+    entry: dict[str, object] = {"command": command, "args": args}
+    if agent == "claude-desktop":
+        state = (home or Path.home()) / ".model-factory"
+        entry["env"] = {"MODEL_FACTORY_STATE_DIR": str(state)}
+    return json.dumps({"mcpServers": {SERVER_NAME: entry}}, indent=2)
+
+
+def main(dest: str | os.PathLike[str] | None = None, *, agent: str = "claude-code", project: bool = False,
+         force: bool = False, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Run ``install`` into ``dest`` (default: ``agent``'s skills folder) and say how to connect the tools."""
+    from tools.core import shell_command
+
     out, err = out or sys.stdout, err or sys.stderr
+    folder = Path(dest) if dest is not None else skills_folder(agent, project)
     try:
-        result = install(dest, force=force)
+        result = install(folder, force=force)
     except InstallError as exc:
         print(f"Not installed: {exc}", file=err)
         return EXIT_TOOL_ERROR
-    said = {"installed": "Installed", "replaced": "Replaced", "unchanged": "Already up to date:"}[result.status]
+    said = {"installed": "Installed", "replaced": "Upgraded", "unchanged": "Already up to date:"}[result.status]
     print(f"{said} the {result.path.name} skill in {result.path} ({len(result.files)} files).", file=out)
-    print(MCP_HINT, file=out)
+    if agent in MCP_AGENTS:
+        connect = shell_command(["mcp-config", "--agent", agent])
+        print(f"The skill calls model-factory's tools: connect them with the MCP entry `{connect}` prints, or let "
+              f"the agent run the commands `{shell_command(['--help'])}` lists, with --json.", file=err)
+    else:
+        print(f"The skill calls model-factory's tools: let the agent run the commands `{shell_command(['--help'])}` "
+              "lists, with --json, or register `" + " ".join(server_command()) + "` as a local MCP server.", file=err)
+    return EXIT_OK
+
+
+def mcp_config_main(agent: str, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Print ``agent``'s MCP entry on stdout and where it goes on stderr."""
+    out, err = out or sys.stdout, err or sys.stderr
+    print(f"MCP server entry for {agent}: {MCP_AGENTS[agent]}.", file=err)
+    print(mcp_entry(agent), file=out)
     return EXIT_OK

@@ -7,10 +7,14 @@ the tool modules. `model-factory install-skill` is run as a user runs it.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 import shlex
 import subprocess
 import sys
+import tomllib
 import typing
 from pathlib import Path
 
@@ -209,7 +213,7 @@ def tree(folder: Path) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
-def test_install_skill_copies_the_pack_and_refuses_to_clobber(tmp_path):
+def test_install_skill_copies_the_pack_with_our_marker_and_upgrades_only_our_copy(tmp_path):
     front, _ = split_skill()
     dest = tmp_path / "skills"
     source = {"SKILL.md": SKILL_MD.read_bytes(),
@@ -218,8 +222,9 @@ def test_install_skill_copies_the_pack_and_refuses_to_clobber(tmp_path):
     first = run_cli("install-skill", "--dest", str(dest))
     assert first.returncode == 0, first.stderr
     target = dest / front["name"]
-    assert tree(target) == source
-    assert str(target) in first.stdout and "model-factory mcp" in first.stdout
+    assert tree(target) == {**source, installer.MARKER: (target / installer.MARKER).read_bytes()}
+    assert json.loads((target / installer.MARKER).read_text())["installed_by"] == "model-factory-skill"
+    assert str(target) in first.stdout and "mcp-config --agent claude-code" in first.stderr
     assert [p.name for p in dest.iterdir()] == [front["name"]], "no staging folder may be left behind"
 
     again = run_cli("install-skill", "--dest", str(dest))
@@ -234,30 +239,91 @@ def test_install_skill_copies_the_pack_and_refuses_to_clobber(tmp_path):
 
     forced = run_cli("install-skill", "--dest", str(dest), "--force")
     assert forced.returncode == 0, forced.stderr
-    assert tree(target) == source
+    assert {k: v for k, v in tree(target).items() if k != installer.MARKER} == source
     assert [p.name for p in dest.iterdir()] == [front["name"]]
 
 
-def test_install_refuses_a_file_or_symlink_in_the_way_and_force_never_follows_a_symlink(tmp_path):
+def test_an_older_copy_of_ours_is_upgraded_without_force(tmp_path):
+    result = installer.install(tmp_path)
+    marker = json.loads((result.path / installer.MARKER).read_text())
+    old = b"---\nname: model-factory\ndescription: an older text\n---\nold\n"
+    (result.path / "SKILL.md").write_bytes(old)
+    marker["files"]["SKILL.md"] = hashlib.sha256(old).hexdigest()  # as an older version would have recorded it
+    (result.path / installer.MARKER).write_text(json.dumps(marker))
+    upgraded = installer.install(tmp_path)
+    assert upgraded.status == "replaced" and (upgraded.path / "SKILL.md").read_bytes() == SKILL_MD.read_bytes()
+
+
+def test_a_folder_we_did_not_install_is_never_replaced_even_with_force(tmp_path):
     name = split_skill()[0]["name"]
-    blocker = tmp_path / "a" / name
+    theirs = tmp_path / "a" / name
+    theirs.mkdir(parents=True)
+    (theirs / "SKILL.md").write_text("someone else's skill")
+    for force in (False, True):
+        with pytest.raises(installer.InstallError, match="did not install"):
+            installer.install(tmp_path / "a", force=force)
+    assert (theirs / "SKILL.md").read_text() == "someone else's skill"
+
+    blocker = tmp_path / "b" / name
     blocker.parent.mkdir()
     blocker.write_text("not a skill")
-    with pytest.raises(installer.InstallError, match="--force"):
-        installer.install(tmp_path / "a")
-    assert blocker.read_text() == "not a skill"
-
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "keep.txt").write_text("keep me")
-    (tmp_path / "b").mkdir()
-    (tmp_path / "b" / name).symlink_to(elsewhere, target_is_directory=True)
-    with pytest.raises(installer.InstallError):
-        installer.install(tmp_path / "b")
-    result = installer.install(tmp_path / "b", force=True)
-    assert result.status == "replaced" and not result.path.is_symlink()
-    assert (elsewhere / "keep.txt").read_text() == "keep me", "force must replace the link, not what it points to"
-    assert tree(result.path) == installer.pack_files()
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / name).symlink_to(elsewhere, target_is_directory=True)
+    for folder in ("b", "c"):
+        with pytest.raises(installer.InstallError, match="file or symlink"):
+            installer.install(tmp_path / folder, force=True)
+    assert blocker.read_text() == "not a skill" and (elsewhere / "keep.txt").read_text() == "keep me"
+    assert (tmp_path / "c" / name).is_symlink()
+
+
+@pytest.mark.parametrize(("agent", "user", "project"), [
+    ("claude-code", ".claude/skills", ".claude/skills"),
+    ("codex", ".agents/skills", ".agents/skills"),
+    ("cursor", ".cursor/skills", ".cursor/skills"),
+    ("opencode", ".config/opencode/skills", ".opencode/skills"),
+])
+def test_install_skill_goes_to_each_agents_folder_per_user_or_per_project(agent, user, project, tmp_path):
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    env = {"PATH": os.environ["PATH"], "HOME": str(home)}
+    name = split_skill()[0]["name"]
+    for extra, where in (([], home / user), (["--project"], work / project)):
+        done = subprocess.run([sys.executable, "-m", "skill", "install-skill", "--agent", agent, *extra], env=env,
+                              cwd=work, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert (where / name / "SKILL.md").read_bytes() == SKILL_MD.read_bytes()
+
+
+# -- mcp-config ---------------------------------------------------------------------------
+
+
+def mcp_config(agent: str) -> str:
+    done = run_cli("mcp-config", "--agent", agent)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def starts_this_installation(command: list[str]) -> None:
+    assert Path(command[0]).is_absolute() and command[-1] == "mcp"
+    version = subprocess.run([*command[:-1], "--version"], capture_output=True, text=True, timeout=60)
+    assert version.returncode == 0 and version.stdout.startswith("model-factory-skill ")
+
+
+def test_mcp_config_prints_each_agents_entry_in_its_own_format_with_an_absolute_command():
+    claude = shlex.split(mcp_config("claude-code"))
+    assert claude[:6] == ["claude", "mcp", "add", "--scope", "user", "model-factory"] and claude[6] == "--"
+    starts_this_installation(claude[7:])
+    for agent in ("cursor", "claude-desktop"):
+        entry = json.loads(mcp_config(agent))["mcpServers"]["model-factory"]
+        starts_this_installation([entry["command"], *entry["args"]])
+    desktop = json.loads(mcp_config("claude-desktop"))["mcpServers"]["model-factory"]
+    assert Path(desktop["env"]["MODEL_FACTORY_STATE_DIR"]).is_absolute()
+    codex = tomllib.loads(mcp_config("codex"))["mcp_servers"]["model-factory"]
+    starts_this_installation([codex["command"], *codex["args"]])
 
 
 def test_the_wheel_layout_is_preferred_and_the_folder_follows_the_frontmatter_name(tmp_path, monkeypatch):
@@ -272,4 +338,4 @@ def test_the_wheel_layout_is_preferred_and_the_folder_follows_the_frontmatter_na
     assert installer.pack_dir() == pack
     result = installer.install(tmp_path / "dest")
     assert result.path == (tmp_path / "dest" / "renamed-skill").resolve()
-    assert sorted(tree(result.path)) == ["SKILL.md", "references/only.md"]
+    assert sorted(tree(result.path)) == [installer.MARKER, "SKILL.md", "references/only.md"]
