@@ -6,8 +6,10 @@ Where each part goes (STYLE.md §6):
 - stderr: the opening lines (what happened), ``Next:`` hints, notes (what was left out),
   errors with their ``Fix:``, progress bars. On a terminal they interleave with stdout in order.
 - stdout: the result's data: ``name  value`` facts and tables on a terminal; piped, the same as
-  tab-separated rows (a header row of field names above each table). Empty values and
-  bookkeeping (``truncated`` false, ``omitted`` 0, ``narrow_hint`` unset) are left out.
+  tab-separated rows (a header row of field names above each table; a result with rows keeps its
+  other facts on stderr, so ``| cut -f1`` reads ids only). Empty values and bookkeeping
+  (``truncated`` false, ``omitted`` 0, ``narrow_hint`` unset) are left out.
+
 
 Hints name tools for agents; a person reads commands. A hint's calls are structured
 (:class:`tools.errors.Call`, in ``next_calls``): each quoted call in the text is replaced by the
@@ -269,7 +271,10 @@ def show(view: View, out: terminal.Terminal | None = None, err: terminal.Termina
         blocks.append(view.lead if out.piped else
                       [w for line in view.lead for w in terminal.wrap(line, out.width, "  ")])
 
-    if pairs:
+    if pairs and out.piped and any(t.rows for t in view.tables):
+        for line in terminal.facts(pairs, out):  # piped, the rows are the data; the facts about them are context
+            err.print(line)
+    elif pairs:
         blocks.append(terminal.facts(pairs, out))
     for table in view.tables:
         if not table.rows:

@@ -125,10 +125,14 @@ def facts(pairs: list[tuple[str, str]], term: Terminal, indent: str = "") -> lis
     for name, value in pairs:
         head = f"{indent}{term.style(name.ljust(label), '1')}{_GAP}"
         hanging = " " * (len(indent) + label + len(_GAP))
-        if len(name) > label:  # a long name: the value starts on the next line
+        longest = max((len(w) for w in words(value)), default=0)
+        if len(name) > label or (term.width and longest > term.width - len(hanging)):
+            # a long name, or a word (path, id, command) wider than the room beside the labels: the value
+            # goes under the name, indented less, so the word fits the line when it can
             lines.append(indent + term.style(name, "1"))
-            lines += wrap(value, term.width, hanging)
+            lines += wrap(value, term.width, indent + "  ")
             continue
+
         body = wrap(value, term.width, hanging, first_indent=hanging)
         lines.append(head + body[0].lstrip() if body else head.rstrip())
         lines += body[1:]

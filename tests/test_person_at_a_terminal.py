@@ -1,0 +1,261 @@
+"""A person at a terminal: the main commands rendered in an 80-column pseudo-terminal and in a pipe,
+an install that puts ``model-factory`` on PATH (``uv tool install``), and every command the human
+output prints, run as printed in a shell whose PATH holds only that install and the system's own
+folders.
+
+The install test needs uv and the package registry (or uv's cache) for the dependencies; CI
+requires it (``MF_REQUIRE_INSTALL=1``), elsewhere it is skipped without uv.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import select
+import shlex
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+from skill import terminal
+from skill.demo import SCENARIOS
+from tools.configs import EXAMPLES_DIR
+from tools.core import Context
+from tools.launch import DispatchRunInput, PlanRunInput, approve_plan, dispatch_run, plan_run
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+BACKTICKED = re.compile(r"`([^`\n]+)`")
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+# -- a run to look at ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def world(emulator, tmp_path):
+    """The emulator with one completed run, a working folder, and the environment a person exports."""
+    home, work, state = tmp_path / "home", tmp_path / "work", tmp_path / "state"
+    for folder in (home, work, state):
+        folder.mkdir()
+    env = {"PRIME_API_KEY": emulator.api_key, "PRIME_API_BASE_URL": emulator.base_url,
+           "PRIME_TRACES_URL": emulator.base_url, "PRIME_FRONTEND_URL": emulator.base_url,
+           "PRIME_DISABLE_VERSION_CHECK": "1", "HOME": str(home), "MODEL_FACTORY_STATE_DIR": str(state),
+           "LANG": "C.UTF-8"}
+    ctx = Context(env=env, home=home, state_dir=state)
+    plan = plan_run(PlanRunInput(config_path=str(EXAMPLE), team="personal"), ctx)
+    run = dispatch_run(DispatchRunInput(plan_id=plan.plan_id, confirmation=approve_plan(plan.plan_id, "terminal", ctx)),
+                       ctx)
+    ctx.close()
+    emulator.state.advance(3600)
+    return {"env": env, "work": work, "run_id": run.run_id, "plan_id": plan.plan_id, "emulator": emulator}
+
+
+def main_commands(w: dict) -> list[list[str]]:
+    run = w["run_id"]
+    return [["preflight"], ["list-examples"], ["validate-config", "basic/reverse-text/rl"],
+            ["plan-run", "basic/reverse-text/rl", "--team", "personal"], ["list-runs"], ["get-run", run],
+            ["check-progress", run], ["get-metrics", run], ["list-checkpoints", run], ["list-traces", run],
+            ["summarize-logs", run], ["get-logs", run, "--tail-lines", "30"],
+            ["download-traces", run, str(w["work"] / "traces")], ["get-run", "no-such-run"]]
+
+
+# -- an 80-column pseudo-terminal -------------------------------------------------------------------
+
+
+def in_terminal(args: list[str], env: dict[str, str], cwd: Path, columns: int = 80, timeout: float = 300) -> str:
+    """Run ``args`` with stdin, stdout and stderr on a pseudo-terminal of ``columns`` x 24; its output."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    proc = subprocess.Popen(args, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd, close_fds=True)
+    os.close(slave)
+    out = b""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            elif proc.poll() is not None:
+                break
+        proc.wait(timeout=30)
+    finally:
+        os.close(master)
+    return ANSI.sub("", out.decode(errors="replace").replace("\r\n", "\n"))
+
+
+def split_tokens(text: str, tokens: list[str]) -> list[str]:
+    """Lines that end in the start of a token without holding the token: a split id or path."""
+    bad = []
+    for line in text.splitlines():
+        last = line.split()[-1] if line.split() else ""
+        bad += [line for t in tokens if 4 <= len(last) < len(t) and t.startswith(last) and t not in line]
+    return bad
+
+
+def test_the_main_commands_fit_80_columns_without_splitting_an_id_a_path_or_a_command(world):
+    env = {**world["env"], "PATH": os.environ["PATH"], "TERM": "xterm"}
+    tokens = [world["run_id"], world["plan_id"], str(EXAMPLE), str(world["work"] / "traces")]
+    for args in main_commands(world):
+        text = in_terminal([sys.executable, "-m", "skill", *args], env, world["work"])
+        assert "Traceback" not in text, text
+        assert not split_tokens(text, tokens + re.findall(r"\bc[a-z0-9]{24}\b", text)), (args, text)
+        wide = [line for line in text.splitlines() if len(line) > 80 and len(terminal.words(line)) > 1]
+        assert not wide, (args, wide)
+        for command in BACKTICKED.findall(text):  # a command in backticks is never broken over lines
+            assert "\n" not in command
+    overview = in_terminal([sys.executable, "-m", "skill", "list-runs"], env, world["work"])
+    assert world["run_id"] in overview and "COMPLETED" in overview
+
+
+def test_the_demo_of_a_failed_run_fits_80_columns(tmp_path):
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TERM": "xterm"}
+    text = in_terminal([sys.executable, "-m", "skill", "demo", "--scenario", "failed"], env, tmp_path)
+    assert "Failure analysis" in text and "failed (FAILED" in text, text
+    run_id = re.search(r"run (c[a-z0-9]{24}) created", text)[1]
+    assert not split_tokens(text, [run_id])
+    assert not [line for line in text.splitlines() if len(line) > 80 and len(terminal.words(line)) > 1]
+
+
+def test_piped_output_is_tab_separated_data_without_padding_or_colour(world):
+    env = {**world["env"], "PATH": os.environ["PATH"], "TERM": "xterm"}
+    for args in main_commands(world):
+        done = subprocess.run([sys.executable, "-m", "skill", *args], env=env, cwd=world["work"],
+                              capture_output=True, text=True, timeout=300)
+        assert "\x1b[" not in done.stdout + done.stderr, args
+        assert not [line for line in done.stdout.splitlines() if line != line.rstrip()], args
+        if args[0] in ("list-runs", "list-examples", "list-checkpoints", "list-traces"):
+            rows = [line.split("\t") for line in done.stdout.splitlines() if line]
+            assert len(rows) > 1 and len({len(r) for r in rows}) == 1, (args, done.stdout)
+            assert all("  " not in cell for row in rows for cell in row), args
+    runs = subprocess.run([sys.executable, "-m", "skill", "list-runs"], env=env, cwd=world["work"],
+                          capture_output=True, text=True, timeout=120)
+    assert runs.stdout.splitlines()[1].split("\t")[0] == world["run_id"]  # `| cut -f1` gives the ids
+
+
+# -- installed with uv tool install ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory) -> Path:
+    """``uv tool install`` of this checkout into temporary tool folders; the folder holding the
+    ``model-factory`` a person's PATH would find."""
+    uv = shutil.which("uv")
+    if uv is None:
+        if os.environ.get("MF_REQUIRE_INSTALL") == "1":
+            pytest.fail("uv is not on PATH: the install test cannot run")
+        pytest.skip("uv is not on PATH")
+    base = tmp_path_factory.mktemp("uv-tool")
+    env = {**os.environ, "UV_TOOL_DIR": str(base / "tools"), "UV_TOOL_BIN_DIR": str(base / "bin")}
+    env.pop("VIRTUAL_ENV", None)
+    done = subprocess.run([uv, "tool", "install", "--python", sys.executable, str(ROOT)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        pytest.fail(f"uv tool install failed: {done.stderr[-2000:]}")
+    assert (base / "bin" / "model-factory").exists()
+    return base / "bin"
+
+
+def persons_shell(bin_dir: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a person's shell: the installed tool and the system's folders on PATH."""
+    return {"PATH": f"{bin_dir}:{SYSTEM_PATH}", "LANG": "C.UTF-8", **(extra or {})}
+
+
+def shell(command: str, env: dict[str, str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(["/bin/sh", "-c", command], env=env, cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_a_uv_tool_install_puts_model_factory_on_the_persons_path(installed, tmp_path):
+    env = persons_shell(installed, {"HOME": str(tmp_path)})
+    version = shell("model-factory --version", env, tmp_path)
+    assert version.returncode == 0 and version.stdout.startswith("model-factory-skill "), version.stderr
+    help_ = shell("model-factory approve --help", env, tmp_path)
+    assert help_.returncode == 0 and "PLAN_ID" in help_.stdout
+    # the installation names itself bare: the person's shell finds it
+    refused = shell("model-factory approve plan_000000000000 --json", env, tmp_path)
+    assert "Run `model-factory approve plan_000000000000`" in refused.stderr
+
+
+# -- every command printed works as printed -----------------------------------------------------------
+
+
+def printed_commands(text: str) -> list[tuple[str, str]]:
+    """``(command, the line around it)`` for each command in backticks."""
+    flat = " ".join(text.split())
+    return [(m[1], flat[max(0, m.start() - 200):m.end() + 200]) for m in BACKTICKED.finditer(flat)]
+
+
+def ours(command: str) -> bool:
+    """A command of ours: ``[VAR=value ...] model-factory ...`` (bare or an absolute path)."""
+    words = shlex.split(command)
+    while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", words[0]):
+        words.pop(0)
+    return bool(words) and Path(words[0]).name == "model-factory"
+
+
+def run_as_printed(command: str, env: dict[str, str], cwd: Path) -> int:
+    """Run ``command`` in a shell as printed; a server (emulator, mcp) still running after 10 s counts as started."""
+    proc = subprocess.Popen(["/bin/sh", "-c", command], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        return proc.wait(timeout=10 if " emulator" in command or command.endswith(" mcp") else 180)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+        return 0
+
+
+def test_every_command_the_human_output_prints_runs_as_printed(installed, world):
+    env = persons_shell(installed, world["env"])
+    work = world["work"]
+    outputs: list[str] = []
+
+    def person(command: str) -> subprocess.CompletedProcess:
+        done = shell(command, env, work, timeout=400)
+        assert "Traceback" not in done.stderr, done.stderr
+        outputs.append(done.stdout + done.stderr)
+        return done
+
+    person("model-factory preflight")
+    person("model-factory list-examples")
+    person("model-factory prepare-config basic/reverse-text/rl my-run.toml")
+    person("model-factory validate-config my-run.toml")
+    person("model-factory plan-run my-run.toml")  # owner not named: the fix names the choices
+    planned = person("model-factory plan-run my-run.toml --team personal")
+    plan_id = re.search(r"Planned (plan_[0-9a-f]+)", planned.stderr)[1]
+    person(f"model-factory dispatch-run {plan_id}")  # no confirmation yet: the fix names the approval
+    for args in main_commands(world):
+        person(shlex.join(["model-factory", *args]))
+    for scenario in SCENARIOS:  # on the running emulator, so the commands they print keep working
+        person(f"model-factory demo --scenario {scenario} --dest demo-{scenario}")
+
+    human = "\n".join(outputs)
+    assert "mf_" not in human and not re.search(r"\b[a-z_]+='[^']*'", human)
+    commands = printed_commands(human)
+    run_ids = {c for c, _ in commands if ours(c)}
+    assert len(run_ids) >= 20, sorted(run_ids)  # plenty of hints were printed and will be run
+    failures = []
+    for command in sorted(run_ids):
+        code = run_as_printed(command, env, work)
+        if code in (127, 2):
+            failures.append((code, command))
+    assert not failures, failures
+    for command, around in commands:
+        if command.startswith("prime "):
+            assert "prime CLI" in around, around
