@@ -158,9 +158,9 @@ with warnings.catch_warnings():
             "A prime-rl checkout (git clone + uv sync) whose schema to use: run there as `uv run --no-sync python`, "
             "its git HEAD reported as the schema commit. Null: PRIME_RL_DIR, or the working folder's checkout."))
         image_tag: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", description=(
-            "schema='prime' only: the --image-tag of the intended launch (default: the TOML's image_tag)."))
+            "With schema prime only: the --image-tag of the intended launch (default: the TOML's image_tag)."))
         source_ref: str | None = Field(default=None, max_length=200, description=(
-            "schema='prime' only: the --ref of the intended launch, a prime-rl branch, tag or commit (default: "
+            "With schema prime only: the --ref of the intended launch, a prime-rl branch, tag or commit (default: "
             "the TOML's source_ref)."))
         timeout_seconds: float | None = Field(default=None, gt=0, le=900, description=(
             "Seconds the schema check may take: for real, the interpreter's start (importing prime-rl takes "

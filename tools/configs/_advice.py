@@ -56,10 +56,10 @@ def advise(finding: Finding, raw: Mapping[str, Any], mode: Mode) -> tuple[str, s
         return finding.message, rule.fix
     if finding.rule.startswith("backend:prime_"):
         return finding.message, ("Fix what the message names (prime on PATH, PRIME_API_KEY, uv and GitHub for its "
-                                 "schema venv), or pass schema='real' or schema='snapshot'.")
+                                 "schema venv), or set the schema argument to real or snapshot.")
     if finding.stage == "backend":
         return finding.message, ("Point MODEL_FACTORY_SCHEMA_PYTHON or prime_rl_dir at a working prime-rl, or pass "
-                                 "schema='snapshot' to check against the shipped schema only.")
+                                 "the schema argument snapshot to check against the shipped schema only.")
     if finding.severity == "note":
         return finding.message, None
     return finding.message, _fix_by_kind(finding)

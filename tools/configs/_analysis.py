@@ -43,9 +43,9 @@ _NOTES = {
     "snapshot": "Checked against the JSON Schema snapshot of prime-rl {commit} shipped with model-factory-skill, with "
                 "its validators mirrored, the way prime train validate 0.18.0 runs them. Values inside an "
                 "environment's env table are checked only for the tasksets the snapshot knows; the platform "
-                "checks them when the run starts. For prime-rl's own classes, pass schema='real' with a prime-rl "
-                "checkout (prime_rl_dir, PRIME_RL_DIR) or MODEL_FACTORY_SCHEMA_PYTHON; schema='prime' runs "
-                "prime train validate.",
+                "checks them when the run starts. For prime-rl's own classes, set the schema argument to real with a "
+                "prime-rl checkout (prime_rl_dir, PRIME_RL_DIR) or MODEL_FACTORY_SCHEMA_PYTHON; schema prime runs "
+                "prime train validate (needs the prime CLI).",
     "structural": "Only this package's rules ran: the schema snapshot could not check this file (see the "
                   "warnings). Run prime train validate {path} for the full check (needs the prime CLI, uv and "
                   "PRIME_API_KEY).",

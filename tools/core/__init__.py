@@ -26,10 +26,10 @@ from tools.core._runs import (
 __all__ = [
     "Approver",
     "Context",
-    "NO_DASHBOARD",
     "INT64_MAX",
     "MAX_SECONDS_PER_STEP",
     "MAX_STEPS",
+    "NO_DASHBOARD",
     "OUTPUT_BUDGET_CHARS",
     "Owner",
     "PERSONAL",
