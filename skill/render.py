@@ -323,11 +323,16 @@ def render_error(error: Any, err: terminal.Terminal | None = None) -> None:
 
 
 def view_of(name: str, result: BaseModel) -> View:
-    """The view of ``result`` of tool ``name``: the generic one, shaped by the tool's own view."""
+    """The view of ``result`` of tool ``name``: the generic one, shaped by the tool's own view; a
+    result still without an opening line says how many rows its first list has."""
     view = generic_view(result)
     build = _VIEWS.get(name)
     if build is not None:
         build(result, view)
+    if not view.opening:
+        first = next((t for t in view.tables if t.rows), None)
+        view.opening = [f"{len(first.rows)} {(first.title or first.name).replace('_', ' ')}." if first else
+                        f"{registry.get(name).command}: nothing to list." if name in _LISTS else "Done."]
     return view
 
 
@@ -526,7 +531,45 @@ def _download(r: Any, v: View) -> None:
         v.facts.append(("steps_without_traces", steps))
 
 
+def _summarize_logs(r: Any, v: View) -> None:
+    errors = sum(c.counts.error + c.counts.critical for c in r.components)
+    warnings = sum(c.counts.warning for c in r.components)
+    v.opening = [f"Logs of run {r.run_id} ({r.status}): {_count(errors, 'error line')}, "
+                 f"{_count(warnings, 'warning line')} in {_count(len(r.components), 'component')}."]
+    v.drop("run_id", "status")
+    table = v.table("components")
+    if table:
+        table.rows = [{**c, "errors": c["counts"].error + c["counts"].critical, "warnings": c["counts"].warning}
+                      for c in table.rows]
+        table.columns, table.keep = ["component", "lines_read", "errors", "warnings", "note"], 2
+    for c in r.components:
+        if c.messages:
+            rows = [dict(m) for m in c.messages]
+            v.tables.append(Table(f"messages_{c.component}", rows, ["level", "count", "example"], keep=3,
+                                  title=f"{c.component}: distinct messages"))
+    noisy = next((c.component for c in r.components if c.counts.error + c.counts.critical), None)
+    if noisy:
+        component, _, env = noisy.partition("/")
+        logs = call("mf_get_logs", run_id=r.run_id, component=component, env_name=env or None, level="ERROR")
+        v.hint(f"The error lines themselves: {logs}.", logs)
+
+
+def _list_launches(r: Any, v: View) -> None:
+    v.opening = [f"{_count(len(r.launches), 'launch')} in the ledger {r.ledger_path}." if r.launches else
+                 f"No launches recorded in {r.ledger_path}."]
+    v.drop("ledger_path")
+    table = v.table("launches")
+    if table:
+        table.columns, table.keep = ["plan_id", "status", "run_id", "outcome", "action", "last_activity"], 2
+
+
+#: Tools whose result is a list (an empty one says so).
+_LISTS = frozenset({"mf_list_models", "mf_list_gpus", "mf_list_volumes", "mf_list_teams"})
+
 _VIEWS: dict[str, Callable[[Any, View], None]] = {
+    "mf_summarize_logs": _summarize_logs,
+    "mf_list_launches": _list_launches,
+
     "mf_preflight": _preflight,
     "mf_list_examples": _list_examples,
     "mf_validate_config": _validate,
