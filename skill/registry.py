@@ -189,12 +189,21 @@ TOOLS: tuple[ToolSpec, ...] = (
           positional=("run_id",)),
     _spec("get_logs", "monitor",
           "Read a bounded tail of one component's logs (orchestrator, trainer, inference, "
-          "env-server) with optional search/level/since filters. Prefer mf_summarize_logs "
-          "first; never pull everything.", positional=("run_id",)),
+          "env-server) with optional search/level/since filters. Filters see only the last 15 minutes unless "
+          "since_seconds widens them (up to 24 h); the result says which window applied. Prefer "
+          "mf_summarize_logs first; never pull everything.", positional=("run_id",)),
     _spec("summarize_logs", "monitor",
-          "Summarize recent logs of every component: counts by level, distinct errors and "
-          "warnings with first/last seen, tracebacks. Use before mf_get_logs.",
+          "Find every distinct error the run has logged, in every component and env server, as far back as the "
+          "logs API reaches (24 h): count, first and last seen, one traceback each, plus the main warnings, in at "
+          "most 6,000 characters; says how far back it looked and where a cap cut. Use it first when a run fails "
+          "or misbehaves, before mf_get_logs.",
           positional=("run_id",)),
+    _spec("export_logs", "monitor",
+          "Save every component's and env server's logs of a run to files under dest (scrubbed of secrets), with a "
+          "manifest saying where the logs API's caps (5,000 lines per read, 24 h back) cut them. Export while the "
+          "run's pods still exist, e.g. right after it ends or before stopping it: logs go when they go. Resumable "
+          "(repeat the same call). For a digest of the errors use mf_summarize_logs instead.",
+          read_only=False, idempotent=True, positional=("run_id", "dest"), long_running=True),
     _spec("get_metrics", "monitor",
           "Read per-step metrics (reward, loss, entropy, ...) for a step range, downsampled to "
           "fit the output budget. Use it to judge whether the model learns; for a picture use "

@@ -188,6 +188,9 @@ def test_no_canary_leaves_through_any_tool_or_command(emu, tmp_path):
     assert "[REDACTED:WANDB_API_KEY]" in echoed.model_dump_json()  # the echo came through, scrubbed
     summary = call("mf_summarize_logs", {"run_id": run_a})
     assert "[REDACTED:MF_CANARY_LOG_SECRET]" in summary.model_dump_json()
+    exported = call("mf_export_logs", {"run_id": run_a, "dest": "logs-a"})
+    assert "[REDACTED:WANDB_API_KEY]" in (project / "logs-a" / "trainer.log").read_text()  # files are scrubbed too
+    assert exported.lines_written > 0
     call("mf_get_metrics", {"run_id": run_a})
     call("mf_plot_metrics", {"run_id": run_a, "dest": "plots/a.png"})
     call("mf_list_checkpoints", {"run_id": run_a})
@@ -261,7 +264,8 @@ def test_no_canary_leaves_through_any_tool_or_command(emu, tmp_path):
     for i, j in enumerate(([], ["--json"])):
         jobs += [(["prepare-config", "basic/reverse-text/rl", f"prep{i}.toml", *j], 0),
                  (["plot-metrics", run_a, "--dest", f"plots/cli{i}.png", *j], 0),
-                 (["download-traces", run_a, f"traces-cli{i}", *j], 0)]
+                 (["download-traces", run_a, f"traces-cli{i}", *j], 0),
+                 (["export-logs", run_a, f"logs-cli{i}", *j], 0)]
     with ThreadPoolExecutor(3) as pool:
         exits = list(pool.map(lambda job: cli(*job[0]).returncode, jobs))
     assert [(args, code) for (args, code), got in zip(jobs, exits, strict=True) if got != code] == []

@@ -1,5 +1,6 @@
-"""Log tools: parsing as ``prime train logs`` does, mf_get_logs filters and budget, the
-not-started path, and mf_summarize_logs on the crash-loop and failure scenarios.
+"""Log tools: parsing as ``prime train logs`` does, mf_get_logs filters, windows and budget, a
+wrong env-server name, the not-started path, and mf_summarize_logs on the crash-loop and failure
+scenarios (a day-long run: test_logs_at_scale.py).
 
 Real HTTP against the emulator (clock frozen, moved with ``advance``); runs are created from
 the bundled prime-rl example ``basic/reverse-text/rl.toml``.
@@ -102,10 +103,12 @@ def test_normalise_masks_numbers_ids_and_times_so_repeats_group():
     b = monitor.normalise("Back-off restarting failed container env-7 (restart 13) at 2026-08-20T12:05:09Z")
     assert a == b == "Back-off restarting failed container env-<n> (restart <n>) at <time>"
     assert monitor.normalise("run cabcdefghijklmnopqrstuvw1 upload 3f0c00aa11bb") == "run <id> upload <hex>"
-    d = monitor.digest(monitor.parse_logs("\n".join(
-        json.dumps({"timestamp": f"t{i}", "level": "ERROR", "message": f"restart {i}"}) for i in range(5))).lines)
-    assert [(g.pattern, g.count, g.first_seen, g.last_seen) for g in d.groups] == [("restart <n>", 5, "t0", "t4")]
-    assert d.counts == {"ERROR": 5}
+    table = monitor.Signatures()
+    for line in monitor.parse_logs("\n".join(json.dumps({"timestamp": f"t{i}", "level": "ERROR", "message":
+                                                          f"restart {i}"}) for i in range(5))).lines:
+        table.add("trainer", line)
+    assert [(s.component, s.pattern, s.count, s.first_seen, s.last_seen) for s in table.found()] == [
+        ("trainer", "restart <n>", 5, "t0", "t4")]
 
 
 # -- mf_get_logs ----------------------------------------------------------------------------------
@@ -117,7 +120,9 @@ def test_not_started_is_a_normal_result_after_one_request(ctx, emulator, launch)
     result = call(ctx, "mf_get_logs", run_id=run_id)
     assert not isinstance(result, ToolError)
     assert result.available is False and result.lines == []
-    assert "mf_wait_for_run" in result.note and "until running" in result.note
+    assert [(c.tool, c.arguments) for c in result.next_calls] == [("mf_wait_for_run", {"run_id": run_id,
+                                                                                      "until": "running"})]
+    assert str(result.next_calls[0]) in result.note
     assert counter.hits == 1
 
 
@@ -158,7 +163,8 @@ def test_filters_level_search_regex_since(ctx, emulator, launch):
     recent = call(ctx, "mf_get_logs", run_id=run_id, component="trainer", since_seconds=60)
     assert [ln.message.split(" |")[0] for ln in recent.lines] == ["Step 13/20", "Step 14/20"]
     none = call(ctx, "mf_get_logs", run_id=run_id, search="no such text anywhere", since_seconds=3600)
-    assert none.lines == [] and none.note == "No log lines matched."
+    assert none.lines == [] and none.window_seconds == 3600 and none.note.startswith("No log lines matched in the "
+                                                                                      "last 60.0 min")
 
 
 @pytest.mark.parametrize("arguments, path", [
@@ -209,45 +215,92 @@ def test_output_budget_keeps_the_newest_lines(ctx, emulator, launch):
     assert result.lines[-1] == newest.lines[0]
 
 
-# -- mf_summarize_logs ----------------------------------------------------------------------------
+def test_a_filtered_read_after_the_run_ended_says_the_window_that_applied_and_how_to_widen_it(ctx, emulator, launch):
+    run_id = launch()
+    emulator.state.advance(at_step(20) + 10 + 3600)  # COMPLETED an hour ago
+    result = call(ctx, "mf_get_logs", run_id=run_id, level="WARNING")
+    assert result.lines == [] and result.window_seconds == 900
+    assert ("No log lines matched in the last 15.0 min (the window of filtered reads, the server's default)"
+            in result.note)
+    assert "The run ended 60.0 min ago, before this window." in result.note
+    [wider] = result.next_calls
+    assert wider.tool == "mf_get_logs" and wider.arguments["level"] == "WARNING"
+    assert wider.arguments["since_seconds"] >= 3600 + 20 * STEP and str(wider) in result.note
+    widened = call(ctx, "mf_get_logs", **wider.arguments)
+    assert [ln.level for ln in widened.lines] == ["WARNING"] * 2 and widened.window_seconds == wider.arguments[
+        "since_seconds"]
+
+
+def test_a_run_that_ended_beyond_a_day_is_read_unfiltered(ctx, emulator, launch):
+    run_id = launch()
+    emulator.state.advance(at_step(20) + 10 + 2 * 86400)
+    result = call(ctx, "mf_get_logs", run_id=run_id, level="WARNING", since_seconds=86400)
+    assert result.lines == [] and "widest window the logs API searches (24 h)" in result.note
+    [unfiltered] = result.next_calls
+    assert "level" not in unfiltered.arguments and "since_seconds" not in unfiltered.arguments
+    assert call(ctx, "mf_get_logs", **unfiltered.arguments).lines  # the newest lines, whatever their age
+
+
+def test_a_wrong_env_server_name_lists_the_run_s_env_servers(ctx, emulator, launch):
+    run_id = launch()
+    emulator.state.advance(at_step(2))
+    wrong = call(ctx, "mf_get_logs", run_id=run_id, env_name="reverse-txt")
+    assert isinstance(wrong, ToolError) and wrong.code == "not_found"
+    assert "has no env server named 'reverse-txt'. Its env servers: reverse-text." in wrong.message
+    assert [c.arguments["env_name"] for c in wrong.next_calls] == ["reverse-text"]
+    run_gone = call(ctx, "mf_get_logs", run_id="cnothere000000000000000000", env_name="reverse-text")
+    assert isinstance(run_gone, ToolError) and run_gone.code == "not_found" and "No run" in run_gone.message
+    assert "env server" not in run_gone.message
+
+
+def test_a_read_that_hits_its_tail_says_older_lines_were_left_out(ctx, emulator, launch):
+    run_id = launch()
+    emulator.state.advance(at_step(6))
+    result = call(ctx, "mf_get_logs", run_id=run_id, component="trainer", tail_lines=3)
+    assert len(result.lines) == 3 and "capped at tail_lines=3" in result.note
+
+
+# -- mf_summarize_logs (short runs; a day-long run in test_logs_at_scale.py) --------------------------
+
+
+def by_pattern(result) -> dict:
+    return {(s.component, s.pattern): s for s in result.errors + result.warnings}
 
 
 def test_summary_of_a_crash_looping_env_server(ctx, emulator, launch):
     run_id = launch("crash_loop", at_step=2)
     emulator.state.advance(at_step(2) + 600)
     result = call(ctx, "mf_summarize_logs", run_id=run_id)
-    by_name = {c.component: c for c in result.components}
-    assert list(by_name) == ["orchestrator", "trainer", "inference", "env-server/reverse-text"]
-    env = by_name["env-server/reverse-text"]
+    assert [s.component for s in result.streams] == ["orchestrator", "trainer", "inference", "env-server/reverse-text"]
     stored = [json.loads(ln.text)["message"] for ln in emulator.state.run(run_id).logs
               if ln.component == "env-server" and ln.level == "ERROR"]
-    assert env.counts.error == len(stored) > 10
-    groups = {g.pattern: g for g in env.messages}
-    backoff = groups["Back-off restarting failed container env-server-reverse-text (restart <n>)"]
+    env = next(s for s in result.streams if s.component == "env-server/reverse-text")
+    assert env.error_lines == len(stored) > 10
+    found = by_pattern(result)
+    backoff = found[("env-server/reverse-text", "Back-off restarting failed container env-server-reverse-text "
+                                                "(restart <n>)")]
     assert backoff.count == sum(1 for m in stored if m.startswith("Back-off restarting")) > 5
     assert backoff.first_seen < backoff.last_seen
-    assert "ModuleNotFoundError: No module named 'reverse_text'" in env.last_traceback
-    orch = by_name["orchestrator"]
-    assert orch.counts.warning > 0 and orch.counts.error == 0
-    assert any(g.pattern == "Still waiting for env server reverse-text (<n> attempts)" and g.count > 1
-               for g in orch.messages)
-    assert size(result) <= OUTPUT_BUDGET_CHARS and not result.truncated
+    assert any("ModuleNotFoundError: No module named 'reverse_text'" in (s.traceback or "") for s in result.errors)
+    waiting = found[("orchestrator", "Still waiting for env server reverse-text (<n> attempts)")]
+    assert waiting.level == "WARNING" and waiting.count > 1
+    assert result.covers_whole_run and result.caps == [] and size(result) <= 6000
 
 
 def test_summary_of_a_failure_names_the_oom(ctx, emulator, launch):
     run_id = launch("fail", at_step=4)
     emulator.state.advance(at_step(5))
     result = call(ctx, "mf_summarize_logs", run_id=run_id, components=["trainer", "orchestrator"])
-    assert result.status == "FAILED"
-    trainer, orch = result.components
-    assert trainer.component == "trainer" and trainer.counts.error == 2
-    assert trainer.messages[0].level == "ERROR"
-    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate <n> GiB"
-    assert oom in {g.pattern for g in trainer.messages}
-    assert [g.example for g in orch.messages] == ["Trainer exited unexpectedly during step 4: trainer pod OOMKilled"]
+    assert result.status == "FAILED" and [s.component for s in result.streams] == ["trainer", "orchestrator"]
+    trainer_errors = [s for s in result.errors if s.component == "trainer"]
+    assert sum(s.count for s in trainer_errors) == 2
+    assert any(s.pattern.startswith("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate <n> GiB")
+               for s in trainer_errors)
+    assert [s.example or s.pattern for s in result.errors if s.component == "orchestrator"] == [
+        "Trainer exited unexpectedly during step 4: trainer pod OOMKilled"]
 
 
-def test_summary_stays_in_budget_on_a_long_crash_loop(ctx, emulator, launch):
+def test_summary_stays_within_6000_characters_on_hundreds_of_distinct_errors(ctx, emulator, launch):
     run_id = launch("crash_loop", at_step=1)
     run = emulator.state.run(run_id)
     emulator.state.advance(at_step(1) + 3000)
@@ -256,15 +309,15 @@ def test_summary_stays_in_budget_on_a_long_crash_loop(ctx, emulator, launch):
         run.logs.append(make_line(now, emulator.state.clock.iso(now), "trainer", "ERROR",
                                   f"distinct failure kind {'x' * (i % 40)} " + "detail " * 60))
     result = call(ctx, "mf_summarize_logs", run_id=run_id, components=["trainer", "env-server"])
-    assert size(result) <= OUTPUT_BUDGET_CHARS
-    assert result.truncated and result.omitted > 0
-    trainer = result.components[0]
-    assert trainer.counts.error == 300 and trainer.messages_omitted == 40 - len(trainer.messages)
+    assert size(result) <= 6000
+    assert result.truncated and result.omitted > 0 and "mf_export_logs" in result.narrow_hint
+    trainer = next(s for s in result.streams if s.component == "trainer")
+    assert trainer.error_lines == 300 and len([s for s in result.errors if s.component == "trainer"]) < 40
 
 
-def test_summary_before_start_reports_each_component_unavailable(ctx, launch):
+def test_summary_before_start_reports_each_component_unread(ctx, launch):
     run_id = launch()
     result = call(ctx, "mf_summarize_logs", run_id=run_id)
-    assert result.status == "QUEUED"
-    assert [c.available for c in result.components] == [False] * 4
-    assert all(c.note == "Not started yet: no logs." for c in result.components)
+    assert result.status == "QUEUED" and not result.covers_whole_run
+    assert [s.read for s in result.streams] == [False] * 4
+    assert all(s.note == "not started yet: no logs" for s in result.streams)

@@ -82,6 +82,9 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature("sandbox_timeout", "env-server", "Sandbox command timed out after 30s (task task-{n})",
               0.55, 0.85, 25, env=-1),
 )
+#: The ``storm`` of a long run: one more signature, ``storm`` times within ``storm_seconds`` around mid-run
+#: (more ERROR lines than one logs read returns).
+STORM_MESSAGE = "Heartbeat from the trainer missed: no weights for {n} ms"
 
 #: Routine lines per component: (level, template), cycled by line index.
 ROUTINE: dict[str, tuple[tuple[str, str], ...]] = {
@@ -157,6 +160,8 @@ class LogVolume:
             at that rate until the run ends).
         lines: routine lines per ``hours``, all components together (rounded up per stream).
         errors: whether the :data:`SIGNATURES` occur.
+        storm, storm_seconds: that many more ERROR lines (:data:`STORM_MESSAGE`, orchestrator) within that many
+            seconds around mid-run.
         components: the run's components other than env servers; ``env_names`` its env servers.
         epoch: wall time of simulated second 0 (for timestamps).
         step_at: the training step at a simulated time (for messages).
@@ -164,7 +169,7 @@ class LogVolume:
 
     def __init__(self, *, run_id: str, start: float, hours: float, lines: int, errors: bool,
                  components: list[str], env_names: list[str], epoch: float,
-                 step_at: Callable[[float], int]) -> None:
+                 step_at: Callable[[float], int], storm: int = 0, storm_seconds: float = 3600.0) -> None:
         self.start, self.span, self.epoch, self.step_at = start, hours * 3600.0, epoch, step_at
         self._dates: dict[int, str] = {}
         #: How many lines have been generated so far (the lazy-generation hook).
@@ -179,6 +184,10 @@ class LogVolume:
                 salt = _salt(run_id, f"stream-{index}")
                 self.streams.append(_Stream(component, env, self.span / count, salt, _stream_parts(component, env)))
         self.signatures: list[tuple[Signature, str | None, int]] = []
+        if storm and "orchestrator" in components:
+            half = min(0.5, storm_seconds / self.span / 2)
+            self.signatures.append((Signature("storm", "orchestrator", STORM_MESSAGE, 0.5 - half, 0.5 + half, storm),
+                                    None, _salt(run_id, "storm")))
         if errors:
             for sig in SIGNATURES:
                 if sig.component == "env-server":

@@ -23,7 +23,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "image_pull_slow": {"seconds": 600.0, "image": None},
     "image_pull_backoff": {"image": None, "fail_after_seconds": 900.0},
     "slow_stop": {"seconds": 60.0},
-    "long_run": {"hours": 24.0, "lines": 210_000, "errors": True},
+    "long_run": {"hours": 24.0, "lines": 210_000, "errors": True, "storm": 0, "storm_seconds": 3600.0},
     "many_traces": {"count": 2000, "trace_bytes": 100_000, "total_bytes": 0, "per_episode": 4},
 }
 
@@ -82,6 +82,8 @@ def scenario(name: str, **params: Any) -> dict[str, Any]:
         _number(merged, "lines", 0, 50_000_000, integer=True)
         if not isinstance(merged["errors"], bool):
             raise ValueError("errors must be true or false")
+        _number(merged, "storm", 0, 10_000_000, integer=True)
+        _number(merged, "storm_seconds", 1, 30 * 86400)
     if name == "many_traces":
         _number(merged, "count", 1, 10_000_000, integer=True)
         _number(merged, "trace_bytes", 2048, 1 << 34, integer=True)

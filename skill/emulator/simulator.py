@@ -726,7 +726,7 @@ class SimRun:
             self._volume = (key, LogVolume(
                 run_id=self.id, start=self.started_at, hours=params["hours"], lines=params["lines"],
                 errors=params["errors"], components=self.components, env_names=self.env_names, epoch=self.epoch,
-                step_at=self.step_at))
+                step_at=self.step_at, storm=params["storm"], storm_seconds=params["storm_seconds"]))
         return self._volume[1]
 
     def read_logs(self, now: float, params: dict[str, str]) -> str:

@@ -3,13 +3,15 @@ checkpoints, wait for it, read and summarise its logs, read and plot its metrics
 in time and in output size (output budget: :mod:`tools.core`).
 
 Public modules hold the tools: ``runs`` (get_run, list_runs, list_checkpoints, wait_for_run),
-``progress`` (check_progress), ``logs`` (get_logs, summarize_logs), ``metrics`` (get_metrics,
-plot_metrics). Private helpers: ``_logtext`` (log lines parsed as ``prime train logs`` reads
+``progress`` (check_progress), ``logs`` (get_logs, summarize_logs), ``export`` (export_logs),
+``metrics`` (get_metrics, plot_metrics). Private helpers: ``_logreads`` (reading beyond one
+request's caps: targets, sweeps in time slices), ``_logtext`` (log lines parsed as ``prime train logs`` reads
 them), ``_views`` (clipped server text, failure analysis), ``_clock`` (the server's clock),
 ``_series`` (metric values, the reward key). Everything other packages use is re-exported here.
 """
 
-from tools.monitor._logtext import digest, normalise, parse_logs
+from tools.monitor._logtext import Signatures, normalise, parse_logs
+from tools.monitor.export import ExportLogsInput, ExportLogsResult, export_logs
 from tools.monitor.logs import (
     GetLogsInput,
     GetLogsResult,
@@ -46,6 +48,8 @@ from tools.monitor.runs import (
 __all__ = [
     "CheckProgressInput",
     "CheckProgressResult",
+    "ExportLogsInput",
+    "ExportLogsResult",
     "GetLogsInput",
     "GetLogsResult",
     "GetMetricsInput",
@@ -59,13 +63,14 @@ __all__ = [
     "PNG_SIGNATURE",
     "PlotMetricsInput",
     "PlotMetricsResult",
+    "Signatures",
     "SummarizeLogsInput",
     "SummarizeLogsResult",
     "Verdict",
     "WaitForRunInput",
     "WaitForRunResult",
     "check_progress",
-    "digest",
+    "export_logs",
     "get_logs",
     "get_metrics",
     "get_run",

@@ -14,8 +14,8 @@ Source: reference/prime-api.md §5.5 and ``prime_cli/commands/rl.py`` 0.18.0
   ``WARNING``...), and a plain ``Traceback (most recent call last):`` block (its indented
   lines and the exception line after them) becomes one ERROR entry.
 
-:func:`digest` groups ERROR/CRITICAL/WARNING messages after masking numbers and ids
-(:func:`normalise`), so 500 "restart 7", "restart 8"... lines become one group with a count.
+:class:`Signatures` groups ERROR/CRITICAL/WARNING messages after masking numbers and ids
+(:func:`normalise`), so 500 "restart 7", "restart 8"... lines become one signature with a count.
 """
 
 from __future__ import annotations
@@ -167,49 +167,65 @@ def excerpt(text: str, limit: int) -> str:
     return text[:head] + "\n...\n" + text[-(limit - head - 5):]
 
 
-@dataclass
-class Group:
-    """Lines of one level whose normalised messages are equal."""
+def head(text: str, limit: int) -> str:
+    """``text`` cut to its first ``limit`` characters (an ellipsis marks the cut)."""
+    return text if len(text) <= limit else text[:max(0, limit - 1)].rstrip() + "\u2026"
 
+
+def traceback_end(text: str, limit: int) -> str:
+    """A traceback cut to ``limit`` characters keeping what matters: its first line and as many of its last
+    lines (the innermost frames and the exception) as fit."""
+    if len(text) <= limit:
+        return text
+    lines = text.splitlines()
+    kept: list[str] = []
+    room = limit - len(lines[0]) - 5
+    for line in reversed(lines[1:]):
+        if len(line) + 1 > room:
+            break
+        kept.insert(0, line)
+        room -= len(line) + 1
+    return "\n".join([lines[0], "...", *kept]) if kept else head(lines[-1], limit)
+
+
+@dataclass
+class Signature:
+    """Lines of one stream and level whose messages are equal once numbers and ids are masked
+    (:func:`normalise`): how many, when first and last, one real message and one traceback."""
+
+    component: str
     level: str
     pattern: str
     example: str
     count: int = 0
     first_seen: str | None = None
     last_seen: str | None = None
+    traceback: str | None = None
 
 
-@dataclass
-class Digest:
-    """Counts by level, notable message groups (most severe, then most frequent first), the
-    last traceback, and the time span of one component's lines."""
+class Signatures:
+    """The distinct ERROR/CRITICAL/WARNING messages of lines added in time order, per stream; memory
+    bounded by the number of distinct messages, not of lines."""
 
-    counts: dict[str, int]
-    groups: list[Group]
-    last_traceback: str | None
-    first_timestamp: str | None
-    last_timestamp: str | None
+    def __init__(self) -> None:
+        self._by: dict[tuple[str, str, str], Signature] = {}
 
-
-def digest(lines: list[Line]) -> Digest:
-    """Summarise parsed lines (oldest first). Plain lines without a level count as ``OTHER``."""
-    counts: dict[str, int] = {}
-    groups: dict[tuple[str, str], Group] = {}
-    last_traceback = None
-    stamps = [ln.timestamp for ln in lines if ln.timestamp]
-    for ln in lines:
-        level = ln.level or "OTHER"
-        counts[level] = counts.get(level, 0) + 1
-        if ln.exception:
-            last_traceback = ln.exception
+    def add(self, component: str, line: Line) -> None:
+        """Count ``line`` (read from ``component``) if its level is notable."""
+        level = line.level or "OTHER"
         if level not in NOTABLE_LEVELS:
-            continue
-        key = (level, normalise(ln.message))
-        group = groups.get(key)
-        if group is None:
-            group = groups[key] = Group(level=level, pattern=key[1], example=ln.message, first_seen=ln.timestamp)
-        group.count += 1
-        group.last_seen = ln.timestamp or group.last_seen
-    ordered = sorted(groups.values(), key=lambda g: (NOTABLE_LEVELS.index(g.level), -g.count, g.pattern))
-    return Digest(counts=counts, groups=ordered, last_traceback=last_traceback,
-                  first_timestamp=stamps[0] if stamps else None, last_timestamp=stamps[-1] if stamps else None)
+            return
+        pattern = normalise(line.message)
+        sig = self._by.get((component, level, pattern))
+        if sig is None:
+            sig = self._by[(component, level, pattern)] = Signature(component, level, pattern, line.message,
+                                                                     first_seen=line.timestamp)
+        sig.count += 1
+        sig.last_seen = line.timestamp or sig.last_seen
+        if sig.traceback is None and line.exception:
+            sig.traceback = line.exception
+
+    def found(self, levels: tuple[str, ...] = NOTABLE_LEVELS) -> list[Signature]:
+        """The signatures of ``levels``, oldest first seen first (unknown times last)."""
+        picked = [s for s in self._by.values() if s.level in levels]
+        return sorted(picked, key=lambda s: (s.first_seen is None, s.first_seen or "", s.component, s.pattern))

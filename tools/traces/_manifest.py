@@ -15,9 +15,10 @@ number of traces).
 - ``state``: ``in_progress`` | ``interrupted`` | ``finished`` and ``at`` (UTC); the last one
   counts.
 
-While a call runs the file is a journal: each file's line is appended (and flushed) as soon as
-the file is renamed into place, so a killed call loses at most the lines of files renamed in its
-last instant (they are fetched again, never trusted, by the next call). A later line for the same
+While a call runs the file is a journal: each file's line is appended as soon as the file is
+renamed into place and reaches the disk within :data:`FLUSH_SECONDS`, so a killed call loses at
+most the lines of the files renamed in its last quarter second (they are fetched again, never
+trusted, by the next call). A later line for the same
 file replaces an earlier one. A finished call rewrites the file atomically, in order: header,
 expected, traces and episodes sorted by id, the report's lines, ``missing``, ``state``.
 
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,6 +48,8 @@ LEGACY_MANIFEST, LEGACY_FORMAT = "manifest.json", "model-factory-traces/1"
 INDEX_CACHE_KIB = 2048
 #: Rows read from the index at a time.
 BATCH = 500
+#: Seconds at most between the journal's writes to disk while files land.
+FLUSH_SECONDS = 0.25
 
 State = Literal["in_progress", "interrupted", "finished"]
 Kind = Literal["trace", "episode"]
@@ -83,7 +87,9 @@ class Record:
         for pragma in ("journal_mode=OFF", "synchronous=OFF", f"cache_size=-{INDEX_CACHE_KIB}"):
             self._db.execute(f"PRAGMA {pragma}")
         self._db.executescript(_SCHEMA)
+        self._db.execute("BEGIN")  # one transaction for the index's whole life: nothing is written per statement
         self._journal: IO[bytes] | None = None
+        self._flush_due = 0.0
         self._legacy = (dest / LEGACY_MANIFEST).is_file() and not self.path.is_file()
         if self.path.is_file():
             self._read_journal()
@@ -149,22 +155,27 @@ class Record:
             self._journal = self.path.open("ab")
             if self.path.stat().st_size and not self._ends_with_newline():
                 self._journal.write(b"\n")  # after a line torn by a kill
-            self._append({"kind": "expected", **expected})
+            self._append({"kind": "expected", **expected}, flush=True)
         else:
             write_atomic(self.path, self._document(expected, None, "in_progress"))
             self._journal = self.path.open("ab")
         (self.dest / LEGACY_MANIFEST).unlink(missing_ok=True)
-        self._append({"kind": "state", "state": "in_progress", "at": now_text()})
+        self._append({"kind": "state", "state": "in_progress", "at": now_text()}, flush=True)
 
     def _ends_with_newline(self) -> bool:
         with self.path.open("rb") as handle:
             handle.seek(-1, 2)
             return handle.read(1) == b"\n"
 
-    def _append(self, record: dict[str, Any]) -> None:
+    def _append(self, record: dict[str, Any], *, flush: bool = False) -> None:
+        """Append a line; lines reach the file at least every :data:`FLUSH_SECONDS` (a flush per line
+        costs a write per file, which slows a download on a busy disk)."""
         assert self._journal is not None
         self._journal.write(_line(record))
-        self._journal.flush()
+        now = time.monotonic()
+        if flush or now >= self._flush_due:
+            self._journal.flush()
+            self._flush_due = now + FLUSH_SECONDS
 
     def entry(self, kind: Kind, identifier: str) -> tuple[int, str] | None:
         """(bytes, sha256) of the file recorded for ``identifier``, or None."""
