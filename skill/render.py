@@ -532,26 +532,36 @@ def _download(r: Any, v: View) -> None:
 
 
 def _summarize_logs(r: Any, v: View) -> None:
-    errors = sum(c.counts.error + c.counts.critical for c in r.components)
-    warnings = sum(c.counts.warning for c in r.components)
-    v.opening = [f"Logs of run {r.run_id} ({r.status}): {_count(errors, 'error line')}, "
-                 f"{_count(warnings, 'warning line')} in {_count(len(r.components), 'component')}."]
-    v.drop("run_id", "status")
-    table = v.table("components")
-    if table:
-        table.rows = [{**c, "errors": c["counts"].error + c["counts"].critical, "warnings": c["counts"].warning}
-                      for c in table.rows]
-        table.columns, table.keep = ["component", "lines_read", "errors", "warnings", "note"], 2
-    for c in r.components:
-        if c.messages:
-            rows = [dict(m) for m in c.messages]
-            v.tables.append(Table(f"messages_{c.component}", rows, ["level", "count", "example"], keep=3,
-                                  title=f"{c.component}: distinct messages"))
-    noisy = next((c.component for c in r.components if c.counts.error + c.counts.critical), None)
+    errors = sum(s.error_lines for s in r.streams)
+    back = f", {terminal.duration(r.looked_back_seconds)} back" if r.looked_back_seconds else ""
+    whole = "the whole run" if r.covers_whole_run else "not the whole run (see caps)"
+    v.opening = [f"Logs of run {r.run_id} ({r.status}): {_count(len(r.errors), 'distinct error')} in "
+                 f"{_count(errors, 'error line')}, {_count(len(r.streams), 'component')}{back}; {whole}."]
+    v.drop("run_id", "status", "looked_back_seconds", "looked_back_to", "covers_whole_run")
+    v.lead = [f"- {cap}" for cap in r.caps]
+    v.facts = [(k, val) for k, val in v.facts if k != "caps"]
+    for name, columns in (("errors", ["component", "count", "first_seen", "last_seen", "pattern"]),
+                          ("warnings", ["component", "count", "pattern"]), ("streams", ["component", "error_lines",
+                                                                                       "warning_lines", "note"])):
+        table = v.table(name)
+        if table:
+            table.columns, table.keep = columns, 2
+    noisy = max(r.errors, key=lambda s: s.count, default=None)
     if noisy:
-        component, _, env = noisy.partition("/")
-        logs = call("mf_get_logs", run_id=r.run_id, component=component, env_name=env or None, level="ERROR")
-        v.hint(f"The error lines themselves: {logs}.", logs)
+        component, _, env = noisy.component.partition("/")
+        logs = call("mf_get_logs", run_id=r.run_id, component=component, env_name=env or None, level="ERROR",
+                    since_seconds=r.looked_back_seconds)
+        v.hint(f"The most frequent error's lines: {logs}.", logs)
+
+
+def _export_logs(r: Any, v: View) -> None:
+    state = "complete" if r.complete else "cut by the logs API's caps (see each file's cut)"
+    v.opening = [f"{_count(r.lines_written, 'log line')} of run {r.run_id} in {_count(len(r.streams), 'file')} "
+                 f"under {r.dest}: {state}."]
+    v.drop("run_id", "dest", "lines_written", "complete")
+    table = v.table("streams")
+    if table:
+        table.columns, table.keep = ["component", "file", "lines", "bytes", "complete", "cut"], 2
 
 
 def _list_launches(r: Any, v: View) -> None:
@@ -568,6 +578,7 @@ _LISTS = frozenset({"mf_list_models", "mf_list_gpus", "mf_list_volumes", "mf_lis
 
 _VIEWS: dict[str, Callable[[Any, View], None]] = {
     "mf_summarize_logs": _summarize_logs,
+    "mf_export_logs": _export_logs,
     "mf_list_launches": _list_launches,
 
     "mf_preflight": _preflight,
