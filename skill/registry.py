@@ -500,7 +500,8 @@ def _validator(name: str) -> Any:
 def check_arguments(name: str, arguments: Mapping[str, Any] | str | None) -> BaseModel | ToolError:
     """Validate ``arguments`` for tool ``name``; return the input model or a ToolError.
 
-    ``arguments`` is a mapping or a JSON object string. Omitted optional properties are
+    ``arguments`` is a mapping or a JSON object string; a string holding a lone surrogate is refused
+    (its field named, never its value). Omitted optional properties are
     treated as ``null``; ``null`` means the default. A top-level number, boolean or list sent
     as its exact string form (``"3"``, ``"false"``, ``'["loss"]'``), as some MCP clients do for
     nullable fields, is read as such; anything else stays a string and fails the check. Checks
@@ -519,6 +520,11 @@ def check_arguments(name: str, arguments: Mapping[str, Any] | str | None) -> Bas
     if not isinstance(arguments, Mapping):
         return _bad_arguments([FieldProblem(path="", problem="arguments must be a JSON object")], spec.name)
     arguments = dict(arguments)
+    broken = _lone_surrogates(arguments)
+    if broken:
+        return _bad_arguments([FieldProblem(path=path, problem="not valid Unicode text: it holds half of a "
+                                            "surrogate pair (a cut emoji?); send the text as UTF-8")
+                               for path in broken], spec.name)
     properties = input_schema(spec.name)["properties"]
     for prop, schema in properties.items():
         arguments.setdefault(prop, None)
@@ -535,6 +541,23 @@ def check_arguments(name: str, arguments: Mapping[str, Any] | str | None) -> Bas
              for e in exc.errors()],
             spec.name,
         )
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogates(value: Any, path: str = "") -> list[str]:
+    """Paths of the strings in ``value`` holding a lone surrogate (JSON allows ``"\\udcff"``): no
+    output holding one can be written as UTF-8, so they are refused on the way in."""
+    if isinstance(value, str):
+        return [path] if _SURROGATE.search(value) else []
+    if isinstance(value, Mapping):
+        return [p for key, item in value.items()
+                for p in ([path or str(key)] if isinstance(key, str) and _SURROGATE.search(key) else [])
+                + _lone_surrogates(item, ".".join(filter(None, [path, str(key)])))]
+    if isinstance(value, list):
+        return [p for i, item in enumerate(value) for p in _lone_surrogates(item, f"{path}.{i}" if path else str(i))]
+    return []
 
 
 _RANGE_ERRORS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number"})

@@ -208,3 +208,23 @@ def test_secret_names_may_come_comma_separated(emulator, mf_env, secrets):
     code, out = mf_json(env, "plan-run", str(EXAMPLE), "--team", "personal",
                         *[arg for name in secrets for arg in ("--secrets", name)])
     assert code == 0 and out["secret_names"] == ["HF_TOKEN", "WANDB_API_KEY"], out
+
+
+@pytest.mark.parametrize("tool, field", [("mf_validate_config", "config_path"), ("mf_prepare_config", "dest"),
+                                         ("mf_download_traces", "dest"), ("mf_plan_run", "config_path")])
+def test_a_path_with_a_nul_or_an_unknown_users_home_is_bad_arguments(mf_env, tmp_path, tool, field):
+    ctx = Context(env=mf_env, home=tmp_path / "home", state_dir=tmp_path / "state", cwd=tmp_path)
+    base = {"mf_prepare_config": {"example": "basic/reverse-text/rl"}, "mf_download_traces": {"run_id": "r1"}}
+    for path in ("x\x00y.toml", "~no-such-user-here/x.toml"):
+        result = registry.call_tool(tool, {**base.get(tool, {}), field: path}, ctx)
+        assert isinstance(result, ToolError) and result.code == "bad_arguments", result
+        assert path not in result.model_dump_json()
+
+
+def test_a_lone_surrogate_in_any_argument_is_bad_arguments_naming_the_field(mf_env, tmp_path):
+    ctx = Context(env=mf_env, home=tmp_path / "home", state_dir=tmp_path / "state", cwd=tmp_path)
+    result = registry.call_tool("mf_plan_run", json.dumps({"config_path": "a\udcffb.toml", "secrets": ["x", "\ud83d"]}),
+                                ctx)
+    assert isinstance(result, ToolError) and result.code == "bad_arguments"
+    assert [f.path for f in result.fields] == ["config_path", "secrets.1"]
+    json.loads(result.model_dump_json())  # the answer is valid UTF-8 JSON

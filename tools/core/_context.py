@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from tools.errors import ToolError, ToolFailure, from_os_error, from_platform
+from tools.errors import ToolError, ToolFailure, fail, from_os_error, from_platform
 from tools.guardrails.secrets import Scrubber, refuse_secret_values
 from tools.platform.errors import PlatformError
 
@@ -157,8 +157,18 @@ class Context:
         return self._scrubber
 
     def resolve_path(self, path: str | os.PathLike[str]) -> Path:
-        """``path`` made absolute against :attr:`cwd` (``~`` expanded)."""
-        p = Path(path).expanduser()
+        """``path`` made absolute against :attr:`cwd` (``~`` expanded). Raises ToolFailure
+        ``bad_arguments``, without echoing the path, for one holding a NUL character (no file
+        system takes one; the OS calls would raise ValueError) or starting with ``~user`` of an
+        unknown user."""
+        if "\x00" in os.fspath(path):
+            raise fail("bad_arguments", "A path argument holds a NUL character (\\x00); no file can be named so.",
+                       "Pass the path without control characters.")
+        try:
+            p = Path(path).expanduser()
+        except RuntimeError:  # ~name of a user this machine does not have
+            raise fail("bad_arguments", "A path argument starts with ~ and a user name this machine does not have.",
+                       "Pass an absolute path, or one relative to the project folder.") from None
         return p if p.is_absolute() else (self.cwd or Path.cwd()) / p
 
     def state_path(self) -> Path:
