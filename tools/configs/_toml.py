@@ -72,11 +72,87 @@ def read_bounded(path: Path, limit: int = MAX_CONFIG_BYTES) -> bytes:
     return raw
 
 
-def _too_deep(path: Path) -> Exception:
-    return fail("invalid_toml", f"Invalid TOML in {path}: tables, arrays or inline tables are nested more than "
-                f"{MAX_NESTING} levels deep.",
-                "A prime-rl config nests a few levels; fix the file, then validate again.",
-                fields=[FieldProblem(path=str(path), problem=f"nested more than {MAX_NESTING} levels")])
+def _invalid(path: Path, line: int, column: int, problem: str, fix: str, *, at_end: bool = False) -> Exception:
+    """``invalid_toml`` for ``problem`` at ``line``/``column`` (1-based), located in the message and
+    in ``fields`` (``path:line:column``); ``at_end``: that is where the document ends."""
+    where = f"at line {line}, column {column}" + (", where the document ends" if at_end else "")
+    return fail("invalid_toml", f"Invalid TOML in {path}: {problem} ({where})", fix,
+                fields=[FieldProblem(path=f"{path}:{line}:{column}", problem=f"{problem} ({where})")])
+
+
+def _line_column(text: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of character ``offset`` of ``text``."""
+    line_start = text.rfind("\n", 0, offset) + 1
+    return text.count("\n", 0, offset) + 1, offset - line_start + 1
+
+
+def _byte_line_column(raw: bytes, offset: int) -> tuple[int, int]:
+    """1-based line and column (in characters, the bad byte one of them) of byte ``offset`` of ``raw``."""
+    line_start = raw.rfind(b"\n", 0, offset) + 1
+    return raw.count(b"\n", 0, offset) + 1, len(raw[line_start:offset].decode("utf-8", "replace")) + 1
+
+
+def _deepest_at(text: str) -> int:
+    """The offset where nesting first goes deeper than :data:`MAX_NESTING` (0 when the scan cannot
+    tell): arrays and inline tables opened, plus the parts of the current table header and of the
+    key being assigned, outside strings and comments. A scan for the error's location only: the
+    parse decides whether the document is too deep."""
+    depth = header = key = 0
+    i, n, at_line_start = 0, len(text), True
+    while i < n:
+        c = text[i]
+        if c in "\"'":
+            quote = text[i:i + 3] if text[i:i + 3] in ('"""', "'''") else c
+            i = text.find(quote, i + len(quote)) if c == "'" else _basic_end(text, i + len(quote), quote)
+            if i < 0:
+                return 0
+            i += len(quote)
+            at_line_start = False
+            continue
+        if c == "#":
+            i = text.find("\n", i)
+            i = n if i < 0 else i
+            continue
+        if c == "\n":
+            key, at_line_start = 0, True
+        elif c == "[" and at_line_start and depth == 0:  # a table header: its dotted parts set the base depth
+            close = text.find("]", i)
+            name = text[i:close if close > 0 else n].strip("[ \t")
+            header = name.count(".") + 1 + (1 if text.startswith("[[", i) else 0)
+            i = text.find("\n", i)
+            i = n if i < 0 else i
+            continue
+        elif c == "=" and depth == 0:
+            line = text[text.rfind("\n", 0, i) + 1:i]
+            key = line.count(".") + 1
+        elif c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth = max(0, depth - 1)
+        if not c.isspace():
+            at_line_start = False
+        if header + key + depth > MAX_NESTING:
+            return i
+        i += 1
+    return 0
+
+
+def _basic_end(text: str, i: int, quote: str) -> int:
+    """The offset of the ``quote`` closing a basic string whose body starts at ``i`` (escapes skipped)."""
+    while True:
+        j = text.find(quote, i)
+        if j < 0:
+            return -1
+        backslashes = len(text[i:j]) - len(text[i:j].rstrip("\\"))
+        if backslashes % 2 == 0:
+            return j
+        i = j + 1
+
+
+def _too_deep(path: Path, text: str) -> Exception:
+    line, column = _line_column(text, _deepest_at(text))
+    return _invalid(path, line, column, f"tables, arrays or inline tables are nested more than {MAX_NESTING} levels "
+                    "deep", "A prime-rl config nests a few levels; fix the file, then validate again.")
 
 
 def _depth_ok(value: Any) -> bool:
@@ -95,24 +171,37 @@ def _depth_ok(value: Any) -> bool:
 
 def parse_toml_text(raw: bytes, path: Path) -> tuple[str, dict[str, Any]]:
     """``raw`` decoded (UTF-8, a leading BOM dropped) and parsed with tomllib, dates as ISO strings.
-    Raises ToolFailure ``invalid_toml`` (not UTF-8, a syntax error with line and column, or
-    nesting deeper than :data:`MAX_NESTING`)."""
+
+    Raises ToolFailure ``invalid_toml``, always with a line and column (in the message and in
+    ``fields`` as ``path:line:column``): a binary file (NUL bytes), UTF-16 text, bytes that are not
+    UTF-8, a syntax error (tomllib's position; "at end of document" becomes the end's line and
+    column), or nesting deeper than :data:`MAX_NESTING` (where the nesting goes too deep)."""
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise _invalid(path, 1, 1, "UTF-16 text (it starts with a UTF-16 byte order mark); TOML is UTF-8",
+                       "Save the file as UTF-8.")
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        raise _invalid(path, *_byte_line_column(raw, nul), "a NUL byte: this is a binary file, not a TOML config",
+                       "Pass the path of the prime-rl .toml config itself.")
     try:
         text = raw.decode("utf-8-sig")  # a leading BOM is not an error
-    except UnicodeDecodeError:
-        raise fail("invalid_toml", f"Invalid TOML in {path}: not UTF-8 text.", "Save the file as UTF-8.") from None
+    except UnicodeDecodeError as exc:
+        bad = raw[exc.start:exc.start + 1].hex()
+        raise _invalid(path, *_byte_line_column(raw, exc.start), f"not UTF-8 text: byte 0x{bad} ({exc.reason})",
+                       "Save the file as UTF-8.") from None
     try:
         data = tomllib.loads(text)
     except RecursionError:
-        raise _too_deep(path) from None
+        raise _too_deep(path, text) from None
     except tomllib.TOMLDecodeError as exc:
-        where = _TOML_POSITION.search(str(exc))
-        location = f"{path}:{where[1]}:{where[2]}" if where else str(path)
-        raise fail("invalid_toml", f"Invalid TOML in {path}: {exc}",
-                   "Fix the TOML syntax at the line and column given, then validate again.",
-                   fields=[FieldProblem(path=location, problem=str(exc))]) from None
+        message = str(exc)
+        where = _TOML_POSITION.search(message)
+        line, column = (int(where[1]), int(where[2])) if where else _line_column(text, len(text))
+        problem = _TOML_POSITION.sub("", message).replace("(at end of document)", "").strip()
+        raise _invalid(path, line, column, problem, "Fix the TOML syntax at the line and column given, then validate "
+                       "again.", at_end=where is None) from None
     if not _depth_ok(data):
-        raise _too_deep(path)
+        raise _too_deep(path, text)
     return text, _jsonable(data)
 
 
