@@ -184,9 +184,15 @@ TOOLS: tuple[ToolSpec, ...] = (
           "find a run id; for one run's details use mf_get_run, for its health mf_check_progress."),
     _spec("check_progress", "monitor",
           "Decide whether a run is actually progressing (new steps recently, reward moving, env "
-          "servers healthy), not just RUNNING. Returns a verdict with evidence and next step. Use it "
+          "servers healthy, errors in any component, start-up phases within their normal time, spend against the "
+          "plan), not just RUNNING. Returns a verdict with evidence and next step. Use it "
           "when a run looks stuck or before waiting longer; for a finished run use mf_get_run.",
           positional=("run_id",)),
+    _spec("get_spend", "monitor",
+          "Say what a run has cost so far: the platform's usage figure (tokens, USD per million tokens) and elapsed "
+          "running time x the plan's hourly rate, beside the plan's low/expected/high estimate, with a warning when "
+          "either passes the high estimate. Use it when the person asks about money, or when a run goes on longer "
+          "than planned. Read-only.", positional=("run_id",)),
     _spec("get_logs", "monitor",
           "Read a bounded tail of one component's logs (orchestrator, trainer, inference, "
           "env-server) with optional search/level/since filters. Filters see only the last 15 minutes unless "

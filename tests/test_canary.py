@@ -191,6 +191,7 @@ def test_no_canary_leaves_through_any_tool_or_command(emu, tmp_path):
     exported = call("mf_export_logs", {"run_id": run_a, "dest": "logs-a"})
     assert "[REDACTED:WANDB_API_KEY]" in (project / "logs-a" / "trainer.log").read_text()  # files are scrubbed too
     assert exported.lines_written > 0
+    call("mf_get_spend", {"run_id": run_a})
     call("mf_get_metrics", {"run_id": run_a})
     call("mf_plot_metrics", {"run_id": run_a, "dest": "plots/a.png"})
     call("mf_list_checkpoints", {"run_id": run_a})
@@ -255,7 +256,8 @@ def test_no_canary_leaves_through_any_tool_or_command(emu, tmp_path):
         (["get-run", run_a], 0), (["get-run", ENV_OTHER], 3), (["list-runs", "--team", "personal"], 0),
         (["check-progress", run_a], 0), (["get-logs", run_a, "--component", "trainer"], 0),
         (["get-logs", run_a, "--component", ENV_HF], 2), (["summarize-logs", run_a], 0), (["get-metrics", run_a], 0),
-        (["list-checkpoints", run_a], 0), (["wait-for-run", run_a, "--timeout-seconds", "1"], 0),
+        (["list-checkpoints", run_a], 0), (["get-spend", run_a], 0),
+        (["wait-for-run", run_a, "--timeout-seconds", "1"], 0),
         (["list-traces", run_a], 0), (["dispatch-run", plan.plan_id], 0), (["stop-run", run_a], 0),
         (["tools", "export", "--format", "mcp"], 0), (["tools", "export", "--format", "openai"], 0),
         (["tools", "export", "--format", "anthropic"], 0),

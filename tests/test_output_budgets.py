@@ -77,6 +77,7 @@ def calls(b: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
                          "env_name": "reverse-text"}),
         ("mf_summarize_logs", {"run_id": main}),
         ("mf_summarize_logs", {"run_id": crashing}),
+        ("mf_get_spend", {"run_id": main}),
         ("mf_get_metrics", {"run_id": main}),
         ("mf_get_metrics", {"run_id": main, "max_points": 10_000}),
         ("mf_list_checkpoints", {"run_id": main}),

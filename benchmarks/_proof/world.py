@@ -192,6 +192,7 @@ SETUPS: dict[str, Callable[[Stage], dict[str, Any]]] = {
     "mf_get_logs": lambda s: {"run_id": s.run()},
     "mf_summarize_logs": lambda s: {"run_id": s.run()},
     "mf_export_logs": lambda s: {"run_id": s.run(), "dest": s.path()},
+    "mf_get_spend": lambda s: {"run_id": s.run()},
     "mf_get_metrics": lambda s: {"run_id": s.run()},
     "mf_plot_metrics": lambda s: {"run_id": s.run(), "dest": s.path(".png")},
     "mf_list_checkpoints": lambda s: {"run_id": s.run(step=6)},

@@ -483,3 +483,18 @@ def list_launches(ledger: Ledger, limit: int = 20, now: datetime | None = None) 
     now = _aware(now)
     plans = sorted(_group(ledger.read()).values(), key=lambda p: p.last_seq, reverse=True)
     return [_state(p, now) for p in plans[: max(limit, 0)]]
+
+
+def plan_of_run(ledger: Ledger, run_id: str, now: datetime | None = None) -> LaunchState | None:
+    """The plan that launched (or resumed into) run ``run_id``: the latest whose outcome names it, else None.
+    Stop and other control plans, which name an existing run, are not launches of it."""
+    now = _aware(now)
+    found = None
+    for p in _group(ledger.read()).values():
+        if not p.plans:
+            continue
+        state = _state(p, now)
+        if state.run_id == run_id and state.plan.get("action", "launch") in ("launch", "resume"):
+            found = state
+    return found
+

@@ -4,7 +4,7 @@ in time and in output size (output budget: :mod:`tools.core`).
 
 Public modules hold the tools: ``runs`` (get_run, list_runs, list_checkpoints, wait_for_run),
 ``progress`` (check_progress), ``logs`` (get_logs, summarize_logs), ``export`` (export_logs),
-``metrics`` (get_metrics, plot_metrics). Private helpers: ``_logreads`` (reading beyond one
+``metrics`` (get_metrics, plot_metrics), ``spend`` (get_spend). Private helpers: ``_logreads`` (reading beyond one
 request's caps: targets, sweeps in time slices), ``_logtext`` (log lines parsed as ``prime train logs`` reads
 them), ``_views`` (clipped server text, failure analysis), ``_clock`` (the server's clock),
 ``_series`` (metric values, the reward key). Everything other packages use is re-exported here.
@@ -44,6 +44,7 @@ from tools.monitor.runs import (
     list_runs,
     wait_for_run,
 )
+from tools.monitor.spend import GetSpendInput, GetSpendResult, SpendSoFar, get_spend
 
 __all__ = [
     "CheckProgressInput",
@@ -56,6 +57,8 @@ __all__ = [
     "GetMetricsResult",
     "GetRunInput",
     "GetRunResult",
+    "GetSpendInput",
+    "GetSpendResult",
     "ListCheckpointsInput",
     "ListCheckpointsResult",
     "ListRunsInput",
@@ -64,6 +67,7 @@ __all__ = [
     "PlotMetricsInput",
     "PlotMetricsResult",
     "Signatures",
+    "SpendSoFar",
     "SummarizeLogsInput",
     "SummarizeLogsResult",
     "Verdict",
@@ -74,6 +78,7 @@ __all__ = [
     "get_logs",
     "get_metrics",
     "get_run",
+    "get_spend",
     "list_checkpoints",
     "list_runs",
     "normalise",

@@ -1,8 +1,20 @@
 """Is a run actually progressing, not just RUNNING? (:func:`check_progress`)
 
 Sources (reference/prime-api.md): GET ``/rft/runs/{id}`` (§2.2), ``/progress`` (§5.8),
-``/metrics`` (§5.7), ``/env-servers`` (§2.3, §5.6), ``/logs`` (§5.5). Ages ("no new step for
-12 min") are measured against the server's clock (:mod:`._clock`), never the local one.
+``/metrics`` (§5.7), ``/env-servers`` (§2.3, §5.6), ``/logs`` (§5.5), ``/billing/runs/{id}/usage``
+(§2.6, :mod:`.spend`). Ages ("no new step for 12 min") are measured against the server's clock
+(:mod:`._clock`), never the local one.
+
+Start-up is not a problem until it lasts longer than it normally does. Each phase has its own
+allowance (the ``*_GRACE_SECONDS`` below, each with why that long), measured from when the
+phase began: PENDING from ``createdAt``; pods Pending from ``startedAt``; an image pull from the
+platform's pod event ``Pulling image`` in the logs (``[adminlog]`` lines), else from
+``startedAt``. Within it the verdict is ``pending`` or ``starting`` and the evidence says which
+phase, for how long, and the allowance; past it, ``stalled``. An image that cannot be pulled
+(``ErrImagePull``, ``ImagePullBackOff``) is ``image_pull_failing`` and a crash loop
+``crash_looping``, with the pod states and the platform's messages as evidence. Decisions where the
+platform is silent: the allowances are ours (no platform figure exists); pod states come only from
+``/env-servers``.
 """
 
 from __future__ import annotations
@@ -17,28 +29,40 @@ from pydantic import BaseModel, ConfigDict, Field
 from tools.core import RUN_ID, Context, require_run, tool
 from tools.errors import Call, call
 from tools.monitor._clock import parse_time, seconds_since, server_now
+from tools.monitor._logreads import Target, fetch, targets, window_seconds
 from tools.monitor._logtext import parse_logs
 from tools.monitor._series import is_number, reward_key
 from tools.monitor._views import FailureAnalysisView, clip, failure_analysis_view, minutes
+from tools.monitor.spend import SpendSoFar, spend_so_far
 from tools.platform import errors as perr
 from tools.platform import wire
 from tools.platform.client import PlatformClient
 
-Verdict = Literal["queued", "starting", "progressing", "stalled", "failing", "crash_looping", "completed", "failed",
-                  "stopped", "paused", "unknown"]
+Verdict = Literal["pending", "queued", "starting", "progressing", "stalled", "failing", "image_pull_failing",
+                  "crash_looping", "completed", "failed", "stopped", "paused", "unknown"]
 
 #: A RUNNING run with no new step for this long (seconds) is stalled, whatever its step time.
 STALL_FLOOR_SECONDS = 600
 #: Default stall threshold in step times (the median of recent steps).
 STALL_STEP_MULTIPLE = 5
-#: A RUNNING run with no first step this long after its start is stalled.
+#: PENDING (accepted, not yet in the capacity queue) is normal this long: the platform checks the run and queues it
+#: within minutes; nothing is billed meanwhile.
+PENDING_GRACE_SECONDS = 600
+#: Pods Pending (no node yet) are normal this long after the start: a node with free GPUs is found or provisioned.
+POD_SCHEDULING_GRACE_SECONDS = 900
+#: An image pull (pods ContainerCreating) is normal this long: prime-rl images are tens of GB and each new node pulls
+#: them once.
+IMAGE_PULL_GRACE_SECONDS = 1200
+#: A RUNNING run with no first step this long after its start is stalled: scheduling, the pull, the model's download
+#: and load and the inference server's start all fit in it.
 STARTUP_GRACE_SECONDS = 1800
 #: Window (seconds) in which ERROR log lines make a running run "failing".
 ERROR_WINDOW_SECONDS = 900
-CRASH_POD_STATES = frozenset({"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "CreateContainerError",
-                              "CreateContainerConfigError", "RunContainerError", "InvalidImageName"})
+PULL_FAILED_POD_STATES = frozenset({"ImagePullBackOff", "ErrImagePull", "InvalidImageName"})
+CRASH_POD_STATES = frozenset({"CrashLoopBackOff", "CreateContainerError", "CreateContainerConfigError",
+                              "RunContainerError"})
 FAILED_POD_STATES = frozenset({"Error", "Failed", "OOMKilled"})
-_VERDICT_OF_STATUS = {"QUEUED": "queued", "PENDING": "queued", "COMPLETED": "completed", "FAILED": "failed",
+_VERDICT_OF_STATUS = {"QUEUED": "queued", "PENDING": "pending", "COMPLETED": "completed", "FAILED": "failed",
                       "STOPPED": "stopped", "PAUSED": "paused", "PAUSING": "paused"}
 
 
@@ -67,9 +91,15 @@ class CheckProgressResult(BaseModel):
     status: str = Field(description="Wire status.")
     terminal: bool = Field(description="True for a terminal status.")
     verdict: Verdict = Field(description=(
-        "queued | starting | progressing | stalled | failing | crash_looping | completed | failed | stopped | paused "
-        "| unknown."))
-    healthy: bool = Field(description="True for queued, starting, progressing and completed.")
+        "pending | queued | starting (normal start-up, within its allowance) | progressing | stalled | failing | "
+        "image_pull_failing | crash_looping | completed | failed | stopped | paused | unknown."))
+    healthy: bool = Field(description="True for pending, queued, starting, progressing and completed.")
+    startup_phase: str | None = Field(default=None, description=(
+        "While starting: pending, queued, scheduling (pods Pending), pulling_image (ContainerCreating) or loading "
+        "(pods Running, no step yet)."))
+    phase_seconds: float | None = Field(default=None, description="How long the start-up phase has lasted so far.")
+    phase_allowance_seconds: float | None = Field(default=None, description=(
+        "How long that phase is normal before it is reported as a problem."))
     latest_step: int | None = Field(default=None, description="Latest step with results (GET /progress latestStep).")
     max_steps: int | None = Field(default=None, description="Steps planned.")
     percent_complete: float | None = Field(default=None, description="latest_step / max_steps x 100.")
@@ -84,7 +114,11 @@ class CheckProgressResult(BaseModel):
     reward_trend: Literal["rising", "flat", "falling", "unknown"] = Field(default="unknown", description=(
         "Second half vs first half of the recent steps (difference above 0.02)."))
     recent_error_lines: int | None = Field(default=None, description=(
-        "ERROR lines of orchestrator + trainer in the last 15 minutes (null when not read)."))
+        "ERROR lines of every component and env server in the last 15 minutes (null when not read)."))
+    recent_errors_by_component: dict[str, int] = Field(default_factory=dict, description=(
+        "Those ERROR lines per component (orchestrator, trainer, inference, env-server/<name>), when any."))
+    spend: SpendSoFar | None = Field(default=None, description=(
+        "Spend so far beside the plan's estimate (mf_get_spend has the details); null before the run started."))
     env_servers: list[EnvServerView] = Field(default_factory=list, description=(
         "Environment-server pods and their status."))
     failure_analysis: FailureAnalysisView | None = Field(default=None, description=(
@@ -103,9 +137,14 @@ def next_step(verdict: str, run_id: str, status: str, env: str | None) -> tuple[
     metrics = call("mf_get_metrics", run_id=run_id)
     traces = call("mf_download_traces", run_id=run_id, dest=f"traces-{run_id}")
     training = call("mf_summarize_logs", run_id=run_id, components=["trainer", "orchestrator"])
-    if verdict == "queued":
+    if verdict in ("queued", "pending"):
         wait = call("mf_wait_for_run", run_id=run_id, until="running")
-        return f"Waiting for capacity: {wait} (it costs nothing while queued).", [wait]
+        why = "Waiting for capacity" if verdict == "queued" else "The platform is accepting the run"
+        return f"{why}: {wait} (it costs nothing before it runs).", [wait]
+    if verdict == "image_pull_failing":
+        return (f"The run's image cannot be pulled (see the evidence): a wrong image_tag or source_ref in the plan, or "
+                f"a registry problem. It bills while its pods cannot start: ask the person whether to stop it "
+                f"({stop}), then plan again with a correct image_tag.", [stop])
     if verdict == "starting":
         first = call("mf_wait_for_run", run_id=run_id, step=1)
         return (f"Pods are starting: {first}; if no step appears within 30 minutes, {logs}.", [first, logs])
@@ -156,17 +195,34 @@ def _trend(values: list[float]) -> str:
     return "rising" if delta > 0.02 else "falling" if delta < -0.02 else "flat"
 
 
-def _recent_errors(platform: PlatformClient, run: wire.RLRun) -> int | None:
-    total = 0
-    components = ["trainer"] if run.is_sft else [None, "trainer"]
-    for component in components:
+def _recent_errors(platform: PlatformClient, run: wire.RLRun) -> dict[str, int]:
+    """ERROR lines of the last :data:`ERROR_WINDOW_SECONDS` per component and env server (those with any)."""
+    found = {}
+    for target in targets(platform, run):
         try:
-            text = platform.get_logs(run.id, tail_lines=1000, component=component, level="ERROR",
-                                     since_seconds=ERROR_WINDOW_SECONDS)
+            text = fetch(platform, run.id, target, 1000, level="ERROR", since=ERROR_WINDOW_SECONDS)
         except perr.NotFound:
             continue
-        total += sum(1 for ln in parse_logs(text.logs).lines if ln.level in ("ERROR", "CRITICAL"))
-    return total
+        count = sum(1 for ln in parse_logs(text.logs).lines if ln.level in ("ERROR", "CRITICAL"))
+        if count:
+            found[target.label] = count
+    return found
+
+
+def _pod_events(platform: PlatformClient, run: wire.RLRun, now: datetime, search: str) -> list[tuple[datetime, str]]:
+    """The platform's pod events (``[adminlog]`` lines) matching ``search`` since the run started, oldest first:
+    (time, message). Read from the trainer's logs (every component carries them)."""
+    try:
+        text = fetch(platform, run.id, Target("trainer"), 50, search=search,
+                     since=window_seconds(run.started_at, now)).logs
+    except (perr.NotFound, perr.InvalidRequest):
+        return []
+    events = []
+    for line in parse_logs(text).lines:
+        stamp = parse_time(line.timestamp)
+        if stamp is not None and line.source and "adminlog" in line.source:
+            events.append((stamp, line.message))
+    return events
 
 
 @tool
@@ -175,13 +231,16 @@ def check_progress(inp: CheckProgressInput, ctx: Context) -> CheckProgressResult
 
     Reads GET ``/rft/runs/{id}``; for a RUNNING run also ``/progress`` (latestStep,
     lastUpdatedAt), ``/metrics`` of the last 10 steps (step time, reward trend),
-    ``/env-servers`` (pod states) and ERROR lines of the last 15 minutes from ``/logs``
-    (orchestrator and trainer). Verdicts, in order of precedence for a RUNNING run:
-    ``crash_looping`` (a pod in CrashLoopBackOff/ImagePullBackOff...), ``failing`` (a pod
-    in Error, or ERROR lines in the window), ``stalled`` (no new step for longer than the
-    threshold; no first step 30 min after start), ``starting`` (no step yet),
-    ``progressing``. Other statuses map directly (QUEUED/PENDING -> queued, PAUSING ->
-    paused...). Errors: ``not_found``, the platform codes.
+    ``/env-servers`` (pod states), ERROR lines of the last 15 minutes of every component and
+    env server from ``/logs``, the platform's pod events while starting, and the spend so far
+    (:func:`~tools.monitor.spend.spend_so_far`). Verdicts, in order of precedence for a
+    RUNNING run: ``image_pull_failing`` (ErrImagePull, ImagePullBackOff), ``crash_looping``
+    (CrashLoopBackOff, ...), ``failing`` (a pod in Error, or ERROR lines in the window),
+    ``starting`` or ``stalled`` before the first step (the start-up phase within or past its
+    allowance, module doc), ``stalled`` (no new step for longer than the threshold),
+    ``progressing``. PENDING is ``pending`` within its allowance, else ``stalled``; other
+    statuses map directly (QUEUED -> queued, PAUSING -> paused...). Errors: ``not_found``, the
+    platform codes.
     """
     platform = ctx.platform()
     run = require_run(ctx, inp.run_id)
@@ -192,9 +251,13 @@ def check_progress(inp: CheckProgressInput, ctx: Context) -> CheckProgressResult
         max_steps=run.max_steps, error_message=clip(run.error_message), evidence=[], next_step="",
         failure_analysis=failure_analysis_view(fa))
     evidence = result.evidence
-    if status in ("QUEUED", "PENDING"):
+    if status == "QUEUED":
         evidence.append(f"Status {run.status}" + (f", {run.runs_ahead} run(s) ahead" if run.runs_ahead else "")
-                        + (f": {run.queue_reason}" if run.queue_reason else "") + ".")
+                        + (f": {run.queue_reason}" if run.queue_reason else "") + " (waiting for capacity; nothing is "
+                        "billed before it runs).")
+        result.startup_phase = "queued"
+    elif status == "PENDING":
+        _judge_pending(run, server_now(platform), result)
     else:
         progress = platform.get_progress(run.id)
         result.latest_step = progress.latest_step
@@ -221,6 +284,10 @@ def check_progress(inp: CheckProgressInput, ctx: Context) -> CheckProgressResult
             _judge_running(inp, run, platform, now, result)
     if result.verdict == "unknown":
         result.verdict = _VERDICT_OF_STATUS.get(status, "unknown")
+    if run.started_at is not None:
+        result.spend = spend_so_far(ctx, run)
+        if result.spend.warning:
+            evidence.append(result.spend.warning)
     if result.verdict == "failed":
         if run.error_message:
             evidence.append(f"Error: {clip(run.error_message, 200)}")
@@ -230,7 +297,7 @@ def check_progress(inp: CheckProgressInput, ctx: Context) -> CheckProgressResult
         evidence.append("Pausing: a checkpoint is being saved.")
     if result.verdict == "unknown":
         evidence.append(f"Status {run.status!r} is not one of the statuses the prime CLI knows.")
-    result.healthy = result.verdict in ("queued", "starting", "progressing", "completed")
+    result.healthy = result.verdict in ("pending", "queued", "starting", "progressing", "completed")
     bad_env = next((e.env_name for e in result.env_servers if e.status in CRASH_POD_STATES), None)
     result.next_step, result.next_calls = next_step(result.verdict, run.id, run.status, bad_env)
     return result
@@ -240,33 +307,85 @@ def _pct(confidence: float | None) -> str:
     return "confidence unknown" if confidence is None else f"confidence {confidence:.0%}"
 
 
+def _judge_pending(run: wire.RLRun, now: datetime, result: CheckProgressResult) -> None:
+    """PENDING: normal for :data:`PENDING_GRACE_SECONDS` after the run was created, then stalled."""
+    age = seconds_since(run.created_at, now)
+    result.startup_phase, result.phase_seconds = "pending", age
+    result.phase_allowance_seconds = float(PENDING_GRACE_SECONDS)
+    if age is not None and age > PENDING_GRACE_SECONDS:
+        result.verdict = "stalled"
+        result.evidence.append(f"Status PENDING for {minutes(age)}, longer than the {minutes(PENDING_GRACE_SECONDS)} "
+                               "the platform normally takes to accept a run and queue it.")
+    else:
+        result.verdict = "pending"
+        result.evidence.append(f"Status PENDING for {minutes(age)}: the platform is accepting the run, normal for up "
+                               f"to {minutes(PENDING_GRACE_SECONDS)} (it then queues it); nothing is billed meanwhile.")
+
+
+def _startup(run: wire.RLRun, platform: PlatformClient, now: datetime, servers: list[wire.EnvServerInfo],
+             threshold: float, result: CheckProgressResult) -> None:
+    """RUNNING with no step yet: which start-up phase, for how long, within its allowance or not."""
+    evidence = result.evidence
+    since_start = seconds_since(run.started_at, now)
+    states = {s.status for s in servers}
+    if "Pending" in states:
+        phase, age, allowance = "scheduling", since_start, POD_SCHEDULING_GRACE_SECONDS
+        doing = ("env server pods Pending (no node assigned yet)", "while a node with free GPUs is found or "
+                 "provisioned")
+    elif "ContainerCreating" in states:
+        pulls = _pod_events(platform, run, now, "Pulling image")
+        age = seconds_since(pulls[-1][0], now) if pulls else since_start
+        image = pulls[-1][1].split("Pulling image", 1)[1].strip(' "') if pulls else None
+        phase, allowance = "pulling_image", IMAGE_PULL_GRACE_SECONDS
+        doing = (f"pods ContainerCreating: the image{f' {image}' if image else ''} is being pulled"
+                 + ("" if pulls else " (since start-up began, at most)"),
+                 "as prime-rl images are tens of GB and each new node pulls them once")
+    else:
+        phase, age, allowance = "loading", since_start, max(STARTUP_GRACE_SECONDS, threshold)
+        doing = ("no step yet (pods up: model download and load, inference server start)",
+                 "for the whole start-up before the first step")
+    result.startup_phase, result.phase_seconds, result.phase_allowance_seconds = phase, age, float(allowance)
+    if age is not None and age > allowance:
+        result.verdict = "stalled"
+        evidence.append(f"Start-up: {doing[0]} for {minutes(age)}, longer than the {minutes(allowance)} that is normal "
+                        f"{doing[1]}.")
+    else:
+        result.verdict = "starting"
+        evidence.append(f"Start-up: {doing[0]} for {minutes(age)}; normal for up to {minutes(allowance)} {doing[1]}.")
+
+
 def _judge_running(inp: CheckProgressInput, run: wire.RLRun, platform: PlatformClient, now: datetime,
                    result: CheckProgressResult) -> None:
     evidence = result.evidence
     servers = platform.list_env_servers(run.id)
     result.env_servers = [EnvServerView(env_name=s.env_name, pod_name=s.pod_name, status=s.status) for s in servers]
+    pull_failed = [s for s in servers if s.status in PULL_FAILED_POD_STATES]
     crashing = [s for s in servers if s.status in CRASH_POD_STATES]
     failed_pods = [s for s in servers if s.status in FAILED_POD_STATES]
-    for s in crashing + failed_pods:
+    for s in pull_failed + crashing + failed_pods:
         evidence.append(f"Env server {s.env_name or s.pod_name} is {s.status}.")
-    result.recent_error_lines = _recent_errors(platform, run)
-    if result.recent_error_lines:
-        evidence.append(f"{result.recent_error_lines} ERROR line(s) in orchestrator/trainer logs in the last "
-                        f"{ERROR_WINDOW_SECONDS // 60} minutes.")
+    if pull_failed:
+        failures = _pod_events(platform, run, now, "Failed to pull image")
+        if failures:
+            evidence.append(f"The platform, {minutes(seconds_since(failures[-1][0], now))} ago: "
+                            f"{clip(failures[-1][1], 300)} ({len(failures)} failed pull(s) since the start).")
+    by_component = _recent_errors(platform, run)
+    result.recent_errors_by_component = by_component
+    result.recent_error_lines = sum(by_component.values())
+    if by_component:
+        evidence.append(f"{result.recent_error_lines} ERROR line(s) in the last {ERROR_WINDOW_SECONDS // 60} minutes: "
+                        + ", ".join(f"{c} {n}" for c, n in by_component.items()) + ".")
     threshold = inp.stall_after_seconds or max(STALL_FLOOR_SECONDS,
                                                STALL_STEP_MULTIPLE * (result.seconds_per_step or 0))
     result.stall_threshold_seconds = float(threshold)
-    since_start = seconds_since(run.started_at, now)
-    if crashing:
+    if pull_failed:
+        result.verdict = "image_pull_failing"
+    elif crashing:
         result.verdict = "crash_looping"
     elif failed_pods or result.recent_error_lines:
         result.verdict = "failing"
     elif result.latest_step is None:
-        grace = max(STARTUP_GRACE_SECONDS, threshold)
-        stalled = since_start is not None and since_start > grace
-        result.verdict = "stalled" if stalled else "starting"
-        evidence.append(f"No step yet, {minutes(since_start)} after start"
-                        + (f" (more than {minutes(grace)})." if stalled else " (pods starting, model loading)."))
+        _startup(run, platform, now, servers, threshold, result)
     elif result.last_step_age_seconds is not None and result.last_step_age_seconds > threshold:
         result.verdict = "stalled"
         evidence.append(f"No new step for {minutes(result.last_step_age_seconds)}, longer than the stall threshold "

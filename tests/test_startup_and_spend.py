@@ -1,0 +1,213 @@
+"""mf_check_progress through a run's start-up, and what a run has cost so far, over real HTTP against
+the emulator (clock frozen, moved with ``advance``): PENDING, pods Pending, an image still pulling and
+a model loading are normal start-up within their stated allowance, then ``stalled``; an image that
+cannot be pulled and a crash loop are failures with their evidence; errors of every component, env
+servers included, are counted; spend so far is the usage endpoint's figure and elapsed time x the
+plan's rate, beside the plan's estimate, with a warning past its high end.
+
+Runs are the bundled ``basic/reverse-text/rl.toml`` (20 steps, 2 GPUs, priced on demand per GPU-hour);
+emulator timing: 60 s queued, 90 s start-up of which 45 s pods Pending, 30 s per step.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tomllib
+
+import pytest
+
+from skill import registry
+from skill.emulator.logs import make_line
+from tools.core import Context
+from tools.errors import ToolError
+from tools.launch import approve_plan
+from tools.monitor.progress import (
+    IMAGE_PULL_GRACE_SECONDS,
+    PENDING_GRACE_SECONDS,
+    POD_SCHEDULING_GRACE_SECONDS,
+    STARTUP_GRACE_SECONDS,
+)
+from tools.platform import wire
+
+QUEUE, STARTUP, SCHEDULE, STEP = 60.0, 90.0, 45.0, 30.0
+
+
+@pytest.fixture
+def ctx(frozen_ctx):
+    return frozen_ctx
+
+
+@pytest.fixture
+def config(examples_dir) -> dict:
+    return tomllib.loads((examples_dir / "basic" / "reverse-text" / "rl.toml").read_text())
+
+
+@pytest.fixture
+def launch(ctx, emulator, config):
+    """A run created straight on the platform (no plan in the ledger), under ``scenario``."""
+    def start(scenario: str | None = None, **params) -> str:
+        if scenario:
+            emulator.state.set_scenario(scenario, **params)
+        return ctx.platform().create_run(wire.build_create_body(config, name="startup")).run_id
+
+    return start
+
+
+def ok(ctx: Context, name: str, **arguments):
+    result = registry.call_tool(name, arguments, ctx)
+    assert not isinstance(result, ToolError), result
+    return result
+
+
+def progress(ctx: Context, run_id: str):
+    return ok(ctx, "mf_check_progress", run_id=run_id)
+
+
+# -- start-up: normal within its allowance, then a problem ------------------------------------------
+
+
+def test_pending_is_normal_start_up_for_its_allowance_then_stalled(ctx, emulator, launch):
+    run_id = launch("pending", seconds=2 * PENDING_GRACE_SECONDS)
+    emulator.state.advance(120)
+    early = progress(ctx, run_id)
+    assert (early.status, early.verdict, early.healthy, early.startup_phase) == ("PENDING", "pending", True, "pending")
+    assert early.phase_allowance_seconds == PENDING_GRACE_SECONDS and abs(early.phase_seconds - 120) <= 1
+    assert "normal for up to 10.0 min" in early.evidence[0] and "nothing is billed" in early.evidence[0]
+    assert early.spend is None
+    emulator.state.advance(PENDING_GRACE_SECONDS)
+    late = progress(ctx, run_id)
+    assert (late.verdict, late.healthy) == ("stalled", False)
+    assert "longer than the 10.0 min the platform normally takes" in late.evidence[0]
+
+
+def test_pods_pending_are_normal_scheduling_then_stalled(ctx, emulator, launch):
+    emulator.state.set_timing(pod_schedule_seconds=2 * POD_SCHEDULING_GRACE_SECONDS,
+                              startup_seconds=3 * POD_SCHEDULING_GRACE_SECONDS)
+    run_id = launch()
+    emulator.state.advance(QUEUE + 60)
+    early = progress(ctx, run_id)
+    assert (early.verdict, early.startup_phase) == ("starting", "scheduling") and abs(early.phase_seconds - 60) <= 1
+    assert {e.status for e in early.env_servers} == {"Pending"}
+    assert "env server pods Pending (no node assigned yet)" in early.evidence[-1] and "15.0 min" in early.evidence[-1]
+    emulator.state.advance(POD_SCHEDULING_GRACE_SECONDS)
+    late = progress(ctx, run_id)
+    assert late.verdict == "stalled" and "longer than the 15.0 min" in late.evidence[-1]
+
+
+def test_an_image_still_pulling_is_normal_start_up_measured_from_the_pull_then_stalled(ctx, emulator, launch):
+    run_id = launch("image_pull_slow", seconds=3 * IMAGE_PULL_GRACE_SECONDS)
+    emulator.state.advance(QUEUE + SCHEDULE + 300)
+    early = progress(ctx, run_id)
+    assert (early.verdict, early.healthy, early.startup_phase) == ("starting", True, "pulling_image")
+    assert abs(early.phase_seconds - 300) <= 1 and early.phase_allowance_seconds == IMAGE_PULL_GRACE_SECONDS
+    assert {e.status for e in early.env_servers} == {"ContainerCreating"}
+    assert "ghcr.io/primeintellect-ai/prime-rl:" in early.evidence[-1] and "normal for up to 20.0 min" in \
+        early.evidence[-1] and "tens of GB" in early.evidence[-1]
+    assert early.recent_error_lines == 0
+    emulator.state.advance(IMAGE_PULL_GRACE_SECONDS)
+    late = progress(ctx, run_id)
+    assert (late.verdict, late.startup_phase) == ("stalled", "pulling_image")
+    assert "longer than the 20.0 min that is normal" in late.evidence[-1]
+
+
+def test_a_pull_without_pod_events_is_measured_from_the_start_at_most(ctx, emulator, launch):
+    emulator.state.set_timing(startup_seconds=2 * STARTUP_GRACE_SECONDS)
+    run_id = launch()
+    emulator.state.advance(QUEUE + 600)
+    early = progress(ctx, run_id)
+    assert (early.verdict, early.startup_phase) == ("starting", "pulling_image")  # no pod events: since the start
+    assert "(since start-up began, at most)" in early.evidence[-1]
+
+
+def test_an_image_that_cannot_be_pulled_is_a_failure_with_the_platform_s_evidence(ctx, emulator, launch):
+    run_id = launch("image_pull_backoff", fail_after_seconds=0)
+    emulator.state.advance(QUEUE + SCHEDULE + 120)
+    result = progress(ctx, run_id)
+    assert (result.verdict, result.healthy) == ("image_pull_failing", False)
+    assert {e.status for e in result.env_servers} <= {"ErrImagePull", "ImagePullBackOff"}
+    assert any(e.startswith("Env server reverse-text is ") for e in result.evidence)
+    quoted = next(e for e in result.evidence if "Failed to pull image" in e)
+    assert "not found" in quoted and "failed pull(s) since the start" in quoted
+    assert [c.tool for c in result.next_calls] == ["mf_stop_run"] and "image_tag" in result.next_step
+
+
+def test_a_crash_loop_is_a_failure_with_the_env_server_s_errors_counted(ctx, emulator, launch):
+    run_id = launch("crash_loop", at_step=2)
+    emulator.state.advance(QUEUE + STARTUP + 2 * STEP + 300)
+    result = progress(ctx, run_id)
+    assert result.verdict == "crash_looping"
+    assert result.recent_errors_by_component["env-server/reverse-text"] > 5
+    assert result.recent_error_lines == sum(result.recent_errors_by_component.values())
+
+
+def test_errors_of_an_env_server_alone_make_a_progressing_run_failing(ctx, emulator, launch):
+    run_id = launch()
+    emulator.state.advance(QUEUE + STARTUP + 5 * STEP + 1)
+    assert progress(ctx, run_id).verdict == "progressing"
+    run, now = emulator.state.run(run_id), emulator.state.now()
+    for i in range(58):
+        run.logs.append(make_line(now - i, emulator.state.clock.iso(now - i), "env-server", "ERROR",
+                                  f"reverse-text: reward function failed on task {i}", env_name="reverse-text"))
+    result = progress(ctx, run_id)
+    assert result.verdict == "failing" and result.recent_errors_by_component == {"env-server/reverse-text": 58}
+    assert "env-server/reverse-text 58" in result.evidence[-1]
+
+
+# -- spend so far ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def dispatched(ctx, emulator, examples_dir, tmp_path):
+    """A run launched through a plan the person approved at the terminal: (run id, the plan)."""
+    def start(scenario: str | None = None, **params) -> tuple[str, object]:
+        if scenario:
+            emulator.state.set_scenario(scenario, **params)
+        config = tmp_path / "run.toml"
+        shutil.copy(examples_dir / "basic" / "reverse-text" / "rl.toml", config)
+        plan = ok(ctx, "mf_plan_run", config_path=str(config), team="personal")
+        run = ok(ctx, "mf_dispatch_run", plan_id=plan.plan_id, confirmation=approve_plan(plan.plan_id, "terminal", ctx))
+        return run.run_id, plan
+
+    return start
+
+
+def test_spend_so_far_shows_the_platform_s_figure_and_elapsed_time_x_rate_beside_the_plan(ctx, emulator, dispatched):
+    run_id, plan = dispatched()
+    emulator.state.advance(QUEUE + STARTUP + 4 * STEP + 1)  # running 211 s
+    spend = ok(ctx, "mf_get_spend", run_id=run_id)
+    hourly = plan.usd_per_gpu_hour * plan.gpu_count
+    running = STARTUP + 4 * STEP + 1  # seconds; the server's clock is read to the second (its Date header)
+    assert spend.usd_per_hour == hourly > 0 and abs(spend.running_seconds - running) <= 1
+    assert abs(spend.elapsed_x_rate_usd - running / 3600 * hourly) <= 0.01
+    assert spend.platform_usd == round(running / 3600 * hourly, 2)  # the emulator bills running time at that price
+    assert spend.platform_pricing.startswith("USD per million tokens: training ") and spend.platform_tokens > 0
+    assert (spend.plan_id, spend.plan_low_usd, spend.plan_expected_usd, spend.plan_high_usd) == (
+        plan.plan_id, plan.cost.usd_low, plan.cost.usd_expected, plan.cost.usd_high)
+    assert not spend.over_high_estimate and spend.warning is None and "converted" in spend.units_note
+    assert f"the platform reports ${spend.platform_usd:,.2f} so far" in spend.summary
+    shown = progress(ctx, run_id).spend  # check_progress shows the same figures
+    assert (shown.platform_usd, shown.elapsed_x_rate_usd, shown.plan_high_usd) == (
+        spend.platform_usd, spend.elapsed_x_rate_usd, spend.plan_high_usd)
+
+
+def test_spend_past_the_plan_s_high_estimate_warns_in_both_tools(ctx, emulator, dispatched):
+    run_id, plan = dispatched("stall", at_step=3)  # stuck, still billed
+    hours_over = plan.cost.usd_high / (plan.usd_per_gpu_hour * plan.gpu_count) + 0.5
+    emulator.state.advance(QUEUE + hours_over * 3600)
+    spend = ok(ctx, "mf_get_spend", run_id=run_id)
+    assert spend.over_high_estimate and spend.platform_usd > plan.cost.usd_high
+    assert spend.elapsed_x_rate_usd > plan.cost.usd_high
+    assert spend.warning.startswith(f"Spend so far passes the plan's high estimate of ${plan.cost.usd_high:,.2f}: ")
+    assert "the platform's usage $" in spend.warning and "elapsed time x rate $" in spend.warning
+    assert [c.tool for c in spend.next_calls] == ["mf_stop_run", "mf_check_progress"]
+    checked = progress(ctx, run_id)
+    assert checked.verdict == "stalled" and checked.spend.over_high_estimate and spend.warning in checked.evidence
+
+
+def test_a_run_without_a_plan_in_the_ledger_shows_the_estimate_as_unknown(ctx, emulator, launch):
+    run_id = launch()
+    emulator.state.advance(QUEUE + STARTUP + STEP)
+    spend = ok(ctx, "mf_get_spend", run_id=run_id)
+    assert spend.plan_id is None and spend.plan_high_usd is None and spend.elapsed_x_rate_usd is None
+    assert spend.platform_usd > 0 and not spend.over_high_estimate
+    assert "no plan for this run in the local ledger: the estimate is unknown" in spend.summary

@@ -1,0 +1,150 @@
+"""``mf_get_spend``: what a run has cost so far, two ways, beside what its plan estimated.
+
+- The platform's own figure: GET ``/billing/runs/{id}/usage`` (``RunUsage``, reference/prime-api.md
+  §2.6): tokens and ``total_cost_usd``, priced per million tokens. Shown in its units, never
+  converted: the plan prices GPU-hours (USD per GPU-hour), the usage endpoint prices tokens.
+- Elapsed running time x the plan's hourly rate: ``startedAt`` to the run's end (or now, on the
+  server's clock) x ``usd_per_gpu_hour`` x GPUs from the plan (else the platform's
+  ``estimatedCostPerHour`` recorded at dispatch). A second, labelled figure: what the GPUs cost
+  while the run held them, start-up included.
+- The plan's low/expected/high estimate comes from the local launch ledger (the plan that launched
+  or resumed into this run); a run launched from elsewhere has none, said as unknown.
+
+A warning when either figure passes the plan's high estimate. :func:`spend_so_far` is also what
+mf_check_progress shows.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tools.core import RUN_ID, Context, require_run, tool
+from tools.errors import Call, call
+from tools.guardrails import confirmation as gate
+from tools.guardrails.ledger import Ledger
+from tools.monitor._clock import server_now
+from tools.platform import errors as perr
+from tools.platform import wire
+
+UNITS_NOTE = ("The usage endpoint prices tokens (USD per million tokens) and the plan prices GPU time (USD per "
+              "GPU-hour): both totals are in USD, shown side by side; no price is converted into the other unit.")
+
+
+class GetSpendInput(BaseModel):
+    """Which run."""
+
+    model_config = ConfigDict(extra="forbid")
+    run_id: str = RUN_ID
+
+
+class SpendSoFar(BaseModel):
+    """What a run has cost so far, and what its plan estimated (USD unless a field says otherwise)."""
+
+    platform_usd: float | None = Field(default=None, description=(
+        "total_cost_usd of GET /billing/runs/{id}/usage: the platform's figure so far; null when it did not answer."))
+    platform_tokens: int | None = Field(default=None, description="total_tokens of the usage endpoint.")
+    platform_pricing: str | None = Field(default=None, description=(
+        "The usage endpoint's prices in its own unit, USD per million tokens (training, inference input/output)."))
+    running_seconds: float | None = Field(default=None, description=(
+        "Elapsed running time: startedAt to the run's end, or to now on the server's clock (start-up included)."))
+    usd_per_hour: float | None = Field(default=None, description=(
+        "The plan's rate: USD per GPU-hour x GPUs (else the platform's estimatedCostPerHour at dispatch)."))
+    rate_source: str | None = Field(default=None, description="Where usd_per_hour comes from.")
+    elapsed_x_rate_usd: float | None = Field(default=None, description=(
+        "Elapsed running time x the plan's hourly rate: a second figure, not the platform's bill."))
+    plan_id: str | None = Field(default=None, description="The plan that launched the run (local ledger), if any.")
+    plan_low_usd: float | None = Field(default=None, description="The plan's low estimate.")
+    plan_expected_usd: float | None = Field(default=None, description="The plan's expected estimate.")
+    plan_high_usd: float | None = Field(default=None, description="The plan's high estimate.")
+    over_high_estimate: bool = Field(default=False, description="True when either figure passes the high estimate.")
+    warning: str | None = Field(default=None, description="Said when a figure passes the plan's high estimate.")
+    units_note: str = Field(default=UNITS_NOTE, description="Why the two figures are not converted into each other.")
+
+
+class GetSpendResult(SpendSoFar):
+    """Spend so far of one run."""
+
+    run_id: str = Field(description="Run id.")
+    status: str = Field(description="Run status when read.")
+    summary: str = Field(description="The figures in one sentence.")
+    next_step: str = Field(description="What to do next.")
+    next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
+
+
+def _money(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:,.2f}"
+
+
+def spend_so_far(ctx: Context, run: wire.RLRun, now: datetime | None = None) -> SpendSoFar:
+    """The figures of :class:`SpendSoFar` for ``run`` (one GET ``/billing/runs/{id}/usage``; the ledger is local)."""
+    platform = ctx.platform()
+    spend = SpendSoFar()
+    try:
+        usage = platform.get_usage(run.id)
+    except (perr.NotFound, perr.Unavailable, perr.InvalidRequest, perr.RateLimited):
+        usage = None
+    if usage is not None:
+        spend.platform_usd, spend.platform_tokens = round(usage.total_cost_usd, 2), usage.total_tokens
+        prices = usage.pricing
+        parts = [f"{name} {value:g}" for name, value in (("training", prices.training_per_mtok),
+                                                           ("inference input", prices.inference_input_per_mtok),
+                                                           ("inference output", prices.inference_output_per_mtok))
+                 if value is not None]
+        spend.platform_pricing = f"USD per million tokens: {', '.join(parts)}" if parts else None
+    now = now or server_now(platform)
+    if run.started_at is not None:
+        end = run.completed_at if run.completed_at is not None and run.is_terminal() else now
+        spend.running_seconds = max(0.0, round((end - run.started_at).total_seconds(), 1))
+    state = gate.plan_of_run(Ledger.for_context(ctx), run.id)
+    if state is not None:
+        cost = state.plan.get("cost") if isinstance(state.plan.get("cost"), dict) else {}
+        spend.plan_id = state.plan_id
+        spend.plan_low_usd, spend.plan_expected_usd = cost.get("usd_low"), cost.get("usd_expected")
+        spend.plan_high_usd = cost.get("usd_high")
+        price, gpus = cost.get("usd_per_gpu_hour"), state.plan.get("gpu_count") or run.gpu_count
+        dispatched = next((a.facts for a in reversed(state.attempts) if a.outcome in ("created", "reconciled")), {})
+        if price is not None and gpus:
+            spend.usd_per_hour = price * gpus
+            spend.rate_source = f"plan {state.plan_id}: ${price:g} per GPU-hour x {gpus} GPUs"
+        elif dispatched.get("estimated_usd_per_hour") is not None:
+            spend.usd_per_hour = dispatched["estimated_usd_per_hour"]
+            spend.rate_source = "the platform's estimatedCostPerHour at dispatch"
+    if spend.usd_per_hour is not None and spend.running_seconds is not None:
+        spend.elapsed_x_rate_usd = round(spend.running_seconds / 3600 * spend.usd_per_hour, 2)
+    high = spend.plan_high_usd
+    over = [(label, value) for label, value in (("the platform's usage", spend.platform_usd),
+                                                 ("elapsed time x rate", spend.elapsed_x_rate_usd))
+            if high is not None and value is not None and value > high]
+    if over:
+        spend.over_high_estimate = True
+        spend.warning = (f"Spend so far passes the plan's high estimate of {_money(high)}: "
+                         + "; ".join(f"{label} {_money(value)}" for label, value in over) + ".")
+    return spend
+
+
+@tool
+def get_spend(inp: GetSpendInput, ctx: Context) -> GetSpendResult:
+    """What a run has cost so far: the usage endpoint's figure (its units), elapsed running time x the plan's
+    hourly rate, and the plan's low/expected/high estimate, with a warning past the high one (module doc).
+    Errors: ``not_found``, the platform codes of GET ``/rft/runs/{id}`` (a usage endpoint that does not
+    answer leaves its figure null)."""
+    run = require_run(ctx, inp.run_id)
+    spend = spend_so_far(ctx, run)
+    plan = (f"plan {spend.plan_id}: {_money(spend.plan_low_usd)} / {_money(spend.plan_expected_usd)} / "
+            f"{_money(spend.plan_high_usd)} (low/expected/high)" if spend.plan_id else
+            "no plan for this run in the local ledger: the estimate is unknown")
+    hours = f"{spend.running_seconds / 3600:.2f} h" if spend.running_seconds is not None else "not started"
+    summary = (f"Run {run.id} ({run.status}): the platform reports {_money(spend.platform_usd)} so far; running "
+               f"{hours} x {_money(spend.usd_per_hour)}/h = {_money(spend.elapsed_x_rate_usd)}; {plan}.")
+    progress = call("mf_check_progress", run_id=run.id)
+    if spend.over_high_estimate and not run.is_terminal():
+        stop = call("mf_stop_run", run_id=run.id)
+        advice = (f"Tell the person it has cost more than planned; ask whether to stop it ({stop}) or let it go on. "
+                  f"Check it is still progressing with {progress}.")
+        calls = [stop, progress]
+    else:
+        advice, calls = f"Check it is progressing with {progress}.", [progress]
+    return GetSpendResult(**spend.model_dump(), run_id=run.id, status=run.status, summary=summary, next_step=advice,
+                          next_calls=calls)
