@@ -282,7 +282,7 @@ def test_usage_errors_without_json_print_the_usage_line_on_stderr(env):
     bare = mf(env=env)
     assert bare.returncode == EXIT_USAGE and bare.stdout.startswith("usage: model-factory")
     unknown = mf("get-rnu", "x", env=env)
-    assert unknown.returncode == EXIT_USAGE and "did you mean get-run?" in unknown.stderr
+    assert unknown.returncode == EXIT_USAGE and "did you mean get-run" in unknown.stderr
 
 
 def every_command() -> list[list[str]]:
