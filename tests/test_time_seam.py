@@ -166,3 +166,18 @@ def test_an_episode_envelope_cut_short_is_never_saved(frozen_ctx, emulator, laun
     cut = registry.call_tool("mf_download_traces", {"run_id": run_id, "dest": str(dest), "max_traces": 2}, frozen_ctx)
     assert isinstance(cut, ToolError) and cut.code == "unavailable" and "not a whole JSON document" in cut.message
     assert list((dest / "episodes").iterdir()) == []
+
+
+def test_summarize_logs_stops_asking_a_logs_api_that_does_not_answer(frozen_ctx, emulator, launch, fake_time):
+    run_id = launch(at=400)
+    rule = emulator.faults.delay(2.0, "GET", route_path("/api/v1/rft/runs/{run_id}/logs"), times=None)
+    ctx = seam(frozen_ctx, timeouts=SHORT, clock=fake_time.clock, sleep=fake_time.sleep)
+    result = registry.call_tool("mf_summarize_logs", {"run_id": run_id}, ctx)
+    ctx.close()
+    assert not isinstance(result, ToolError), result
+    first, *rest = result.streams
+    assert not first.read and first.note.startswith("could not read") and rest
+    assert all(not r.read and r.note.startswith("not tried") for r in rest)
+    assert rule.hits == 3  # one stream's three attempts, not every stream's
+    emulator.faults.clear()
+    assert emulator.faults.wait_idle(10)

@@ -308,7 +308,9 @@ def summarize_logs(inp: SummarizeLogsInput, ctx: Context) -> SummarizeLogsResult
     and ids (:func:`tools.monitor.normalise`); each has its count, first and last time, component
     and one traceback. The result says how far back it looked and every cap that cut it, and
     stays within 6,000 characters (tracebacks, examples and warnings shrink first). Errors:
-    ``not_found``, the platform codes (a component that cannot be read is reported in ``streams``).
+    ``not_found``, the platform codes (a component that cannot be read is reported in ``streams``;
+    once the logs API has not answered one, after its retries, the rest are reported not tried, so
+    an outage costs one stream's retries, not every stream's).
     """
     platform = ctx.platform()
     run = require_run(ctx, inp.run_id)
@@ -328,9 +330,13 @@ def summarize_logs(inp: SummarizeLogsInput, ctx: Context) -> SummarizeLogsResult
         caps.append(f"The run ended {minutes((now - run.completed_at).total_seconds())} ago, more than the 24 h the "
                     "logs API searches: only the newest 5,000 lines of each component were read (the orchestrator's "
                     "200).")
+    outage: perr.PlatformError | None = None  # the logs API did not answer: the other streams are not tried
     for target in targets(platform, run, inp.components):
-        reach = StreamReach(component=target.label, read=True)
+        reach = StreamReach(component=target.label, read=outage is None)
         reaches.append(reach)
+        if outage is not None:
+            reach.note = f"not tried: the logs API was unavailable for an earlier stream ({outage.code})"
+            continue
         try:
             if ended_long_ago:
                 reach.requests += 1
@@ -365,6 +371,9 @@ def summarize_logs(inp: SummarizeLogsInput, ctx: Context) -> SummarizeLogsResult
                 raise
             reach.read = False
             reach.note = "not started yet: no logs" if not_started(exc) else f"could not read: {exc.message}"
+            if isinstance(exc, perr.RateLimited) or isinstance(exc, perr.Unavailable) and exc.status in (
+                    None, 502, 503, 504):  # its retries are spent; every other stream would wait as long again
+                outage = exc
     covered = run.started_at is not None and looked_back is not None and not caps and all(r.read for r in reaches) \
         and (now - run.started_at).total_seconds() <= looked_back
     capped_warnings = sorted(c for c, level in lower if level == "WARNING")
