@@ -6,8 +6,9 @@ What a client gets:
   outputSchema, annotations).
 - ``tools/call``: :func:`skill.registry.call_tool` in a worker thread. The result model
   dump is ``structuredContent``; the text block carries a one-line summary and the same
-  JSON (for clients that ignore ``structuredContent``). A :class:`~tools.errors.ToolError`
-  is an ``isError: true`` result, with structured content too. A tool with an
+  JSON without its null fields (for clients that ignore ``structuredContent``, and most hosts
+  show the model only the text: a null says nothing a reader needs, so the text leaves it out).
+  A :class:`~tools.errors.ToolError` is an ``isError: true`` result, with structured content too. A tool with an
   ``image_field`` (``mf_plot_metrics``) also returns its PNG as an image block.
 - Progress: when the request carries a ``progressToken``, ``ctx.report(done, total,
   message)`` calls from the tool become ``notifications/progress``.
@@ -70,10 +71,19 @@ _READY = object()
 
 def _summary_line(name: str, payload: dict[str, Any], error: bool) -> str:
     """One line for people and clients that only read text."""
-    if error:
-        return f"{name} failed [{payload.get('code')}]: {payload.get('message')} Fix: {payload.get('fix')}"
-    facts = [f"{k}={v}" for k, v in payload.items() if isinstance(v, (str, int, float, bool)) and len(str(v)) <= 60][:6]
+    if error:  # message and fix follow in the JSON
+        return f"{name} failed [{payload.get('code')}]"
+    facts = [f"{k}={v}" for k, v in payload.items() if isinstance(v, (str, int, float, bool)) and len(str(v)) <= 40][:3]
     return f"{name} ok" + (": " + ", ".join(facts) if facts else "")
+
+
+def without_nulls(value: Any) -> Any:
+    """``value`` with every ``null`` member of its objects left out (lists keep their items)."""
+    if isinstance(value, dict):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return value
 
 
 def result_content(name: str, spec: Any, result: Any) -> Any:
@@ -86,7 +96,7 @@ def result_content(name: str, spec: Any, result: Any) -> Any:
 
     error = is_error(result)
     payload = result.model_dump(mode="json", by_alias=True)
-    text = _summary_line(name, payload, error) + "\n" + json.dumps(payload, separators=(",", ":"))
+    text = _summary_line(name, payload, error) + "\n" + json.dumps(without_nulls(payload), separators=(",", ":"))
     content: list[Any] = [types.TextContent(text=text)]
     path = payload.get(spec.image_field) if spec and spec.image_field and not error else None
     if isinstance(path, str) and path.lower().endswith(".png"):
@@ -184,17 +194,16 @@ def _elicitation_declared(session: Any) -> bool:
     return caps is not None and caps.elicitation is not None
 
 
-def _tool_context(request_ctx: Any, params: Any, approvals: Approvals) -> Any:
-    """A fresh tools Context for one call, with progress and approval wired to the client."""
+def _tool_context(request_ctx: Any, params: Any, approvals: Approvals, make_context: Callable[[], Any]) -> Any:
+    """A fresh tools Context for one call (``make_context()``), with progress and approval wired
+    to the client."""
     import logging
 
     import anyio.from_thread
 
-    from tools.core import Context
-
     log = logging.getLogger("model_factory.mcp")
     session = request_ctx.session
-    tool_ctx = Context.from_environment()
+    tool_ctx = make_context()
     meta = request_ctx.meta or {}
     if meta.get("progress_token", meta.get("progressToken")) is not None:
         last = [float("-inf")]
@@ -237,8 +246,11 @@ def _tool_context(request_ctx: Any, params: Any, approvals: Approvals) -> Any:
     return tool_ctx
 
 
-def build_server() -> Any:
-    """The low-level SDK server over the registry (imports the SDK and every tool module)."""
+def build_server(make_context: Callable[[], Any] | None = None) -> Any:
+    """The low-level SDK server over the registry (imports the SDK and every tool module).
+
+    ``make_context``: builds the tools Context of each call (default: one over the process
+    environment); in-process harnesses pass one with their own env, folders, clock and sleep."""
     import logging
 
     import anyio.to_thread
@@ -246,8 +258,10 @@ def build_server() -> Any:
     from mcp.server.lowlevel import Server
 
     from skill import registry
+    from tools.core import Context
 
     log = logging.getLogger("model_factory.mcp")
+    make_context = make_context or Context.from_environment
     listing = types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in registry.mcp_tools()])
     approvals = Approvals()
 
@@ -260,7 +274,7 @@ def build_server() -> Any:
         except KeyError:
             spec = None
         try:
-            tool_ctx = _tool_context(ctx, params, approvals)
+            tool_ctx = _tool_context(ctx, params, approvals, make_context)
             try:
                 result = await anyio.to_thread.run_sync(registry.call_tool, params.name, params.arguments or {},
                                                         tool_ctx, abandon_on_cancel=True)

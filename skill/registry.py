@@ -126,7 +126,8 @@ TOOLS: tuple[ToolSpec, ...] = (
           "never shows a key."),
     _spec("list_examples", "configs",
           "List the checked-in prime-rl example configs bundled with this skill (RL and SFT), "
-          "with model, steps and GPUs. Use it to pick a starting point before mf_prepare_config. "
+          "with model, steps, GPUs and whether a hosted run accepts them (detail true: paths and "
+          "descriptions too). Use it to pick a starting point before mf_prepare_config. "
           "Local, no network.", open_world=False, positional=()),
     _spec("prepare_config", "configs",
           "Copy a bundled prime-rl example (or a TOML) to a new task TOML for hosted runs: drops "
@@ -172,16 +173,20 @@ TOOLS: tuple[ToolSpec, ...] = (
           "asked to stop; never to 'clean up'.",
           read_only=False, destructive=True, idempotent=True, positional=("run_id",)),
     _spec("list_launches", "launch",
-          "List launches recorded in the local ledger: plan, approval, attempts, outcome, run id. "
+          "List launches recorded in the local ledger: plan, secret names forwarded, approval, attempts, "
+          "outcome, run id. "
           "Use it after a restart or an ambiguous launch before doing anything else.",
           open_world=False),
     _spec("get_run", "monitor",
-          "Read one run: status, model, steps, GPUs, owner, timing, error and failure analysis. "
+          "Read one run: status, model, steps, GPUs, owner, timing, error and failure analysis, and the "
+          "secret names it was launched with (when this ledger launched it). "
           "A RUNNING status alone does not mean healthy: use mf_check_progress for that.",
           positional=("run_id",)),
     _spec("list_runs", "monitor",
-          "List the owner's runs, newest first, one page at a time (status, model, steps). Use it to "
-          "find a run id; for one run's details use mf_get_run, for its health mf_check_progress."),
+          "List the owner's runs, newest first, one page at a time (status, model, planned steps, and on "
+          "page 1 each started run's latest step). Use it to find a run id (\"my run\": the newest "
+          "RUNNING one of this owner, or ask when several run); for one run's details use mf_get_run, for "
+          "its health mf_check_progress."),
     _spec("check_progress", "monitor",
           "Decide whether a run is actually progressing (new steps recently, reward moving, env "
           "servers healthy, errors in any component, start-up phases within their normal time, spend against the "
@@ -224,10 +229,19 @@ TOOLS: tuple[ToolSpec, ...] = (
           "checkpoint or confirm uploads; not for traces (mf_list_traces).",
           positional=("run_id",)),
     _spec("wait_for_run", "monitor",
-          "Wait, bounded by timeout_seconds, until a run reaches a terminal status or a target "
-          "step, reporting progress. Returns the last status; call again to keep waiting. Use it "
-          "instead of calling mf_get_run in a loop.",
+          "Wait until a run reaches a terminal status (or starts, or reaches a step), for at most "
+          "timeout_seconds (default 45, max 55; requests included, under a host's 60 s limit), "
+          "reporting progress. Returns the last status; when reached is false call it again: loop on "
+          "short waits, never ask for one long one. Use it instead of calling mf_get_run in a loop.",
           positional=("run_id",), long_running=True),
+    _spec("run_report", "report",
+          "The end-of-run report for the person, as markdown: run id and link, owner, steps done of "
+          "planned, outcome (with the platform's failure analysis), cost so far against the plan's "
+          "estimate, a metrics summary with a PNG plot, READY checkpoints and how to fetch them, traces "
+          "location and completeness (pass traces_dir, the mf_download_traces dest), forwarded secret "
+          "names, approval channel. Use it as the last step; show its markdown as it is. Writes only "
+          "the plot PNG (plot false: nothing).",
+          read_only=False, idempotent=True, positional=("run_id",)),
     _spec("list_traces", "traces",
           "List a run's traces (or episodes, or eval runs) one cursor page at a time, with "
           "filters (step, reward, errors). Use it to look at a few rollouts; to save them all use "

@@ -434,9 +434,15 @@ def _get_run(r: Any, v: View) -> None:
     elif r.status.upper() == "FAILED":
         nxt = call("mf_summarize_logs", run_id=r.run_id)
         v.hint(f"Why it failed: {nxt}.", nxt)
-    elif r.status.upper() == "COMPLETED":
-        nxt = call("mf_get_metrics", run_id=r.run_id)
-        v.hint(f"Final numbers: {nxt}.", nxt)
+    elif r.terminal:
+        nxt = call("mf_run_report", run_id=r.run_id)
+        v.hint(f"The end-of-run report: {nxt}.", nxt)
+
+
+def _run_report(r: Any, v: View) -> None:
+    v.opening = [f"Run {r.run_id} is {r.status}" + ("." if r.terminal else " (not ended: the report is provisional).")]
+    v.facts, v.tables = [], []
+    v.text = r.markdown.splitlines()
 
 
 def _list_runs(r: Any, v: View) -> None:
@@ -595,6 +601,7 @@ _VIEWS: dict[str, Callable[[Any, View], None]] = {
     "mf_list_checkpoints": _checkpoints,
     "mf_list_traces": _list_traces,
     "mf_download_traces": _download,
+    "mf_run_report": _run_report,
 }
 
 

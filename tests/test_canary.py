@@ -198,6 +198,8 @@ def test_no_canary_leaves_through_any_tool_or_command(emu, tmp_path):
     call("mf_wait_for_run", {"run_id": run_a, "timeout_seconds": 1})
     call("mf_list_traces", {"run_id": run_a})
     call("mf_download_traces", {"run_id": run_a, "dest": "traces-a"})
+    report = call("mf_run_report", {"run_id": run_a, "traces_dir": "traces-a"})
+    assert "secrets forwarded by name: HF_TOKEN, WANDB_API_KEY" in report.markdown  # names, never values
     plan_c = call("mf_plan_run", {"config_path": "task.toml", "team": "personal"})
     run_c = call("mf_dispatch_run", {"plan_id": plan_c.plan_id}).run_id
     assert call("mf_stop_run", {"run_id": run_c, "timeout_seconds": 5}).status == "STOPPED"
@@ -259,6 +261,7 @@ def test_no_canary_leaves_through_any_tool_or_command(emu, tmp_path):
         (["list-checkpoints", run_a], 0), (["get-spend", run_a], 0),
         (["wait-for-run", run_a, "--timeout-seconds", "1"], 0),
         (["list-traces", run_a], 0), (["dispatch-run", plan.plan_id], 0), (["stop-run", run_a], 0),
+        (["run-report", run_a, "--no-plot"], 0),
         (["tools", "export", "--format", "mcp"], 0), (["tools", "export", "--format", "openai"], 0),
         (["tools", "export", "--format", "anthropic"], 0),
     ]

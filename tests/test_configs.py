@@ -138,7 +138,7 @@ def test_example_facts_env_ids_wandb_and_deployment(ctx: Context):
 
 
 def test_list_examples_reports_hosted_fitness(ctx: Context):
-    listed = list_examples(ListExamplesInput(), ctx)
+    listed = list_examples(ListExamplesInput(detail=True), ctx)
     by_id = {e.id: e for e in listed.examples}
     assert set(by_id) == set(EXPECTED_ERRORS) and listed.count == len(by_id)
     assert by_id["advanced/glm-5.2/swe"].hosted_ok is False
@@ -149,6 +149,7 @@ def test_list_examples_reports_hosted_fitness(ctx: Context):
     assert Path(by_id["basic/wordle/sft"].path).is_file()
     sft_only = list_examples(ListExamplesInput(mode="sft"), ctx)
     assert {e.id for e in sft_only.examples} == {"basic/reverse-text/sft", "basic/wordle/sft"}
+    assert all(e.path is None and e.description is None for e in sft_only.examples)  # compact unless detail
 
 
 # -- reading and mode -------------------------------------------------------------------

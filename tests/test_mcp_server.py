@@ -27,6 +27,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from skill import registry
 from skill.emulator import EmulatorServer
+from skill.mcp_server import without_nulls
 from tools.configs import EXAMPLES_DIR
 from tools.platform import wire
 from tools.platform.client import PlatformClient
@@ -72,10 +73,11 @@ def with_client(env: dict[str, str], cwd: Path, scenario: Callable[[Client], Awa
 
 
 def structured(result: Any) -> dict[str, Any]:
-    """The structured content, checked against the text block's JSON (same facts in both)."""
+    """The structured content, checked against the text block's JSON (same facts in both; the text
+    leaves null fields out)."""
     assert isinstance(result.structured_content, dict)
     text = result.content[0].text
-    assert json.loads(text.split("\n", 1)[1]) == result.structured_content
+    assert json.loads(text.split("\n", 1)[1]) == without_nulls(result.structured_content)
     return result.structured_content
 
 

@@ -376,15 +376,47 @@ def test_checkpoints_newest_first_with_status(ctx, emulator, launch, config):
 # -- mf_wait_for_run ------------------------------------------------------------------------------------
 
 
+def wait_until(ctx, run_id: str, **arguments):
+    """Loop on short waits, as the skill tells agents to: until reached (or the run ends)."""
+    results = []
+    while not results or not (results[-1].reached or results[-1].terminal):
+        results.append(ok(ctx, "mf_wait_for_run", run_id=run_id, **arguments))
+        assert len(results) < 50
+    return results
+
+
 def test_wait_is_bounded_on_a_stalled_run(ctx, emulator, launch, fake_time):
     run_id = launch("stall", at_step=1)
     emulator.state.advance(at_step(1))
-    result = ok(ctx, "mf_wait_for_run", run_id=run_id, timeout_seconds=60)
-    assert sum(fake_time.slept) == 60 and result.waited_seconds == 60
+    result = ok(ctx, "mf_wait_for_run", run_id=run_id)
+    assert result.waited_seconds == sum(fake_time.slept) == 40  # 45 s, the last poll 5 s before the end
     assert fake_time.slept[:3] == [2.0, 3.0, 4.5] and max(fake_time.slept) <= 15
     assert (result.status, result.terminal, result.reached, result.latest_step) == ("RUNNING", False, False, 1)
     assert result.polls == len(fake_time.slept) + 1
-    assert result.next_calls[0] == tool_call("mf_wait_for_run", run_id=result.run_id)
+    # no new step during the wait: check whether it is stuck first, then wait again
+    assert result.next_calls == [tool_call("mf_check_progress", run_id=run_id), tool_call("mf_wait_for_run",
+                                                                                           run_id=run_id)]
+
+
+def test_one_wait_lasts_at_most_55_seconds_and_45_by_default():
+    schema = registry.input_schema("mf_wait_for_run")["properties"]["timeout_seconds"]
+    assert "Default: 45." in schema["description"] and "maximum 55" in schema["description"]
+    refused = registry.check_arguments("mf_wait_for_run", {"run_id": "r1", "timeout_seconds": 60})
+    assert isinstance(refused, ToolError) and "1 to 55" in refused.fields[0].problem
+
+
+def test_the_last_poll_of_a_wait_is_cut_at_the_time_left(ctx, emulator, launch, fake_time):
+    from skill.emulator import route_path
+
+    run_id = launch()
+    emulator.state.advance(at_step(1))
+    # polls at 0, 2, 5, 9.5, 16.25, 26.4 and 40 s: the seventh read of the run is held 4 s, which a
+    # request with the context's 30 s timeouts would wait out; 5 s before the end it gets less than 2 s
+    rule = emulator.faults.delay(4.0, "GET", route_path("/api/v1/rft/runs/{run_id}"), skip=6, times=1)
+    result = call(ctx, "mf_wait_for_run", run_id=run_id, step=20)
+    assert rule.hits == 1 and isinstance(result, ToolError) and result.code == "unavailable"
+    assert "is 14 s old and stale" in result.message  # the read at 26.4 s was the last that answered
+    assert emulator.faults.wait_idle(10)
 
 
 def test_wait_until_terminal_reports_progress(ctx, emulator, launch, fake_time):
@@ -392,10 +424,13 @@ def test_wait_until_terminal_reports_progress(ctx, emulator, launch, fake_time):
     ctx.progress = lambda done, total, message: reports.append((done, total, message))
     run_id = launch()
     emulator.state.advance(QUEUE + STARTUP + 2 * STEP)
-    result = ok(ctx, "mf_wait_for_run", run_id=run_id, timeout_seconds=600)  # 18 steps and finalize: 550 s
+    results = wait_until(ctx, run_id)  # 18 steps and finalize: 550 s, in waits of 40 s
+    result = results[-1]
     assert (result.status, result.terminal, result.reached, result.latest_step) == ("COMPLETED", True, True, 20)
-    assert result.waited_seconds == round(sum(fake_time.slept), 2)
-    assert 18 * STEP + FINALIZE <= result.waited_seconds < 600
+    assert sum(r.waited_seconds for r in results) == round(sum(fake_time.slept), 2)
+    assert 18 * STEP + FINALIZE <= sum(fake_time.slept) < 18 * STEP + FINALIZE + 45
+    assert all(r.waited_seconds <= 40 for r in results) and len(results) == 14
+    assert result.next_calls == [tool_call("mf_run_report", run_id=run_id)]
     done = [d for d, _, _ in reports]
     assert done == sorted(done) and done[-1] == 20 and {t for _, t, _ in reports} == {20}
 
@@ -403,9 +438,9 @@ def test_wait_until_terminal_reports_progress(ctx, emulator, launch, fake_time):
 def test_wait_until_running_and_until_step(ctx, emulator, launch, fake_time):
     queued = launch("stay_queued")
     result = ok(ctx, "mf_wait_for_run", run_id=queued, until="running", timeout_seconds=30)
-    assert (result.status, result.reached, result.latest_step, result.waited_seconds) == ("QUEUED", False, None, 30)
+    assert (result.status, result.reached, result.latest_step, result.waited_seconds) == ("QUEUED", False, None, 25)
     run_id = launch()
-    result = ok(ctx, "mf_wait_for_run", run_id=run_id, until="step", step=3, timeout_seconds=600)
+    result = wait_until(ctx, run_id, until="step", step=3)[-1]
     assert result.reached and result.latest_step >= 3 and not result.terminal
     bad = call(ctx, "mf_wait_for_run", run_id=run_id, until="step")
     assert isinstance(bad, ToolError) and bad.code == "bad_arguments"
@@ -470,18 +505,18 @@ def test_a_wait_that_loses_the_platform_fails_and_calls_the_last_status_stale(ct
         emulator.faults.cut(0, *where, mode="reset", skip=2, times=None)
     else:
         emulator.faults.status(429, *where, skip=2, times=None, retry_after=7)
-    result = call(ctx, "mf_wait_for_run", run_id=run_id, timeout_seconds=60)
+    result = call(ctx, "mf_wait_for_run", run_id=run_id, timeout_seconds=55)
     assert isinstance(result, ToolError) and result.retryable
     assert result.code == ("rate_limited" if fault == "429" else "unavailable")
-    assert "The last status read, RUNNING, step 3/20, is 60 s old and stale" in result.message
-    assert "mf_preflight" in result.fix and sum(fake_time.slept) == 60
+    assert "The last status read, RUNNING, step 3/20, is 50 s old and stale" in result.message
+    assert "mf_preflight" in result.fix and sum(fake_time.slept) == 50
 
 
 def test_a_wait_that_recovers_before_its_end_reports_a_fresh_status(ctx, emulator, launch, fake_time):
     run_id = launch()
     emulator.state.advance(at_step(3))
     emulator.faults.status(503, "GET", f"/rft/runs/{run_id}*", skip=2, times=3)  # an outage of three polls
-    result = ok(ctx, "mf_wait_for_run", run_id=run_id, timeout_seconds=60)
+    result = ok(ctx, "mf_wait_for_run", run_id=run_id, timeout_seconds=55)
     assert result.status == "RUNNING" and result.latest_step == 3 + round(sum(fake_time.slept) // STEP)
 
 

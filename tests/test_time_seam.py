@@ -15,12 +15,15 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from skill import registry
 from skill.emulator import route_path
 from tools.core import Context
 from tools.errors import ToolError
 from tools.platform import RetryPolicy, Timeouts, wire
+from tools.platform.client import PlatformClient
 
 SHORT = Timeouts(read_seconds=0.3, connect_seconds=0.3, create_seconds=0.3, traces_seconds=0.3)
 
@@ -61,7 +64,7 @@ def test_a_call_with_its_own_bound_keeps_the_context_timeouts(frozen_ctx, emulat
     result = registry.call_tool("mf_wait_for_run", {"run_id": run_id, "timeout_seconds": 10}, ctx)
     ctx.close()
     assert isinstance(result, ToolError) and result.code == "unavailable"  # each poll gave up after 0.3 s
-    assert rule.hits == len(fake_time.slept) + 1 == 5 and sum(fake_time.slept) == 10
+    assert rule.hits == len(fake_time.slept) + 1 == 3 and sum(fake_time.slept) == 5  # the last poll 5 s before the end
     emulator.faults.clear()
     assert emulator.faults.wait_idle(10)
 
@@ -181,3 +184,17 @@ def test_summarize_logs_stops_asking_a_logs_api_that_does_not_answer(frozen_ctx,
     assert rule.hits == 3  # one stream's three attempts, not every stream's
     emulator.faults.clear()
     assert emulator.faults.wait_idle(10)
+
+
+@given(seconds=st.floats(min_value=0.01, max_value=600), read=st.floats(min_value=0.1, max_value=120),
+       connect=st.floats(min_value=0.1, max_value=60))
+def test_a_bounded_request_ends_within_the_time_left_even_held_twice(seconds, read, connect):
+    from tools.platform.settings import resolve_settings
+
+    client = PlatformClient(resolve_settings(env={"PRIME_API_KEY": "k"}, home=Path("/nonexistent")), timeout=read,
+                            connect_timeout=connect)
+    client.bound_requests(seconds)
+    t = client._http.timeout
+    assert t.connect + 2 * max(t.read, t.write) <= seconds + 1e-9  # connect, then a held answer and a held body
+    assert t.read <= read and t.connect <= connect
+    client.close()

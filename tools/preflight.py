@@ -140,13 +140,13 @@ def _subprocess_env(ctx: Context) -> dict[str, str]:
 
 def check_prime_cli(ctx: Context, timeout: float) -> Check:
     """``prime`` on ctx.env PATH: found, version 0.18.x, the Prime Intellect CLI, not shadowed."""
-    fix_install = ("Install the Prime Intellect CLI 0.18: `uv tool install prime==0.18.0` (the prime CLI is needed "
-                   "only for `prime train validate`).")
+    fix_install = ("Optional: `uv tool install prime==0.18.0` (needed for `prime train validate` and "
+                   "`prime volumes get`).")
 
     found = _on_path("prime", ctx.env.get("PATH", ""))
     if not found:
         return Check(name="prime_cli", ok=False, required=False, code="prime_not_found",
-                     detail="No `prime` executable on PATH. The tools do not need it; schema checks do.",
+                     detail="No `prime` on PATH (the tools do not need it).",
                      fix=fix_install)
     first = found[0]
     text, why = _run([str(first), "--version"], _subprocess_env(ctx), timeout)
@@ -174,7 +174,7 @@ def check_prime_cli(ctx: Context, timeout: float) -> Check:
 def check_uv(ctx: Context, timeout: float) -> Check:
     """``uv --version``: uv builds the prime-rl schema venv for ``prime train validate``."""
     found = _on_path("uv", ctx.env.get("PATH", ""))
-    fix = "Install uv (https://docs.astral.sh/uv/) to run `prime train validate` schema checks."
+    fix = "Optional: install uv (https://docs.astral.sh/uv/) for `prime train validate`."
     if not found:
         return Check(name="uv", ok=False, required=False, code="uv_not_found", detail="No `uv` on PATH.", fix=fix)
     text, why = _run([str(found[0]), "--version"], _subprocess_env(ctx), timeout)
@@ -201,15 +201,13 @@ def check_prime_rl(ctx: Context) -> Check:
         detail = "The real prime-rl schema can run with: " + "; ".join(shown) + more + "."
         return Check(name="prime_rl_checkout", ok=True, required=False, code="ok",
                      detail=detail + (f" Note: {not_checkout}." if not_checkout else ""))
-    detail = ("No interpreter with prime-rl found: MODEL_FACTORY_SCHEMA_PYTHON is not set, "
-              + (not_checkout if not_checkout else "PRIME_RL_DIR is not set") + ", the working folder is not in a "
-              "prime-rl checkout, and the prime CLI has no ready schema venv under "
-              f"{home / '.cache' / 'prime' / 'training-schemas'} (or $XDG_CACHE_HOME/prime/training-schemas).")
+    detail = ("No interpreter with prime-rl: MODEL_FACTORY_SCHEMA_PYTHON unset, "
+              + (not_checkout if not_checkout else "PRIME_RL_DIR unset") + ", no prime-rl checkout here, no ready "
+              f"schema venv of the prime CLI under {home / '.cache' / 'prime' / 'training-schemas'}.")
     return Check(name="prime_rl_checkout", ok=False, required=False, code="prime_rl_missing", detail=detail,
-                 fix="Optional: validate-config checks against the schema snapshot shipped with this package. For "
-                     "prime-rl's own classes, set PRIME_RL_DIR to a prime-rl checkout (uv sync in it) or "
-                     "MODEL_FACTORY_SCHEMA_PYTHON to a Python 3.12 with prime-rl-configs, or run the prime CLI's "
-                     "`prime train validate CONFIG` once (it caches a schema venv; needs the prime CLI and uv).")
+                 fix="Optional: validate-config uses the schema snapshot shipped here. For prime-rl's own classes set "
+                     "PRIME_RL_DIR to a prime-rl checkout (uv sync in it) or MODEL_FACTORY_SCHEMA_PYTHON to a Python "
+                     "with prime-rl-configs, or run `prime train validate CONFIG` once (prime CLI and uv).")
 
 
 # --------------------------------------------------------------------------------------

@@ -172,7 +172,7 @@ class ExampleInfo(BaseModel):
     """One bundled example (tools/configs/examples)."""
 
     id: str = Field(description="Example id for mf_prepare_config, e.g. basic/reverse-text/rl.")
-    path: str = Field(description="Absolute path of the TOML.")
+    path: str | None = Field(default=None, description="Absolute path of the TOML (with detail).")
     mode: Mode = Field(description="rl or sft.")
     model_name: str | None = Field(description="Model trained.")
     max_steps: int | None = Field(description="Step cap in the example (null = none).")
@@ -181,7 +181,8 @@ class ExampleInfo(BaseModel):
     hosted_ok: bool = Field(description="True when the schema snapshot and the hosted rules find nothing that "
                                           "stops a hosted run.")
     hosted_reason: str = Field(description="Why it fits or not (first error, or size/cost remarks).")
-    description: str | None = Field(description="One-line description from examples/PROVENANCE.md.")
+    description: str | None = Field(default=None, description=(
+        "One-line description from examples/PROVENANCE.md (with detail)."))
 
 
 class ExampleList(BaseModel):
@@ -197,6 +198,7 @@ class ListExamplesInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     mode: Mode | None = Field(default=None, description="Only rl or only sft examples; null = all.")
+    detail: bool = Field(default=False, description="Also each example's path and description (longer output).")
 
 
 class PreparedConfig(BaseModel):
@@ -283,16 +285,15 @@ def list_examples(inp: ListExamplesInput, ctx: Context) -> ExampleList:
             continue
         if report.errors:
             first = report.errors[0]
-            reason = f"hosted runs reject it: {first.message}"
+            reason = f"hosted runs reject it: {first.message}"[:160]
         elif report.deployment_type == "multi_node":
-            reason = (f"multi-node: {report.gpu_count} GPUs as written; a large, expensive run, not a smoke test. "
-                      "Prefer a basic/ example to start.")
+            reason = "multi-node: large and expensive, not a smoke test."
         else:
-            reason = f"fits a hosted run: {report.gpu_count} GPU(s) on one node."
+            reason = "fits: one node."
         out.append(ExampleInfo(
-            id=ident, path=str(path), mode=report.mode, model_name=report.model_name, max_steps=report.max_steps,
-            deployment_type=report.deployment_type, gpu_count=report.gpu_count, hosted_ok=report.valid,
-            hosted_reason=reason, description=notes.get(ident)))
+            id=ident, path=str(path) if inp.detail else None, mode=report.mode, model_name=report.model_name,
+            max_steps=report.max_steps, deployment_type=report.deployment_type, gpu_count=report.gpu_count,
+            hosted_ok=report.valid, hosted_reason=reason, description=notes.get(ident) if inp.detail else None))
     return ExampleList(examples=out, count=len(out))
 
 

@@ -166,9 +166,8 @@ def plan_run(inp: PlanRunInput, ctx: Context) -> RunPlan:
         image_tag=draft.image_tag, source_ref=draft.source_ref, runtime=draft.runtime,
         validation=draft.validation, warnings=draft.warnings,
         approval_ttl_seconds=APPROVAL_TTL_SECONDS, approve_command=approve, next_calls=[dispatch],
-        next_step=(f"Show the summary to the user. They approve it with `{approve}` in their own terminal and give "
-                   f"you the code it prints, or your host asks them; then call {dispatch} (with the confirmation "
-                   "code they gave you, if any)."))
+        next_step=(f"Show the summary to the user; call {dispatch}. If it says confirmation_required, they run "
+                   f"`{approve}` in their own terminal and give you the code for the confirmation."))
 
 
 # -- dispatch_run -----------------------------------------------------------------------------
@@ -507,6 +506,8 @@ class LaunchEntry(BaseModel):
     gpu_count: int | None = Field(description="GPU count.")
     usd_per_gpu_hour: float | None = Field(description="Price per GPU-hour at planning.")
     usd_high: float | None = Field(description="High cost estimate at planning, USD.")
+    secret_names: list[str] = Field(default_factory=list, description=(
+        "Env names the plan forwards to the run (names only, never values)."))
     approval_channel: str | None = Field(description="Channel of the latest approval.")
     approvals: int = Field(description="Approvals recorded.")
     attempts: int = Field(description="Dispatch attempts.")
@@ -532,6 +533,7 @@ def _entry(s: gate.LaunchState) -> LaunchEntry:
         last_activity=s.last_activity, owner=plan.get("team_id") or "personal", config_path=plan.get("config_path"),
         config_sha256=plan.get("config_sha256"), run_name=plan.get("name"), gpu_type=plan.get("gpu_type"),
         gpu_count=plan.get("gpu_count"), usd_per_gpu_hour=cost.get("usd_per_gpu_hour"), usd_high=cost.get("usd_high"),
+        secret_names=list(plan.get("secret_names") or []),
         approval_channel=s.approvals[-1].channel if s.approvals else None, approvals=len(s.approvals),
         attempts=len(s.attempts), outcome=s.last_outcome, run_id=s.run_id or plan.get("run_id"))
 

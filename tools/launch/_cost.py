@@ -83,10 +83,10 @@ def estimate_cost(mode: str, count: int, price: float | None, steps: int | None,
     else:
         sps = STEP_SECONDS[(mode, size)]
         source = "default"
-        said = (f"{sps[0]:g}/{sps[1]:g}/{sps[2]:g} s per step (default assumption for a {_SIZE_LABEL[size]} "
-                f"{mode.upper()} run, not platform data; give seconds per step to use your own)")
+        said = (f"{sps[0]:g}/{sps[1]:g}/{sps[2]:g} s per step (default for a {_SIZE_LABEL[size]} "
+                f"{mode.upper()} run, not platform data)")
     assumptions = (f"{said}, plus {STARTUP_MINUTES[0]:g}/{STARTUP_MINUTES[1]:g}/{STARTUP_MINUTES[2]:g} min "
-                   "start-up (low/expected/high), billed per GPU-hour at the on-demand price.")
+                   "start-up, at the on-demand GPU-hour price.")
     unknown: list[str] = []
     usd_per_hour = round(price * count, 4) if price is not None else None
     if price is None:

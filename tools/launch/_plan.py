@@ -286,8 +286,8 @@ def _choose_gpu(ctx: Context, args: PlanRunInput, toml_gpu: str | None, owner: O
                             "the GPU type (price unknown). Name a GPU type to choose.")
             return None, "platform default (none sent)", None, "price per GPU-hour: the platform picks the GPU type."
         chosen = candidates[0].gpu_type
-        how = "default: the cheapest on-demand type available to this owner" + (
-            "" if candidates[0].available_now else " (none is marked available now)") + "; name a GPU type to choose"
+        how = "default: the cheapest on-demand type for this owner" + (
+            "" if candidates[0].available_now else " (none is marked available now)") + "; name one to choose"
         reserved = [g for g in allowed if g not in prices]
         if reserved:
             warnings.append(f"This owner also has GPU types without an on-demand price ({', '.join(reserved)}, "
@@ -372,8 +372,8 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
         cap, reason = args.max_steps, "explicit max_steps argument"
     elif args.run_kind == "smoke":
         cap = SMOKE_MAX_STEPS if from_config is None else min(from_config, SMOKE_MAX_STEPS)
-        reason = (f"smoke run: min(config max_steps {from_config if from_config is not None else 'unset'}, "
-                  f"{SMOKE_MAX_STEPS}); a full run kind or a max steps argument for more")
+        reason = (f"smoke run: min(config {from_config if from_config is not None else 'unset'}, "
+                  f"{SMOKE_MAX_STEPS}); a full run or max steps for more")
     else:
         cap = from_config
         reason = "full run: the config's max_steps" if cap is not None else \
@@ -419,8 +419,6 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     base = args.name or (raw["name"] if isinstance(raw.get("name"), str) and raw["name"] else path.stem)
     fp = fingerprint(plan_id)
     run_name = f"{base}-{fp}"
-    warnings.append(f"Run name {run_name!r}: the suffix -{fp} identifies this plan so a launch whose answer was "
-                    "lost can be found again.")
     if report.wandb_project is not None and "WANDB_API_KEY" not in names:
         warnings.append("The config logs to Weights & Biases but WANDB_API_KEY is not forwarded; the run may "
                         "fail to log. Forward it by name (WANDB_API_KEY among the secrets; the user exports it or "
@@ -470,7 +468,7 @@ def summary_text(d: Draft) -> str:
         f"  Config:        {d.config_path} (sha256 {d.config_sha256[:12]}, file {d.file_sha256[:12]})",
         f"  Model / mode:  {d.model or 'unknown'} / {d.mode.upper()}",
         f"  Validated:     {d.validation.words()}",
-        f"  Run name:      {d.run_name}",
+        f"  Run name:      {d.run_name} (-{d.fingerprint} marks this plan, to find a launch whose answer is lost)",
         f"  GPUs:          {gpu}",
         f"  Price:         {price}",
         f"  Steps:         {d.max_steps if d.max_steps is not None else 'no limit'} ({d.max_steps_reason})",
@@ -488,6 +486,6 @@ def summary_text(d: Draft) -> str:
     if d.warnings:
         lines.append("  Warnings:")
         lines += [f"    - {w}" for w in d.warnings]
-    lines.append(f"  Approval:      valid {APPROVAL_TTL_SECONDS // 60} minutes, launches this exact plan once; "
-                 "any change to it (config, owner, GPU, volume, secrets, steps, cost) voids the approval.")
+    lines.append(f"  Approval:      valid {APPROVAL_TTL_SECONDS // 60} minutes, this exact plan, once; any change "
+                 "voids it.")
     return "\n".join(lines)

@@ -11,6 +11,7 @@ them), ``_views`` (clipped server text, failure analysis), ``_clock`` (the serve
 """
 
 from tools.monitor._logtext import Signatures, normalise, parse_logs
+from tools.monitor._series import reward_key
 from tools.monitor.export import ExportLogsInput, ExportLogsResult, export_logs
 from tools.monitor.logs import (
     GetLogsInput,
@@ -28,6 +29,7 @@ from tools.monitor.metrics import (
     PlotMetricsResult,
     get_metrics,
     plot_metrics,
+    records_of,
 )
 from tools.monitor.progress import CheckProgressInput, CheckProgressResult, Verdict, check_progress
 from tools.monitor.runs import (
@@ -40,11 +42,12 @@ from tools.monitor.runs import (
     WaitForRunInput,
     WaitForRunResult,
     get_run,
+    launch_of,
     list_checkpoints,
     list_runs,
     wait_for_run,
 )
-from tools.monitor.spend import GetSpendInput, GetSpendResult, SpendSoFar, get_spend
+from tools.monitor.spend import GetSpendInput, GetSpendResult, SpendSoFar, get_spend, spend_so_far
 
 __all__ = [
     "CheckProgressInput",
@@ -79,11 +82,15 @@ __all__ = [
     "get_metrics",
     "get_run",
     "get_spend",
+    "launch_of",
     "list_checkpoints",
     "list_runs",
     "normalise",
     "parse_logs",
     "plot_metrics",
+    "records_of",
+    "reward_key",
+    "spend_so_far",
     "summarize_logs",
     "wait_for_run",
 ]

@@ -22,7 +22,7 @@ from tools.platform.client import PlatformClient
 from tools.platform.files import write_atomic
 
 #: Columns shown by default when a run logs more metrics than this.
-DEFAULT_METRIC_COLUMNS = 12
+DEFAULT_METRIC_COLUMNS = 6
 #: Metric names listed at most in metric_names.
 MAX_LISTED_NAMES = 100
 _PRIORITY = ("reward", "loss", "entropy", "grad_norm", "seq_len", "learning_rate", "throughput", "time")
@@ -90,7 +90,7 @@ class GetMetricsInput(BaseModel):
         f"Metric names, or the start of names ('reward' selects every reward/... metric, 'grad' grad_norm): every "
         f"match is included. Default: all, or the first {DEFAULT_METRIC_COLUMNS} (rewards, loss, entropy first) when "
         "there are more."))
-    max_points: int = Field(default=50, ge=2, le=500, description=(
+    max_points: int = Field(default=20, ge=2, le=500, description=(
         "Rows (steps) to return at most, spread evenly; the first and last step are always kept."))
 
 

@@ -28,6 +28,8 @@ from tools.core import (
     tool,
 )
 from tools.errors import Call, ToolFailure, call, fail
+from tools.guardrails import confirmation as gate
+from tools.guardrails.ledger import Ledger
 from tools.monitor._clock import server_now
 from tools.monitor._views import FailureAnalysisView, clip, failure_analysis_view
 from tools.platform import errors as perr
@@ -80,10 +82,21 @@ class GetRunResult(BaseModel):
     failure_analysis: FailureAnalysisView | None = Field(default=None, description=(
         "Diagnosis of a FAILED run, when the platform has one."))
     dashboard_url: str | None = Field(description="The run's page in the dashboard; " + NO_DASHBOARD + ".")
+    secret_names: list[str] | None = Field(default=None, description=(
+        "Env names whose values were forwarded at launch (never the values), from the local launch ledger; null "
+        "when this state folder's ledger did not launch the run."))
+    plan_id: str | None = Field(default=None, description="The local ledger's launch plan, if it launched the run.")
+
+
+def launch_of(ctx: Context, run_id: str) -> gate.LaunchState | None:
+    """The local ledger's plan that launched or resumed into ``run_id`` (None: launched elsewhere). Reads the
+    ledger only."""
+    return gate.plan_of_run(Ledger.for_context(ctx), run_id)
 
 
 def _run_view(run: wire.RLRun, ctx: Context, now: datetime) -> GetRunResult:
     fa = run.failure_analysis
+    launch = launch_of(ctx, run.id)
     end = run.completed_at or (now if run.started_at and not run.is_terminal() else None)
     return GetRunResult(
         run_id=run.id, name=run.name, status=run.status, terminal=run.is_terminal(), runs_ahead=run.runs_ahead,
@@ -98,6 +111,8 @@ def _run_view(run: wire.RLRun, ctx: Context, now: datetime) -> GetRunResult:
         error_message=clip(run.error_message),
         failure_analysis=failure_analysis_view(fa),
         dashboard_url=dashboard_url(ctx, run.id),
+        secret_names=list(launch.plan.get("secret_names") or []) if launch else None,
+        plan_id=launch.plan_id if launch else None,
     )
 
 
@@ -132,6 +147,11 @@ class ListRunsInput(BaseModel):
 
 
 
+#: Runs of page 1 whose latest step is read (one GET /progress each), and the seconds all those reads may take.
+LATEST_STEP_ROWS = 20
+LATEST_STEP_SECONDS = 10.0
+
+
 class RunRow(BaseModel):
     """One run of a list."""
 
@@ -143,6 +163,9 @@ class RunRow(BaseModel):
     max_steps: int | None = Field(default=None, description="Steps planned.")
     gpu_count: int | None = Field(default=None, description="GPUs.")
     runs_ahead: int | None = Field(default=None, description="Queue position while QUEUED.")
+    latest_step: int | None = Field(default=None, description=(
+        f"Latest step (GET /rft/runs/{{id}}/progress), read for the first {LATEST_STEP_ROWS} started runs of page 1; "
+        "null when not read, not started, or the read failed."))
     created_at: datetime | None = Field(default=None, description="Creation time (UTC).")
 
 
@@ -166,6 +189,31 @@ class ListRunsResult(BaseModel):
 
 
 _STATUS_SCAN_PAGES = 10
+
+
+def _latest_steps(ctx: Context, runs: list[wire.RLRun]) -> tuple[dict[str, int | None], int]:
+    """Latest step of the first :data:`LATEST_STEP_ROWS` started runs: one GET ``/progress`` each, no
+    retry, all within :data:`LATEST_STEP_SECONDS` (a slow platform leaves the rest unread).
+    Returns the steps by run id and how many reads failed or were left out."""
+    started = [r for r in runs if r.started_at is not None or r.status.upper() not in ("QUEUED", "PENDING")]
+    steps: dict[str, int | None] = {}
+    unread = 0
+    deadline = ctx.clock() + LATEST_STEP_SECONDS
+    client = ctx.platform_client(attempts=1)
+    try:
+        for run in started[:LATEST_STEP_ROWS]:
+            left = deadline - ctx.clock()
+            if left <= 0:
+                unread += 1
+                continue
+            client.bound_requests(left)
+            try:
+                steps[run.id] = ctx.scrubber.scrub_obj(client.get_progress(run.id)).latest_step
+            except perr.PlatformError:
+                unread += 1
+    finally:
+        client.close()
+    return steps, unread
 
 
 def _row(run: wire.RLRun) -> RunRow:
@@ -211,6 +259,12 @@ def list_runs(inp: ListRunsInput, ctx: Context) -> ListRunsResult:
         complete, note = scan.walk.complete, scan.walk.note("scan of the runs list")
         total, runs = len(matches), matches[(inp.page - 1) * inp.limit: inp.page * inp.limit]
     rows = [_row(r) for r in runs]
+    if inp.page == 1 and runs:
+        steps, unread = _latest_steps(ctx, runs)
+        for row in rows:
+            row.latest_step = steps.get(row.run_id)
+        if unread:
+            note = " ".join(filter(None, [note, f"The latest step of {unread} run(s) could not be read in time."]))
     label = f"{owner.label} (from {owner.source})"
 
     def build(k: int) -> ListRunsResult:
@@ -281,7 +335,11 @@ def list_checkpoints(inp: ListCheckpointsInput, ctx: Context) -> ListCheckpoints
     return fit_largest(build, len(rows))
 
 
-MAX_WAIT_SECONDS = 600
+#: One wait call's bound, requests included: under the 60 s many agent hosts allow a command or tool call.
+DEFAULT_WAIT_SECONDS = 45
+MAX_WAIT_SECONDS = 55
+#: Seconds kept at the end of a wait for its last poll's requests (each bounded by the time left).
+LAST_POLL_SECONDS = 5.0
 FIRST_POLL_SECONDS = 2.0
 MAX_POLL_SECONDS = 15.0
 
@@ -291,8 +349,9 @@ class WaitForRunInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     run_id: str = RUN_ID
-    timeout_seconds: int = Field(default=60, ge=1, le=MAX_WAIT_SECONDS, description=(
-        f"Wall-clock seconds to wait at most (1..{MAX_WAIT_SECONDS}); call again to keep waiting."))
+    timeout_seconds: int = Field(default=DEFAULT_WAIT_SECONDS, ge=1, le=MAX_WAIT_SECONDS, description=(
+        f"Seconds this call lasts at most, its requests included (1..{MAX_WAIT_SECONDS}, under a host's 60 s "
+        "limit). To wait longer, call again: loop, do not ask for more."))
     until: Literal["terminal", "running", "step"] | None = Field(default=None, description=(
         "terminal: a final status; running: the run has started; step: latest step >= step. Null: step when a "
         "step is given, else terminal."))
@@ -336,7 +395,9 @@ def _reached(inp: WaitForRunInput, run: wire.RLRun, step: int | None) -> bool:
 @tool
 def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
     """Poll a run (GET ``/rft/runs/{id}`` and ``/progress``) until ``until`` holds, it ends,
-    or ``timeout_seconds`` pass (on ``ctx.clock``): never longer (plus one request).
+    or ``timeout_seconds`` pass (on ``ctx.clock``), requests included: each request is bounded
+    by the time left (:meth:`~tools.platform.client.PlatformClient.bound_requests`) and the
+    last poll starts :data:`LAST_POLL_SECONDS` before the end.
 
     Polls back off from 2 s to 15 s (``ctx.sleep``). Transient errors (rate limits, outages)
     are retried by the next poll, not inside it. Progress goes to ``ctx.report(step,
@@ -346,28 +407,33 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
     """
     started = ctx.clock()
     deadline = started + inp.timeout_seconds
-    client = ctx.platform_client(ctx.http_timeouts().capped(max(5, inp.timeout_seconds)), attempts=1)
+    last_poll = deadline - min(LAST_POLL_SECONDS, inp.timeout_seconds / 2)
+    client = ctx.platform_client(attempts=1)
     run: wire.RLRun | None = None
-    step: int | None = None
+    step = first_step = None
     polls, interval, read_at = 0, FIRST_POLL_SECONDS, started
     last_error: perr.PlatformError | None = None
     try:
         while True:
             polls += 1
             try:
+                client.bound_requests(deadline - ctx.clock())
                 run = client.get_run(inp.run_id)
                 if run.started_at is not None or run.status.upper() not in ("QUEUED", "PENDING"):
+                    client.bound_requests(deadline - ctx.clock())
                     step = client.get_progress(inp.run_id).latest_step
                 last_error, read_at = None, ctx.clock()
             except perr.NotFound:
                 raise not_found(inp.run_id) from None
             except (perr.Unavailable, perr.RateLimited) as exc:
                 last_error = exc
+            if polls == 1:
+                first_step = step
             if run is not None and last_error is None:
                 ctx.report(step or 0, run.max_steps, f"{run.status} step {step or 0}/{run.max_steps or '?'}")
                 if _reached(inp, run, step) or run.is_terminal():
                     break
-            remaining = deadline - ctx.clock()
+            remaining = last_poll - ctx.clock()
             if remaining <= 0:
                 break
             ctx.sleep(min(interval, remaining))
@@ -379,18 +445,19 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
     assert run is not None
     reached = _reached(inp, run, step)
     check = call("mf_check_progress", run_id=run.id)
-    default_timeout = WaitForRunInput.model_fields["timeout_seconds"].default
+    report = call("mf_run_report", run_id=run.id)
     again = call("mf_wait_for_run", run_id=run.id, until="running" if inp.until == "running" else None, step=inp.step,
-                 timeout_seconds=None if inp.timeout_seconds == default_timeout else inp.timeout_seconds)
+                 timeout_seconds=None if inp.timeout_seconds == DEFAULT_WAIT_SECONDS else inp.timeout_seconds)
     calls = [check]
-    if reached:
-        advice = f"See the run's health with {check}." if not run.is_terminal() else \
-            f"See the outcome and next steps with {check}."
-    elif run.is_terminal():
-        advice = f"The run ended ({run.status}) before the condition was met: see {check}."
+    if run.is_terminal():
+        advice, calls = f"The run ended ({run.status}): report it with {report}.", [report]
+    elif reached:
+        advice = f"See the run's health with {check}."
+    elif step is not None and step == first_step and run.status.upper() == "RUNNING":
+        advice = f"Not yet, and no new step during this wait: {check} says whether it is stuck; else {again} again."
+        calls = [check, again]
     else:
-        advice = f"Not yet: {again} keeps waiting ({check} tells whether it is stuck)."
-        calls = [again, check]
+        advice, calls = f"Not yet: {again} again.", [again]
     return WaitForRunResult(
         run_id=run.id, status=run.status, terminal=run.is_terminal(), reached=reached, until=inp.until,
         latest_step=step, max_steps=run.max_steps, waited_seconds=round(ctx.clock() - started, 2), polls=polls,

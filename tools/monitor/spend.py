@@ -62,6 +62,24 @@ class SpendSoFar(BaseModel):
     warning: str | None = Field(default=None, description="Said when a figure passes the plan's high estimate.")
     units_note: str = Field(default=UNITS_NOTE, description="Why the two figures are not converted into each other.")
 
+    def words(self) -> str:
+        """One line for a person: both figures, labelled, and the plan's estimate."""
+        parts = []
+        if self.platform_usd is not None:
+            parts.append(f"{_money(self.platform_usd)} reported by the platform's usage (priced per token)")
+        if self.elapsed_x_rate_usd is not None and self.running_seconds is not None:
+            parts.append(f"about {_money(self.elapsed_x_rate_usd)} from running time "
+                         f"({self.running_seconds / 3600:.2f} h x {_money(self.usd_per_hour)}/h)")
+        spent = "; ".join(parts) or "unknown"
+        if self.plan_high_usd is not None:
+            spent += (f", against the plan's estimate of {_money(self.plan_low_usd)} / "
+                      f"{_money(self.plan_expected_usd)} / {_money(self.plan_high_usd)} (low/expected/high)")
+        elif self.plan_id is not None:
+            spent += ", against a plan whose cost was unknown"
+        else:
+            spent += " (this state folder's ledger did not launch the run, so there is no plan estimate)"
+        return spent
+
 
 class GetSpendResult(SpendSoFar):
     """Spend so far of one run."""

@@ -299,6 +299,7 @@ class BaseClient:
             headers["Authorization"] = f"Bearer {self._api_key}"
         headers["User-Agent"] = user_agent or default_user_agent()
         self._connect_timeout = min(connect_timeout, timeout)
+        self._read_timeout = timeout
         self._http = httpx.Client(
             headers=headers,
             timeout=httpx.Timeout(timeout, connect=self._connect_timeout),
@@ -306,6 +307,17 @@ class BaseClient:
             transport=transport,
         )
         self._server_date: tuple[datetime, float] | None = None
+
+    def bound_requests(self, seconds: float) -> None:
+        """Make every next request of this client end within ``seconds``: connect gets at most a
+        quarter, and each read or write at most half of the rest (an answer held before its headers
+        and again mid-body still ends in time), none longer than this client's own timeouts. For
+        calls with an overall bound (``mf_wait_for_run``), set before each request to the time left.
+        A body trickling in gaps shorter than the read timeout is not bounded here."""
+        seconds = max(0.01, seconds)
+        connect = min(self._connect_timeout, seconds / 4)
+        read = min(self._read_timeout, (seconds - connect) / 2)
+        self._http.timeout = httpx.Timeout(read, connect=connect, write=read, pool=read)
 
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:

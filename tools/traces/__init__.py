@@ -30,7 +30,7 @@ Decisions where the platform is silent:
 - Hosted-training run ids are the traces host's ``run_id`` (as the emulator assumes, §9).
 """
 
-from tools.traces._manifest import MANIFEST
+from tools.traces._manifest import MANIFEST, download_summary
 from tools.traces.download import (
     DownloadTracesInput,
     DownloadTracesResult,
@@ -46,6 +46,7 @@ __all__ = [
     "ListTracesResult",
     "MANIFEST",
     "MissingReport",
+    "download_summary",
     "download_traces",
     "list_traces",
 ]

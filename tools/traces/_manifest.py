@@ -261,3 +261,44 @@ class Record:
             self._journal.close()
             self._journal = None
         self._db.close()
+
+
+def download_summary(dest: Path) -> dict[str, Any] | None:
+    """What a download folder holds, read from its ``manifest.jsonl`` in one streamed pass (memory
+    flat in the number of traces): ``run_id``, ``state`` (the last state line), ``traces`` and
+    ``episodes`` (distinct ids with a file line), ``bytes``, ``expected_traces`` (the host's count
+    at the last call), and ``missing`` (the report's ``summary`` line, None until a call finished).
+    None when ``dest`` has no manifest of this format."""
+    path = dest / MANIFEST
+    try:
+        handle = path.open("rb")
+    except OSError:
+        return None
+    out: dict[str, Any] = {"run_id": None, "state": None, "traces": 0, "episodes": 0, "bytes": 0,
+                           "expected_traces": None, "missing": None}
+    seen: dict[str, set[str]] = {"trace": set(), "episode": set()}
+    with handle:
+        for number, raw in enumerate(handle):
+            try:
+                record = json.loads(raw)
+            except ValueError:  # a line torn by a killed call
+                continue
+            if not isinstance(record, dict):
+                continue
+            kind = record.get("kind")
+            if number == 0:
+                if kind != "header" or record.get("format") != FORMAT:
+                    return None
+                out["run_id"] = record.get("run_id")
+            elif kind in _ID and isinstance(record.get(_ID[kind]), str):
+                if record[_ID[kind]] not in seen[kind]:
+                    seen[kind].add(record[_ID[kind]])
+                    out["bytes"] += record.get("bytes") or 0
+            elif kind == "expected":
+                out["expected_traces"] = record.get("trace_count")
+            elif kind == "missing":
+                out["missing"] = record.get("summary")
+            elif kind == "state":
+                out["state"] = record.get("state")
+    out["traces"], out["episodes"] = len(seen["trace"]), len(seen["episode"])
+    return out

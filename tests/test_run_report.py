@@ -1,0 +1,145 @@
+"""The end-of-run report (mf_run_report), spend so far against the plan, and what the run tools say
+about a launch: the secret names a run got (get_run, list_launches), each run's latest step
+(list_runs), the run-name suffix explained once in the plan. Real HTTP against the emulator, runs
+launched through the tools with a host approver standing in for the person."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from skill import registry
+from skill.emulator import TEAM_RESEARCH_ID
+from tools.errors import ToolError
+from tools.errors import call as tool_call
+from tools.monitor import PNG_SIGNATURE
+
+QUEUE, STARTUP, STEP, FINALIZE = 60.0, 90.0, 30.0, 10.0
+
+
+def ok(ctx, name: str, **arguments):
+    result = registry.call_tool(name, arguments, ctx)
+    assert not isinstance(result, ToolError), result
+    return result
+
+
+@pytest.fixture
+def ctx(frozen_ctx, tmp_path, monkeypatch):
+    frozen_ctx.approver = lambda request: True  # the host asked the person, who said yes
+    frozen_ctx.env = {**frozen_ctx.env, "WANDB_API_KEY": "wandb_v1_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE00"}
+    frozen_ctx.cwd = tmp_path
+    return frozen_ctx
+
+
+@pytest.fixture
+def launched(ctx, emulator, examples_dir, tmp_path):
+    """Plan and dispatch the reverse-text example through the tools; returns (plan, run id)."""
+
+    def launch(**plan_arguments):
+        config = tmp_path / f"rl-{len(list(tmp_path.glob('rl-*.toml')))}.toml"
+        shutil.copy(examples_dir / "basic" / "reverse-text" / "rl.toml", config)
+        plan = ok(ctx, "mf_plan_run", config_path=str(config), **{"team": "personal", **plan_arguments})
+        return plan, ok(ctx, "mf_dispatch_run", plan_id=plan.plan_id).run_id
+
+    return launch
+
+
+def test_the_report_of_a_finished_run_has_every_part_a_person_asks_for(ctx, emulator, launched):
+    plan, run_id = launched(secrets=["WANDB_API_KEY"])
+    emulator.state.advance(QUEUE + STARTUP + 20 * STEP + FINALIZE + 60)
+    ok(ctx, "mf_download_traces", run_id=run_id, dest="traces")
+    report = ok(ctx, "mf_run_report", run_id=run_id, traces_dir="traces")
+    text = report.markdown
+    assert (report.status, report.terminal, report.traces_complete) == ("COMPLETED", True, True)
+    assert f"## Run {run_id} ({plan.run_name})" in text and "Owner: personal account" in text
+    assert "Outcome: completed (20 of 20 steps)" in text
+    assert f"the plan's estimate of ${plan.cost.usd_low:,.2f} / ${plan.cost.usd_expected:,.2f}" in text
+    assert "reward/all/mean" in text and "loss" in text and report.plot_path in text
+    with open(report.plot_path, "rb") as png:
+        assert png.read(8) == PNG_SIGNATURE
+    assert "Checkpoints: 1 READY (steps 20" in text and "prime train checkpoints" in text
+    assert "320 traces" in text and "download finished; complete" in text and "manifest.jsonl" in text
+    assert f"plan {plan.plan_id}, approved via host_callback; secrets forwarded by name: WANDB_API_KEY" in text
+    assert "wandb_v1_FAKE" not in report.model_dump_json()
+    assert report.next_calls == [] and len(report.model_dump_json()) < 4000
+
+
+def test_a_failed_run_reports_the_platforms_failure_analysis(ctx, emulator, launched):
+    emulator.state.set_scenario("fail", at_step=4)
+    _, run_id = launched()
+    emulator.state.advance(QUEUE + STARTUP + 5 * STEP)
+    report = ok(ctx, "mf_run_report", run_id=run_id, plot=False)
+    assert "Outcome: failed after 4 of 20 steps" in report.markdown or "Outcome: failed after 3 of 20" in \
+        report.markdown
+    assert "CUDA OOM in trainer at step 4" in report.markdown and "confidence 86%" in report.markdown
+    assert report.plot_path is None
+    download = tool_call("mf_download_traces", run_id=run_id, dest=f"traces-{run_id}")
+    assert report.next_calls == [download] and "not downloaded here" in report.markdown
+
+
+def test_a_run_still_going_gets_a_provisional_report_and_the_calls_that_finish_it(ctx, emulator, launched):
+    _, run_id = launched(volume="research-data", team=TEAM_RESEARCH_ID)
+    emulator.state.advance(QUEUE + STARTUP + 6 * STEP)
+    report = ok(ctx, "mf_run_report", run_id=run_id, plot=False)
+    assert not report.terminal and "Outcome: still RUNNING" in report.markdown
+    assert report.next_calls[0] == tool_call("mf_wait_for_run", run_id=run_id)
+    assert f"Owner: team {TEAM_RESEARCH_ID}" in report.markdown
+    assert "prime volumes get research-data" in report.markdown and "needs the prime CLI" in report.markdown
+
+
+def test_a_run_this_ledger_did_not_launch_is_reported_without_a_plan(ctx, emulator, examples_dir):
+    import tomllib
+
+    from tools.platform import wire
+
+    config = tomllib.loads((examples_dir / "basic" / "reverse-text" / "rl.toml").read_text())
+    run_id = ctx.platform().create_run(wire.build_create_body(config, name="from-the-dashboard")).run_id
+    emulator.state.advance(QUEUE + STARTUP + 3 * STEP)
+    report = ok(ctx, "mf_run_report", run_id=run_id, plot=False)
+    assert "not in this state folder's ledger" in report.markdown and "usage" in report.markdown
+    assert ok(ctx, "mf_get_run", run_id=run_id).secret_names is None
+
+
+def test_spend_past_the_plans_high_estimate_is_a_warning(ctx, emulator, launched):
+    emulator.state.set_scenario("stall", at_step=2)
+    plan, run_id = launched(seconds_per_step=1)  # an estimate far too low for a run that stalls
+    emulator.state.advance(6 * 3600)
+    report = ok(ctx, "mf_run_report", run_id=run_id, plot=False)
+    assert f"Spend so far passes the plan's high estimate of ${plan.cost.usd_high:,.2f}" in report.markdown
+    assert "reported by the platform's usage (priced per token)" in report.markdown
+    assert "from running time" in report.markdown
+
+
+def test_get_run_and_list_launches_show_the_secret_names_a_run_was_launched_with(ctx, emulator, launched):
+    plan, run_id = launched(secrets=["WANDB_API_KEY"])
+    run = ok(ctx, "mf_get_run", run_id=run_id)
+    assert (run.secret_names, run.plan_id) == (["WANDB_API_KEY"], plan.plan_id)
+    entry = next(e for e in ok(ctx, "mf_list_launches").launches if e.plan_id == plan.plan_id)
+    assert entry.secret_names == ["WANDB_API_KEY"] and entry.run_id == run_id
+
+
+def test_the_run_name_suffix_is_explained_once_in_the_summary_and_is_no_warning(ctx, launched):
+    plan, _ = launched()
+    suffix = plan.run_name.rsplit("-", 1)[1]
+    assert not any(suffix in w for w in plan.warnings)
+    assert plan.summary.count(f"-{suffix} marks this plan") == 1
+
+
+def test_list_runs_reads_the_latest_step_of_page_one_with_one_request_per_started_run(ctx, emulator, launched):
+    from tests.conftest import Recorder
+
+    started = [launched()[1] for _ in range(3)]
+    emulator.state.set_scenario("stay_queued")
+    queued = launched()[1]
+    emulator.state.advance(QUEUE + STARTUP + 4 * STEP)
+    recorder = Recorder.install(emulator)
+    page = ok(ctx, "mf_list_runs", limit=2)
+    steps = {r.run_id: r.latest_step for r in page.runs}
+    progress = [r for r in recorder.requests if r.path.endswith("/progress")]
+    assert len(page.runs) == 2 and len(progress) == sum(1 for r in page.runs if r.status != "QUEUED")
+    assert all(steps[r] == 4 for r in started if r in steps) and steps.get(queued) is None
+    recorder.requests.clear()
+    second = ok(ctx, "mf_list_runs", limit=2, page=2)
+    assert [r for r in recorder.requests if r.path.endswith("/progress")] == []
+    assert all(r.latest_step is None for r in second.runs)

@@ -1,0 +1,202 @@
+"""The report a person wants at the end of a run: ``mf_run_report`` (:func:`run_report`).
+
+One markdown text, built from what the other phases already read: the run (``mf_get_run``:
+GET ``/rft/runs/{id}``), its latest step (GET ``/progress``), spend so far against the plan
+(:func:`tools.monitor.spend_so_far`: GET ``/billing/runs/{id}/usage`` and the launch ledger),
+a metrics summary (GET ``/metrics``) with a PNG (``mf_plot_metrics``), READY checkpoints
+(``mf_list_checkpoints``), the traces (a download folder's ``manifest.jsonl`` via
+:func:`tools.traces.download_summary`, else the traces host's totals, GET ``/runs/{id}``), and
+from the local ledger the forwarded secret *names* and the approval channel.
+
+Decisions where the platform is silent:
+
+- The report finds a traces download through its ``traces_dir`` argument (the agent knows
+  where it downloaded); without one it gives the host's totals and the download call.
+- Checkpoints are fetched with ``prime volumes get`` from the run's volume (the prime CLI is
+  needed: no HTTP tool here moves files off a volume); a run without a volume keeps them in
+  platform storage, which ``prime`` 0.18.0 lists (``prime train checkpoints``) but does not download.
+- Each part that cannot be read says so in its line; only the run itself is required
+  (``not_found`` otherwise).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tools import monitor
+from tools.core import RUN_ID, Context, require_run, tool
+from tools.errors import Call, ToolError, ToolFailure, call
+from tools.platform import errors as perr
+from tools.traces import download_summary
+
+__all__ = ["RunReport", "RunReportInput", "run_report"]
+
+#: Checkpoints listed by step at most; the rest are counted.
+MAX_CHECKPOINTS_LISTED = 5
+#: Characters of the failure analysis and error message kept.
+MAX_FAILURE_CHARS = 400
+
+
+class RunReportInput(BaseModel):
+    """Which run to report on, and where its traces were downloaded."""
+
+    model_config = ConfigDict(extra="forbid")
+    run_id: str = RUN_ID
+    traces_dir: str | None = Field(default=None, description=(
+        "The folder mf_download_traces wrote for this run (its dest): the report reads its manifest for "
+        "completeness. Null: the traces host's totals only."))
+    plot: bool = Field(default=True, description=(
+        "Write the metrics PNG (mf_plot_metrics' default path) and name it in the report."))
+
+
+class RunReport(BaseModel):
+    """The end-of-run report (markdown) and the few facts a program needs."""
+
+    run_id: str = Field(description="Run id.")
+    status: str = Field(description="The run's status now.")
+    terminal: bool = Field(description="True when the run has ended (the report is final).")
+    markdown: str = Field(description="The report for the person, as markdown: show it as it is.")
+    plot_path: str | None = Field(default=None, description="The metrics PNG written, if any.")
+    traces_complete: bool | None = Field(default=None, description=(
+        "True when the traces download in traces_dir finished with nothing missing; null when not known."))
+    next_step: str | None = Field(default=None, description="What is left to do, if anything.")
+    next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
+
+
+def _result(value: BaseModel | ToolError) -> BaseModel | None:
+    return None if isinstance(value, ToolError) else value
+
+
+def _money(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:,.2f}"
+
+
+def _outcome(run: monitor.GetRunResult, step: int | None) -> str:
+    steps = f"{step if step is not None else 0} of {run.max_steps if run.max_steps else 'an unlimited number of'} steps"
+    status = run.status.upper()
+    words = {"COMPLETED": f"completed ({steps})", "STOPPED": f"stopped after {steps}",
+             "PAUSED": f"paused after {steps}", "FAILED": f"failed after {steps}"}
+    text = words.get(status, f"still {run.status} ({steps} so far)")
+    if status == "FAILED":
+        fa = run.failure_analysis
+        if fa and fa.root_cause:
+            confidence = f" (confidence {fa.confidence:.0%})" if fa.confidence is not None else ""
+            text += f". Platform diagnosis{confidence}: {fa.root_cause[:MAX_FAILURE_CHARS]}"
+        if run.error_message:
+            text += f". Error: {run.error_message[:MAX_FAILURE_CHARS]}"
+    return text
+
+
+def _metrics(ctx: Context, run_id: str) -> str:
+    try:
+        records = monitor.records_of(ctx.platform(), run_id, None, None)
+    except perr.PlatformError as exc:
+        return f"not readable ({exc.message})"
+    if not records:
+        return "none logged yet"
+    parts = []
+    for name in filter(None, (monitor.reward_key(records), "loss", "entropy")):
+        values = [(r["step"], float(r[name])) for r in records if isinstance(r.get(name), (int, float))]
+        if values:
+            (first_step, first), (last_step, last) = values[0], values[-1]
+            parts.append(f"{name} {first:.4g} (step {first_step}) -> {last:.4g} (step {last_step})")
+    return "; ".join(parts) or f"{len(records)} steps logged (no reward, loss or entropy)"
+
+
+def _checkpoints(ctx: Context, run: monitor.GetRunResult) -> str:
+    listed = _result(monitor.list_checkpoints(monitor.ListCheckpointsInput(run_id=run.run_id), ctx))
+    if listed is None:
+        return "not readable now."
+    ready = [c for c in listed.checkpoints if (c.status or "").upper() == "READY"]
+    busy = [c for c in listed.checkpoints if (c.status or "").upper() in ("PENDING", "UPLOADING")]
+    if not ready and not busy and not run.volume_name:
+        return "none (keep `[ckpt]` in the config to save weights)."
+    steps = ", ".join(str(c.step) for c in ready[:MAX_CHECKPOINTS_LISTED])
+    more = f" and {len(ready) - MAX_CHECKPOINTS_LISTED} more" if len(ready) > MAX_CHECKPOINTS_LISTED else ""
+    size = sum(c.size_bytes or 0 for c in ready)
+    text = f"{len(ready)} READY (steps {steps}{more}; {size / 1e9:.1f} GB)" if ready else "none READY yet"
+    if not ready and not busy:
+        text = "none yet"
+    if busy:
+        text += f"; {len(busy)} still uploading: wait until they are READY before fetching"
+    if run.volume_name:
+        text += (f". Once the run has ended and the volume has synced, fetch them from volume {run.volume_name} "
+                 f"with `prime volumes get {run.volume_name} <path on the volume> ./checkpoints` (needs the prime "
+                 "CLI; the path is where `[ckpt]` writes).")
+    elif ready:
+        text += (". No volume is attached: they stay in platform storage (storage_url in mf_list_checkpoints), "
+                 "which the prime CLI lists (`prime train checkpoints`) but does not download; attach a volume to "
+                 "keep weights you can fetch with `prime volumes get` (needs the prime CLI).")
+    return text
+
+
+def _traces(ctx: Context, run: monitor.GetRunResult, traces_dir: str | None) -> tuple[str, bool | None, Call | None]:
+    download = call("mf_download_traces", run_id=run.run_id, dest=traces_dir or f"traces-{run.run_id}")
+    if traces_dir:
+        folder = ctx.resolve_path(traces_dir)
+        summary = download_summary(folder)
+        if summary is None or summary["run_id"] != run.run_id:
+            return f"no download of this run in {folder}. Download with {download}.", None, download
+        missing = summary["missing"] or "not checked (the download did not finish)"
+        complete = summary["state"] == "finished" and missing.startswith("complete")
+        text = (f"{summary['traces']} traces ({summary['bytes'] / 1e6:.1f} MB) in {folder}, manifest "
+                f"{folder / 'manifest.jsonl'}; download {summary['state']}; {missing}")
+        return text, complete, None if complete else download
+    try:
+        totals = ctx.traces().get_run(run.run_id, team_id=run.team_id)
+        host = f"{totals.trace_count} traces on the traces host"
+    except perr.PlatformError as exc:
+        host = f"the traces host gave no totals ({exc.message})"
+    return f"{host}; not downloaded here: {download}.", None, download
+
+
+@tool
+def run_report(inp: RunReportInput, ctx: Context) -> RunReport:
+    """The end-of-run report as markdown (sources in the module docstring).
+
+    Errors: ``not_found`` (the run), the platform codes of GET ``/rft/runs/{id}``. Other parts
+    that cannot be read are said so in their line.
+    """
+    got = monitor.get_run(monitor.GetRunInput(run_id=inp.run_id), ctx)
+    if isinstance(got, ToolError):
+        raise ToolFailure(got)
+    run: monitor.GetRunResult = got
+    try:
+        step = ctx.platform().get_progress(run.run_id).latest_step
+    except perr.PlatformError:
+        step = None
+    launch = monitor.launch_of(ctx, run.run_id)
+    spend = monitor.spend_so_far(ctx, require_run(ctx, run.run_id))
+    plot_path = None
+    if inp.plot:
+        plotted = _result(monitor.plot_metrics(monitor.PlotMetricsInput(run_id=run.run_id), ctx))
+        plot_path = plotted.path if plotted is not None else None
+    traces, complete, download = _traces(ctx, run, inp.traces_dir)
+    channel = next((a.channel for a in reversed(launch.attempts) if a.channel), None) if launch else None
+    secrets = ", ".join(run.secret_names) if run.secret_names else "none"
+    lines = [
+        f"## Run {run.run_id}" + (f" ({run.name})" if run.name else ""),
+        f"- Link: {run.dashboard_url or 'none (not the Prime Intellect platform)'}",
+        f"- Owner: {run.owner}; model {run.model or 'unknown'} ({run.mode.upper()}), {run.gpu_count or '?'} GPUs",
+        f"- Outcome: {_outcome(run, step)}",
+        f"- Cost so far: {spend.words()}" + (f". {spend.warning}" if spend.warning else ""),
+        f"- Metrics: {_metrics(ctx, run.run_id)}" + (f"; plot {plot_path}" if plot_path else ""),
+        f"- Checkpoints: {_checkpoints(ctx, run)}",
+        f"- Traces: {traces}",
+    ]
+    if launch is not None:
+        lines.append(f"- Launch: plan {launch.plan_id}, approved via {channel or 'unknown'}; secrets forwarded "
+                     f"by name: {secrets}")
+    else:
+        lines.append("- Launch: not in this state folder's ledger (secret names and approval unknown here)")
+    calls: list[Call] = []
+    if not run.terminal:
+        calls.append(call("mf_wait_for_run", run_id=run.run_id))
+    if download is not None and complete is not True:
+        calls.append(download)
+    next_step = None
+    if calls:
+        next_step = "The run has not ended: " if not run.terminal else ""
+        next_step += " then ".join(str(c) for c in calls) + (", then this report again." if calls else "")
+    return RunReport(run_id=run.run_id, status=run.status, terminal=run.terminal, markdown="\n".join(lines),
+                     plot_path=plot_path, traces_complete=complete, next_step=next_step, next_calls=calls)
