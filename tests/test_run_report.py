@@ -85,7 +85,8 @@ def test_a_run_still_going_gets_a_provisional_report_and_the_calls_that_finish_i
     assert not report.terminal and "Outcome: still RUNNING" in report.markdown
     assert report.next_calls[0] == tool_call("mf_wait_for_run", run_id=run_id)
     assert f"Owner: team {TEAM_RESEARCH_ID}" in report.markdown
-    assert "prime volumes get research-data" in report.markdown and "needs the prime CLI" in report.markdown
+    assert f"prime volumes get research-data runs/{run_id}/ ./{run_id}" in report.markdown
+    assert "needs the prime CLI" in report.markdown
 
 
 def test_a_run_this_ledger_did_not_launch_is_reported_without_a_plan(ctx, emulator, examples_dir):

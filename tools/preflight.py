@@ -140,8 +140,8 @@ def _subprocess_env(ctx: Context) -> dict[str, str]:
 
 def check_prime_cli(ctx: Context, timeout: float) -> Check:
     """``prime`` on ctx.env PATH: found, version 0.18.x, the Prime Intellect CLI, not shadowed."""
-    fix_install = ("Optional: `uv tool install prime==0.18.0` (needed for `prime train validate` and "
-                   "`prime volumes get`).")
+    fix_install = ("Optional: install the prime CLI with `uv tool install prime==0.18.0` (for `prime train "
+                   "validate` and `prime volumes get`).")
 
     found = _on_path("prime", ctx.env.get("PATH", ""))
     if not found:
@@ -174,7 +174,7 @@ def check_prime_cli(ctx: Context, timeout: float) -> Check:
 def check_uv(ctx: Context, timeout: float) -> Check:
     """``uv --version``: uv builds the prime-rl schema venv for ``prime train validate``."""
     found = _on_path("uv", ctx.env.get("PATH", ""))
-    fix = "Optional: install uv (https://docs.astral.sh/uv/) for `prime train validate`."
+    fix = "Optional: install uv (https://docs.astral.sh/uv/) for `prime train validate` (needs the prime CLI)."
     if not found:
         return Check(name="uv", ok=False, required=False, code="uv_not_found", detail="No `uv` on PATH.", fix=fix)
     text, why = _run([str(found[0]), "--version"], _subprocess_env(ctx), timeout)
@@ -207,7 +207,7 @@ def check_prime_rl(ctx: Context) -> Check:
     return Check(name="prime_rl_checkout", ok=False, required=False, code="prime_rl_missing", detail=detail,
                  fix="Optional: validate-config uses the schema snapshot shipped here. For prime-rl's own classes set "
                      "PRIME_RL_DIR to a prime-rl checkout (uv sync in it) or MODEL_FACTORY_SCHEMA_PYTHON to a Python "
-                     "with prime-rl-configs, or run `prime train validate CONFIG` once (prime CLI and uv).")
+                     "with prime-rl-configs, or run `prime train validate CONFIG` once (needs the prime CLI and uv).")
 
 
 # --------------------------------------------------------------------------------------

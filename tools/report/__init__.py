@@ -12,8 +12,9 @@ Decisions where the platform is silent:
 
 - The report finds a traces download through its ``traces_dir`` argument (the agent knows
   where it downloaded); without one it gives the host's totals and the download call.
-- Checkpoints are fetched with ``prime volumes get`` from the run's volume (the prime CLI is
-  needed: no HTTP tool here moves files off a volume); a run without a volume keeps them in
+- Checkpoints are fetched with ``prime volumes get VOLUME runs/<run id>/`` from the run's volume
+  (where the platform writes a run's outputs; the prime CLI is needed: no HTTP tool here moves
+  files off a volume); a run without a volume keeps them in
   platform storage, which ``prime`` 0.18.0 lists (``prime train checkpoints``) but does not download.
 - Each part that cannot be read says so in its line; only the run itself is required
   (``not_found`` otherwise).
@@ -120,9 +121,9 @@ def _checkpoints(ctx: Context, run: monitor.GetRunResult) -> str:
     if busy:
         text += f"; {len(busy)} still uploading: wait until they are READY before fetching"
     if run.volume_name:
-        text += (f". Once the run has ended and the volume has synced, fetch them from volume {run.volume_name} "
-                 f"with `prime volumes get {run.volume_name} <path on the volume> ./checkpoints` (needs the prime "
-                 "CLI; the path is where `[ckpt]` writes).")
+        text += (f". The run writes under runs/{run.run_id}/ on volume {run.volume_name}; once it has ended and "
+                 f"its checkpoints are READY, fetch them with `prime volumes get {run.volume_name} "
+                 f"runs/{run.run_id}/ ./{run.run_id}` (needs the prime CLI).")
     elif ready:
         text += (". No volume is attached: they stay in platform storage (storage_url in mf_list_checkpoints), "
                  "which the prime CLI lists (`prime train checkpoints`) but does not download; attach a volume to "
