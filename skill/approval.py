@@ -9,7 +9,7 @@ recorded at planning, checks what it can locally (the plan is not already sent, 
 24 hours, and the config file's bytes still hash to the planned sha256), and asks the person to
 type the last four characters of the plan id (three tries: a typo is not a refusal). Only then
 does it mint a confirmation code
-``mfc_...`` (valid 15 minutes, launches or stops once) bound to the recorded plan hash, to
+``mfc_...`` (valid 15 minutes, works once) bound to the recorded plan hash, to
 paste to the agent. ``mf_dispatch_run`` recomputes the whole plan in the agent's process
 (config, env files, owner, prices, secret names) and refuses with ``plan_changed``, naming what
 moved, if it no longer matches what was approved.
@@ -79,7 +79,7 @@ def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
             _say("The agent's dispatch recomputes it (config, env files, owner, prices, secret names) and refuses, "
                  "naming what moved, if anything differs from this summary.")
         _say("")
-        what = "LAUNCH this run (it spends money)" if request.action == "launch" else "STOP this run (irreversible)"
+        what = _WHAT[request.action]
         key = plan_id[-4:]
         for attempt in range(1, TRIES + 1):
             try:
@@ -111,11 +111,19 @@ def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
 
 
 def _carry_out(request: Any, token: str, ctx: Any) -> str:
-    """The command that carries the approved plan out: dispatch (launch) or stop, with the code,
-    the state folder named (the plan lives there)."""
+    """The command that carries the approved plan out: dispatch (launch), or the control command
+    (resume, stop, pause, restart) of the run, with the code, the state folder named (the plan lives there)."""
     from tools.core import STATE_DIR_ENV, shell_command
 
     state = {STATE_DIR_ENV: str(ctx.state_path().resolve())}
     if request.action == "launch":
         return shell_command(["dispatch-run", request.plan_id, "--confirmation", token], assignments=state)
-    return shell_command(["stop-run", str(request.run_id), "--confirmation", token], assignments=state)
+    return shell_command([f"{request.action}-run", str(request.run_id), "--confirmation", token], assignments=state)
+
+
+#: What the person is asked to approve, by plan action.
+_WHAT = {"launch": "LAUNCH this run (it spends money)",
+         "resume": "RESUME this run as a NEW run (it spends money)",
+         "stop": "STOP this run (irreversible)",
+         "pause": "PAUSE this run",
+         "restart": "RESTART this run from its latest checkpoint"}

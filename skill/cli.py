@@ -543,7 +543,7 @@ def _interrupted_hint(argv: list[str]) -> str:
         return ("Interrupted. If the request was already sent, its outcome is unknown: do not plan again. "
                 f"Run `{shell_command(argv[:2])}` once more (it reconciles and never sends twice) or "
                 f"`{shell_command(['list-launches'])}`.")
-    if command in ("dispatch-run", "stop-run"):
+    if command in ("dispatch-run", "stop-run", "pause-run", "restart-run", "resume-run"):
         return ("Interrupted. If the request was already sent, its outcome is unknown: do not plan again. "
                 f"See `{shell_command(['list-launches'])}` before anything else.")
     if command == "download-traces":

@@ -172,9 +172,26 @@ TOOLS: tuple[ToolSpec, ...] = (
           "Gated like dispatch: needs the user's confirmation for this run. Use it only when the user "
           "asked to stop; never to 'clean up'.",
           read_only=False, destructive=True, idempotent=True, positional=("run_id",)),
+    _spec("pause_run", "launch",
+          "Pause a RUNNING run (it saves a checkpoint and stops billing GPUs), then wait up to timeout_seconds "
+          "for PAUSED. Gated like stop: needs the user's confirmation for this pause of this run (never a budget "
+          "policy). Use it when the user asks to pause or to stop spending for now but keep the run resumable.",
+          read_only=False, destructive=False, idempotent=True, positional=("run_id",)),
+    _spec("resume_run", "launch",
+          "Resume a PAUSED run as a NEW billed run, exactly once. Without a confirmation it plans the resume "
+          "(owner, GPUs, price per GPU-hour, cost of the steps left, secret NAMES) and asks for approval like a "
+          "launch: the user's budget policy may approve it within its limits, else the user approves the plan it "
+          "shows. A second resume of the same pause says 'already resumed as run X' and needs the user. Never "
+          "call it twice to 'retry': call it again with the same confirmation (it only reconciles).",
+          read_only=False, destructive=False, idempotent=False, positional=("run_id",)),
+    _spec("restart_run", "launch",
+          "Restart a RUNNING run from its latest READY checkpoint (steps since then run again, and bill), then "
+          "wait until it runs again. Gated like stop: needs the user's confirmation for this run. Use it when the "
+          "user asks to restart a stuck or crash-looping run; not for a PAUSED run (mf_resume_run).",
+          read_only=False, destructive=True, idempotent=False, positional=("run_id",)),
     _spec("list_launches", "launch",
-          "List launches recorded in the local ledger: plan, secret names forwarded, approval, attempts, "
-          "outcome, run id. "
+          "List launches and run control actions (resume, stop, pause, restart) recorded in the local ledger: "
+          "plan, secret names forwarded, approval, attempts, outcome, run id. "
           "Use it after a restart or an ambiguous launch before doing anything else.",
           open_world=False),
     _spec("get_run", "monitor",

@@ -160,6 +160,14 @@ def _stop(s: Stage) -> dict[str, Any]:
     return {"run_id": run_id, "timeout_seconds": 10, "confirmation": s.confirmation("mf_stop_run", {"run_id": run_id})}
 
 
+def _control(tool: str, run: Callable[[Stage], str]) -> Callable[[Stage], dict[str, Any]]:
+    """The set-up of a gated control call: a run in the state it acts on, and a person's confirmation."""
+    def setup(s: Stage) -> dict[str, Any]:
+        run_id = run(s)
+        return {"run_id": run_id, "confirmation": s.confirmation(tool, {"run_id": run_id})}
+    return setup
+
+
 def _dispatch(s: Stage) -> dict[str, Any]:
     plan_id, token = s.approved_plan()
     return {"plan_id": plan_id, "confirmation": token}
@@ -185,6 +193,9 @@ SETUPS: dict[str, Callable[[Stage], dict[str, Any]]] = {
     "mf_plan_run": lambda s: {"config_path": s.config(), "team": "personal"},
     "mf_dispatch_run": _dispatch,
     "mf_stop_run": _stop,
+    "mf_pause_run": _control("mf_pause_run", Stage.run),
+    "mf_restart_run": _control("mf_restart_run", Stage.run),
+    "mf_resume_run": _control("mf_resume_run", Stage.paused_run),
     "mf_list_launches": _launches,
     "mf_get_run": lambda s: {"run_id": s.run()},
     "mf_list_runs": lambda s: (s.run(), {})[1],

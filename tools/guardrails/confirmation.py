@@ -498,3 +498,21 @@ def plan_of_run(ledger: Ledger, run_id: str, now: datetime | None = None) -> Lau
             found = state
     return found
 
+
+
+def resumes_of(ledger: Ledger, run_id: str, *, exclude: str | None = None,
+               now: datetime | None = None) -> list[LaunchState]:
+    """Resume plans of the paused run ``run_id`` that were sent: ``dispatched`` (``run_id`` of the
+    state is the new run), or unresolved (:data:`UNRESOLVED_STATUSES`: a new run may exist nobody
+    found yet). Oldest first; ``exclude`` leaves one plan out (the one being planned or sent).
+    Ledger only: a second resume of the same pause would start a second billed run."""
+    now = _aware(now)
+    found = []
+    for p in _group(ledger.read()).values():
+        if p.plan_id == exclude or not p.plans:
+            continue
+        state = _state(p, now)
+        if (state.plan.get("action") == "resume" and state.plan.get("run_id") == run_id
+                and (state.status == "dispatched" or state.status in UNRESOLVED_STATUSES)):
+            found.append(state)
+    return found

@@ -94,6 +94,9 @@ class PlanFacts(BaseModel):
     unresolved_launches: list[str] = Field(default_factory=list, description=(
         "Plan ids of earlier launches of the same config and owner whose outcome is unknown, which this plan "
         "acknowledges (it may start a second run): a policy never approves such a plan."))
+    already_resumed: list[str] = Field(default_factory=list, description=(
+        "For a resume: the runs (or unresolved plans) the same paused run was already resumed as: a policy never "
+        "approves a second resume of one pause."))
 
 
 class PolicyDecision(BaseModel):
@@ -187,6 +190,9 @@ def evaluate(policy: Policy, facts: PlanFacts) -> PolicyDecision:
         return decision(False, [f"it launches again while earlier launch(es) {', '.join(facts.unresolved_launches)} "
                                 "of the same config are unresolved; a budget policy never approves that, a person "
                                 "must"])
+    if facts.already_resumed:
+        return decision(False, [f"the paused run was already resumed ({', '.join(facts.already_resumed)}); a budget "
+                                "policy never approves a second resume of one pause, a person must"])
     lim = policy.limits
     passed: list[str] = []
     failed: list[str] = []

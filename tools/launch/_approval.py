@@ -55,13 +55,16 @@ class ApprovalRequest(BaseModel):
 
     plan_id: str = Field(description="The plan to approve.")
     plan_hash: str = Field(description="Hash of the exact plan shown; the approval covers only this.")
-    action: Literal["launch", "stop"] = Field(description="launch: start a run (spends money); stop: stop a run.")
+    action: Literal["launch", "resume", "stop", "pause", "restart"] = Field(description=(
+        "launch: start a run (spends money); resume: start a NEW billed run continuing a paused one; stop / pause / "
+        "restart: act on a run."))
     summary: str = Field(description="The plan in words: owner, GPUs, price, cost, steps, secrets, warnings.")
     owner: str = Field(description="Who pays / whose run: 'personal' or a team id.")
     usd_high: float | None = Field(default=None, description="High cost estimate, USD (launch); null = unknown.")
     ttl_seconds: int = Field(default=APPROVAL_TTL_SECONDS, description="How long an approval stays valid.")
     approve_command: str = Field(description="The terminal command a person runs to approve.")
-    run_id: str | None = Field(default=None, description="The run a stop plan stops (None for a launch).")
+    run_id: str | None = Field(default=None, description="The run a stop, pause, restart or resume plan acts on "
+                                                         "(None for a launch).")
     planned_at: str | None = Field(default=None, description="ISO 8601 time the plan was recorded.")
 
 
@@ -137,19 +140,19 @@ def _plan_changed(plan_id: str, changes: list[tuple[str, Any, Any]], why: str = 
     return fail("plan_changed",
                 f"Plan {plan_id} is no longer what was shown{why}: " + (said or "its hash differs from the "
                 "recorded plan (the record does not say which fact moved)") + ".",
-                "Plan again (mf_plan_run, with the same arguments), show the new summary, and get the new plan "
-                "approved.",
+                "Plan again (with the same arguments), show the new summary, and get the new plan approved.",
                 fields=
 [FieldProblem(path=name, problem=f"planned {_shown(name, old)}, now {_shown(name, new)}")
                         for name, old, new in changes])
 
 
-def check_unchanged(state: LaunchState, draft: Draft) -> None:
-    """``plan_changed`` unless ``draft`` (the plan rebuilt now) has the recorded plan hash; the
-    error names the facts that differ from the ledger record (e.g. ``usd_per_gpu_hour 1.8 ->
-    2.1``, ``team_id``, ``config_sha256``) in its message and ``fields``."""
-    if draft.plan_hash != state.plan_hash:
-        raise _plan_changed(state.plan_id, material_changes(state.plan, draft.material))
+def check_unchanged(state: LaunchState, plan_hash: str, material: dict[str, Any]) -> None:
+    """``plan_changed`` unless the plan rebuilt now (its ``plan_hash`` and ``material``) has the
+    recorded plan hash; the error names the facts that differ from the ledger record (e.g.
+    ``usd_per_gpu_hour 1.8 -> 2.1``, ``team_id``, ``config_sha256``, ``already_resumed_as``) in
+    its message and ``fields``."""
+    if plan_hash != state.plan_hash:
+        raise _plan_changed(state.plan_id, material_changes(state.plan, material))
 
 
 def check_locally(state: LaunchState, now: datetime | None = None) -> None:
@@ -162,7 +165,7 @@ def check_locally(state: LaunchState, now: datetime | None = None) -> None:
         raise fail("plan_expired", f"Plan {state.plan_id} was made at {state.planned_at or 'an unknown time'}, more "
                    f"than {PLAN_MAX_AGE_SECONDS // 3600} hours ago; its prices and summary may be out of date.",
                    "Ask the agent to plan again (mf_plan_run) and approve the new plan.")
-    if state.plan.get("action") == "stop":
+    if state.plan.get("action", "launch") != "launch":
         return
     path, planned_sha = state.plan.get("config_path"), state.plan.get("file_sha256")
     try:
@@ -270,22 +273,28 @@ def obtain_confirmation(
                        "done.", f"Ask the user to approve with `{request.approve_command}` in a terminal.") from None
         if not approved:
             raise fail("approval_refused", f"The user did not approve plan {request.plan_id}; nothing was done.",
-                       "Ask the user what to change, then plan again (mf_plan_run) or stop again (mf_stop_run).")
+                       f"Ask the user what to change, then call {_TOOL_OF[request.action]} again.")
 
         channel = getattr(ctx.approver, "channel", "host_callback")  # the MCP server's says mcp_elicitation
         if channel not in ("host_callback", "mcp_elicitation"):  # a callback cannot claim terminal or policy
             channel = "host_callback"
         return mint(ledger, request.plan_id, request.plan_hash, channel, APPROVAL_TTL_SECONDS,
                     owner=request.owner)
-    verb = "Launching" if request.action == "launch" else "Stopping a run with"
-    # A launch plan's summary came with mf_plan_run; a stop plan is made here, so its summary travels now.
-    shown = f"\n{request.summary}" if request.action == "stop" else ""
+    # A launch plan's summary came with mf_plan_run; the others are made by their tool, so the summary travels now.
+    shown = f"\n{request.summary}" if request.action != "launch" else ""
     raise fail(
         "confirmation_required",
-        f"{verb} plan {request.plan_id} needs a person's confirmation; none was given and no approval channel "
-        "is attached." + (" " + " ".join(notes) if notes else "") + shown,
+        f"{_VERB[request.action]} plan {request.plan_id} needs a person's confirmation; none was given and no "
+        "approval channel is attached." + (" " + " ".join(notes) if notes else "") + shown,
         f"Show the user the plan summary{' above' if shown else ''} and ask them to approve it in their own terminal: "
         f"`{request.approve_command}`. It prints a confirmation code mfc_... (valid 15 minutes, works once) and the "
-        f"command that uses it; then call {'mf_dispatch_run' if request.action == 'launch' else 'mf_stop_run'} again "
-        "with that code as the confirmation. Never invent or reuse a code.",
+        f"command that uses it; then call {_TOOL_OF[request.action]} again with that code as the confirmation. Never "
+        "invent or reuse a code.",
     )
+
+
+#: How each action's confirmation_required opens, and the tool that carries the plan out.
+_VERB = {"launch": "Launching", "resume": "Resuming a run with", "stop": "Stopping a run with",
+         "pause": "Pausing a run with", "restart": "Restarting a run with"}
+_TOOL_OF = {"launch": "mf_dispatch_run", "resume": "mf_resume_run", "stop": "mf_stop_run", "pause": "mf_pause_run",
+            "restart": "mf_restart_run"}

@@ -22,9 +22,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from tools import configs
 from tools.core import MAX_SECONDS_PER_STEP, MAX_STEPS, Context, Owner, resolve_owner
@@ -43,6 +43,20 @@ SMOKE_MAX_STEPS = 20
 APPROVAL_TTL_SECONDS = 900
 
 
+def split_names(value: object) -> object:
+    """``["WANDB_API_KEY,HF_TOKEN"]`` (``--secrets WANDB_API_KEY,HF_TOKEN``) -> both names."""
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return [name.strip() for item in value for name in item.split(",") if name.strip()]
+    return value
+
+
+#: A ``secrets`` argument: names of variables to forward, comma-separated items split.
+SecretNames = Annotated[list[str], BeforeValidator(split_names)]
+SECRETS_HELP = ("NAMES of environment variables to forward to the run: only WANDB_API_KEY and HF_TOKEN (an item may "
+                "list several, comma-separated). Never values; values are read from the environment / env files only "
+                "when the run is started.")
+
+
 class PlanRunInput(BaseModel):
     """Arguments of ``mf_plan_run``."""
 
@@ -59,10 +73,7 @@ class PlanRunInput(BaseModel):
         "on-demand type available to the owner."))
     volume: str | None = Field(default=None, description="Name of an existing volume of the owner to attach "
                                                          "(see mf_list_volumes). Null: the TOML's volume, or none.")
-    secrets: list[str] = Field(default_factory=list, description=(
-        "NAMES of environment variables to forward to the run: only WANDB_API_KEY and HF_TOKEN (an item may "
-        "list several, comma-separated). Never values; values are read from the environment / env files only "
-        "at dispatch."))
+    secrets: SecretNames = Field(default_factory=list, description=SECRETS_HELP)
     env_files: list[str] = Field(default_factory=list, description=(
         "Paths of .env files to read forwarded secrets from (after the TOML's env_file(s); later wins). As with "
         "prime train, the WANDB_API_KEY / HF_TOKEN they set are forwarded; any other variable in them is refused."))
@@ -86,14 +97,6 @@ class PlanRunInput(BaseModel):
         "wants another run: the plan id(s) that error named, comma-separated. The plan then shows them, and only "
         "a person can approve it (never a budget policy). Null: planning refuses while one is unresolved."))
 
-
-    @field_validator("secrets", mode="before")
-    @classmethod
-    def _split_names(cls, value: object) -> object:
-        """``["WANDB_API_KEY,HF_TOKEN"]`` (``--secrets WANDB_API_KEY,HF_TOKEN``) -> both names."""
-        if isinstance(value, list) and all(isinstance(item, str) for item in value):
-            return [name.strip() for item in value for name in item.split(",") if name.strip()]
-        return value
 
 
 class RuntimeInfo(BaseModel):
@@ -191,18 +194,18 @@ def apply_step_cap(config: dict[str, Any], cap: int | None) -> None:
             sub["max_steps"] = cap
 
 
-def _secret_names(args: PlanRunInput, ctx: Context, files: list[Path], warnings: list[str]) -> list[str]:
-    """Names to forward: the ``secrets`` argument plus the forwardable names the env files set
-    (as ``prime train`` forwards what its env files hold). Validated; values discarded. Lines
-    the env-file parser skipped are added to ``warnings`` (and to a ``secret_not_set`` error,
-    since a skipped ``export NAME=...`` line is the usual reason)."""
+def forwarded_names(asked: list[str], ctx: Context, files: list[Path], warnings: list[str], again: Call) -> list[str]:
+    """Names to forward: the ``asked`` names (a ``secrets`` argument) plus the forwardable names the
+    env files set (as ``prime train`` and ``prime train resume`` forward what their env files hold).
+    Validated; values discarded. Lines the env-file parser skipped are added to ``warnings`` (and
+    to a ``secret_not_set`` error, since a skipped ``export NAME=...`` line is the usual reason).
+    ``again``: the call to make after fixing an env file."""
     in_files: list[str] = []
     skipped: list[str] = []
     for path in files:
         try:
             parsed = gsecrets.parse_env_file(path, ctx.env)
         except gsecrets.EnvFileError as exc:
-            again = plan_again(args)
             raise fail("env_file_invalid", str(exc), f"Fix or remove the env file, then plan again: {again}.",
                        next_calls=[again]) from None
         others = sorted(n for n in parsed.values if n not in gsecrets.FORWARDABLE)
@@ -214,7 +217,7 @@ def _secret_names(args: PlanRunInput, ctx: Context, files: list[Path], warnings:
         in_files += [n for n in parsed.values if n not in in_files]
         skipped += parsed.warnings
     warnings += skipped
-    names = list(dict.fromkeys([*args.secrets, *in_files]))
+    names = list(dict.fromkeys([*asked, *in_files]))
     try:
         gsecrets.resolve_forwarded(names, ctx.env, files)  # refusals + "is it set"; values not kept
     except ToolFailure as failure:
@@ -365,7 +368,7 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     warnings += [w for p in args.env_files if (w := gsecrets.env_file_git_warning(ctx.resolve_path(p)))]
     mode: Literal["rl", "sft"] = report.mode
     hosted, _ = configs.hosted_config(raw)  # deprecated keys translated as prime train does (warned above)
-    names = _secret_names(args, ctx, files, warnings)
+    names = forwarded_names(args.secrets, ctx, files, warnings, plan_again(args))
 
     from_config = report.max_steps
     if args.max_steps is not None:
@@ -446,7 +449,7 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     return draft
 
 
-def _usd(value: float | None) -> str:
+def usd(value: float | None) -> str:
     return "unknown" if value is None else f"${value:,.2f}"
 
 
@@ -455,9 +458,9 @@ def summary_text(d: Draft) -> str:
     c = d.cost
     owner = f"{d.owner.label} (from {d.owner.source})" + (f". Note: {d.owner.note}" if d.owner.note else "")
     gpu = f"{d.gpu_type or 'chosen by the platform'} x {d.gpu_count} ({d.gpu_type_source})"
-    price = (f"{_usd(c.usd_per_gpu_hour)} per GPU-hour -> {_usd(c.usd_per_hour)}/hour"
+    price = (f"{usd(c.usd_per_gpu_hour)} per GPU-hour -> {usd(c.usd_per_hour)}/hour"
              if c.usd_per_gpu_hour is not None else "unknown per GPU-hour")
-    cost = f"low {_usd(c.usd_low)} / expected {_usd(c.usd_expected)} / high {_usd(c.usd_high)}"
+    cost = f"low {usd(c.usd_low)} / expected {usd(c.usd_expected)} / high {usd(c.usd_high)}"
     if c.hours_expected is not None:
         cost += f" (~{c.hours_low:.2f}/{c.hours_expected:.2f}/{c.hours_high:.2f} h)"
     runtime = d.runtime.note if d.runtime else "runtime not re-checked"

@@ -5,7 +5,9 @@ A create (POST ``/training/runs``) that was sent but got no usable answer may ha
 run that bills now. It is never re-sent: :func:`look_for_lost_run` lists the owner's newest
 runs (GET ``/rft/runs``, :data:`RECONCILE_PAGES` pages of :data:`RECONCILE_PAGE_SIZE`) for
 the plan's fingerprint (the ``-mf<8 hex>`` suffix of the run name, ``_plan.fingerprint``) and
-records ``reconciled`` (found) or ``still_unknown`` (listed, not found) in the ledger.
+records ``reconciled`` (found) or ``still_unknown`` (listed, not found) in the ledger. A resume
+(POST ``/training/runs/{id}/resume``) whose answer was lost is found the same way, by the paused
+run's name on a new run (:func:`matches_plan`).
 
 The same launch must not happen twice by another road either: re-planning the same config.
 :func:`check_unresolved` runs whenever a launch plan is computed (planning, dispatch's
@@ -59,27 +61,49 @@ class Lookup:
 
     @property
     def fingerprint(self) -> str:
-        """The plan's run-name suffix (``mf`` + 8 hex)."""
+        """The plan's run-name suffix (``mf`` + 8 hex); empty for a resume plan."""
         return str(self.state.plan.get("fingerprint") or "")
+
+    @property
+    def looks_for(self) -> str:
+        """The run being looked for, in words (:func:`matches_plan`)."""
+        plan = self.state.plan
+        if plan.get("action") == "resume":
+            name = f" named {plan['name']}" if plan.get("name") else f" of {plan.get('model') or 'the same model'}"
+            return f"new run{name} (other than {plan.get('run_id')}) created since the resume was sent"
+        return f"run whose name ends in -{self.fingerprint}"
+
+
+def matches_plan(plan: dict, run: wire.RLRun) -> bool:
+    """Whether ``run`` may be the one a lost create of ``plan`` made: for a launch, its name carries
+    the plan's fingerprint; for a resume (POST /training/runs/{id}/resume answers like a create with a
+    NEW run, which keeps the paused run's name on the platform as far as is known), another run
+    with the paused run's name (or, unnamed, the same base model)."""
+    if plan.get("action") == "resume":
+        if run.id == plan.get("run_id"):
+            return False
+        return run.name == plan["name"] if plan.get("name") else run.base_model == plan.get("model")
+    fp = str(plan.get("fingerprint") or "")
+    return bool(fp) and fp in (run.name or "")
 
 
 def look_for_lost_run(ctx: Context, ledger: Ledger, state: gate.LaunchState) -> Lookup:
     """Look for the run of a plan whose attempt's outcome is unknown (ambiguous, still unknown or
     in flight); never re-send. Records ``reconciled`` (with ``run_id`` and ``matches``) or
     ``still_unknown`` on the plan's latest open attempt; records nothing when GET ``/rft/runs``
-    fails (``problem`` says why). A run counts when its name contains the plan's fingerprint and
-    it was created no earlier than the first open attempt minus :data:`CLOCK_SKEW`."""
+    fails (``problem`` says why). A run counts when :func:`matches_plan` (launch: the name carries
+    the plan's fingerprint; resume: a new run of the paused run's name) and it was created no
+    earlier than the first open attempt minus :data:`CLOCK_SKEW`."""
     open_attempts = [a for a in state.attempts if a.outcome in (None, "ambiguous", "still_unknown")]
     if not open_attempts:
         return Lookup(state=state, problem="the ledger holds no open attempt for this plan")
-    fp = str(state.plan.get("fingerprint") or "")
     since = min(datetime.fromisoformat(a.started_at) for a in open_attempts) - CLOCK_SKEW
     team_id = state.plan.get("team_id")
     found: list[wire.RLRun] = []
     try:
         for page in range(1, RECONCILE_PAGES + 1):
             listed = ctx.platform().list_runs(team_id=team_id, page=page, limit=RECONCILE_PAGE_SIZE)
-            found += [r for r in listed.runs if fp and fp in (r.name or "")
+            found += [r for r in listed.runs if matches_plan(state.plan, r)
                       and (r.created_at is None or r.created_at.tzinfo is None or r.created_at >= since)]
             if len(listed.runs) < RECONCILE_PAGE_SIZE or listed.total is None:
                 break
