@@ -571,12 +571,13 @@ def _export_logs(r: Any, v: View) -> None:
 
 
 def _list_launches(r: Any, v: View) -> None:
-    v.opening = [f"{_count(len(r.launches), 'launch')} in the ledger {r.ledger_path}." if r.launches else
+    v.opening = [f"{_count(len(r.launches), 'plan')} in the ledger {r.ledger_path}." if r.launches else
                  f"No launches recorded in {r.ledger_path}."]
     v.drop("ledger_path")
     table = v.table("launches")
     if table:
-        table.columns, table.keep = ["plan_id", "status", "run_id", "outcome", "action", "last_activity"], 2
+        table.columns, table.keep = ["plan_id", "status", "run_id", "outcome", "action", "acted_on",
+                                     "last_activity"], 2
 
 
 #: Tools whose result is a list (an empty one says so).
@@ -593,6 +594,7 @@ _VIEWS: dict[str, Callable[[Any, View], None]] = {
     "mf_prepare_config": _prepare,
     "mf_plan_run": _plan,
     "mf_dispatch_run": _dispatch,
+    "mf_resume_run": _dispatch,
     "mf_get_run": _get_run,
     "mf_list_runs": _list_runs,
     "mf_check_progress": _check_progress,

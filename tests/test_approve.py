@@ -30,11 +30,15 @@ from tools.guardrails.ledger import Ledger, utc_now
 from tools.launch import (
     PLAN_MAX_AGE_SECONDS,
     DispatchRunInput,
+    PauseRunInput,
     PlanRunInput,
+    ResumeRunInput,
     StopRunInput,
     approve_plan,
     dispatch_run,
+    pause_run,
     plan_run,
+    resume_run,
     stop_run,
 )
 
@@ -172,6 +176,40 @@ def test_terminal_approval_of_a_stop(setup, emu):
     assert code == 0 and "STOP this run" in out and run.run_id in out
     stopped = stop_run(StopRunInput(run_id=run.run_id, confirmation=TOKEN.search(out).group(0)), ctx)
     assert stopped.status == "STOPPED" and stopped.approval_channel == "terminal"
+
+
+def test_terminal_approval_of_a_second_resume_shows_its_cost_and_the_earlier_run_and_its_command_works(setup, emu):
+    ctx, plan = setup["ctx"], setup["plan"]
+    run = dispatch_run(DispatchRunInput(plan_id=plan.plan_id, confirmation=approve_plan(plan.plan_id, "terminal", ctx)),
+                       ctx)
+    emu.state.set_speed(0)
+    emu.state.advance(400)
+    paused = pause_run(PauseRunInput(run_id=run.run_id), ctx)
+    pause_plan = re.search(r"model-factory approve (pause_\w+)", paused.fix).group(1)
+    code, out = run_tty(setup, ["approve", pause_plan], pause_plan[-4:])
+    assert code == 0 and "PAUSE this run" in out and run.run_id in out
+    command = re.search(r"`([^`]*pause-run[^`]*)`", out).group(1)  # pasted into the person's shell as printed
+    emu.state.set_speed(DEMO_SPEED)  # the pause completes while the command polls
+    done = subprocess.run(["bash", "-c", command], env=setup["env"], cwd=setup["cwd"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert emu.state.run(run.run_id).status == "PAUSED" and "PAUSED" in done.stderr + done.stdout
+
+    first = resume_run(ResumeRunInput(run_id=run.run_id, confirmation=approve_plan(
+        re.search(r"plan (resume_\w+)", resume_run(ResumeRunInput(run_id=run.run_id), ctx).message).group(1),
+        "terminal", ctx)), ctx)
+    again = resume_run(ResumeRunInput(run_id=run.run_id), ctx)
+    resume_plan = re.search(r"model-factory approve (resume_\w+)", again.fix).group(1)
+    code, out = run_tty(setup, ["approve", resume_plan], resume_plan[-4:])
+    assert code == 0 and "RESUME this run as a NEW run" in out, out
+    for shown in (f"already resumed as run {first.run_id}", "Owner (pays):  personal account", "Cost estimate: low $",
+                  "per GPU-hour", "GPUs:"):
+        assert shown in out, shown
+    command = re.search(r"`([^`]*resume-run[^`]*)`", out).group(1)
+    done = subprocess.run(["bash", "-c", command], env=setup["env"], cwd=setup["cwd"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert len(emu.state.runs) == 3  # the launch, the first resume, and this one a person approved
 
 
 def test_the_person_needs_only_the_state_folder(emu, tmp_path):

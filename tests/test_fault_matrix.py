@@ -36,6 +36,10 @@ def test_every_tool_survives_the_reduced_faults(tmp_path: Path):
     assert report.ok, table
     assert {c.tool for c in report.cells} == {spec.name for spec in registry.TOOLS}
     assert sum(c.calls for c in report.cells) > 3 * len(registry.TOOLS)
+    resume = {c.fault: c for c in report.cells if c.tool == "mf_resume_run"}
+    assert resume["commit"].results and not resume["commit"].errors  # a resume's lost answer: reconciled, not re-sent
+    pause = {c.fault: c for c in report.cells if c.tool == "mf_pause_run"}
+    assert pause["commit"].calls and not pause["commit"].problems  # a control call's lost answer: the state is read
 
 
 def test_the_launch_and_stop_tools_survive_every_fault(tmp_path: Path):

@@ -136,8 +136,8 @@ def _gpu(ctx: Context, ledger: Ledger, args: ResumeRunInput, run: wire.RLRun,
         attempt = next((a for a in reversed(launched.attempts) if a.run_id == run.id), None) if launched else None
         gpu = (attempt.facts.get("gpu_type") if attempt else None) or (launched.plan.get("gpu_type") if launched
                                                                        else None)
-        how = "the paused run's (launch ledger); none sent, the platform keeps it" if gpu else \
-            "the paused run's, unknown here (not launched from this ledger); none sent"
+        how = "as the paused run, from the launch ledger; none sent, the platform keeps it" if gpu else \
+            "as the paused run, unknown here (not launched from this ledger); none sent"
     if gpu is None:
         warnings.append("The paused run's GPU type is not known here, so neither is the price; name a GPU type to "
                         "price the resume (a budget policy cannot approve an unknown cost).")
