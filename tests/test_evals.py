@@ -93,6 +93,8 @@ class Replay:
             self.emulator.state.set_scenario(params.pop("name"), **params)
         elif "advance" in step:
             self.emulator.state.advance(step["advance"])
+        elif "pause" in step:  # paused earlier by the person (e.g. in the dashboard)
+            self.emulator.state.run(self.resolve(step["pause"])).pause(self.emulator.state.now())
         elif "launch" in step:  # a run launched earlier through the tools, approved by the person then
             config = self.root / "project" / "launched.toml"
             shutil.copy(EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml", config)
