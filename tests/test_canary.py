@@ -203,6 +203,15 @@ def test_no_canary_leaves_through_any_tool_or_command(emu, tmp_path):
     plan_c = call("mf_plan_run", {"config_path": "task.toml", "team": "personal"})
     run_c = call("mf_dispatch_run", {"plan_id": plan_c.plan_id}).run_id
     assert call("mf_stop_run", {"run_id": run_c, "timeout_seconds": 5}).status == "STOPPED"
+    plan_d = call("mf_plan_run", {"config_path": "task.toml", "team": "personal"})
+    run_d = call("mf_dispatch_run", {"plan_id": plan_d.plan_id}).run_id
+    emu.state.advance(400)
+    assert call("mf_restart_run", {"run_id": run_d, "timeout_seconds": 5}).outcome == "restarted"
+    call("mf_pause_run", {"run_id": run_d, "timeout_seconds": 0})
+    emu.state.advance(60)
+    resumed = call("mf_resume_run", {"run_id": run_d, "secrets": ["WANDB_API_KEY", "HF_TOKEN"],
+                                     "env_files": ["secrets.env", "extra.env"]})
+    assert resumed.status == "created" and emu.state.run(resumed.run_id).wandb_api_key == ENVFILE_WANDB
 
     # -- error paths ------------------------------------------------------------------------------
     refused = call("mf_plan_run", {"config_path": "leaky.toml", "team": "personal"}, "secret_in_input")
@@ -261,6 +270,7 @@ def test_no_canary_leaves_through_any_tool_or_command(emu, tmp_path):
         (["list-checkpoints", run_a], 0), (["get-spend", run_a], 0),
         (["wait-for-run", run_a, "--timeout-seconds", "1"], 0),
         (["list-traces", run_a], 0), (["dispatch-run", plan.plan_id], 0), (["stop-run", run_a], 0),
+        (["pause-run", run_a], 0), (["restart-run", run_a], 0), (["resume-run", run_a], 3),
         (["run-report", run_a, "--no-plot"], 0),
         (["tools", "export", "--format", "mcp"], 0), (["tools", "export", "--format", "openai"], 0),
         (["tools", "export", "--format", "anthropic"], 0),
@@ -294,13 +304,13 @@ def test_no_canary_leaves_through_any_tool_or_command(emu, tmp_path):
     creates = 0
     for request in emu.recorder.requests:
         method, path, query, sent = request.method, request.path, request.query, request.json()
-        if method == "POST" and path == "/api/v1/training/runs":
+        if method == "POST" and (path == "/api/v1/training/runs" or path.endswith("/resume")):
             creates += 1
             assert sent.get("wandbApiKey") == ENVFILE_WANDB and sent.get("hfToken") in (ENVFILE_HF, None), sent
             sent = {k: v for k, v in sent.items() if k not in ("wandbApiKey", "hfToken")}
         text = f"{path}?{query} {json.dumps(sent)}"
         assert not leaks(text), f"{method} {path} sent {leaks(text)}"
-    assert creates == 3 and len(emu.state.runs) == 3
+    assert creates == 5 and len(emu.state.runs) == 5  # four launches and one resume
 
 
 def test_every_tool_refuses_a_pasted_key_in_any_text_argument_before_sending(emu, tmp_path):

@@ -240,9 +240,9 @@ def obtain_confirmation(
     facts: PlanFacts | None,
     count_active_runs: Callable[[], int | None] | None = None,
 ) -> str:
-    """A token for ``request``: the ``given`` confirmation, else the budget policy (launches
-    only: ``facts`` set; its reasons are recorded with the approval), else the host approver
-    callback.
+    """A token for ``request``: the ``given`` confirmation, else the budget policy (launches and
+    resumes only: ``facts`` set; its reasons are recorded with the approval; never for stop, pause
+    or restart), else the host approver callback.
 
     Raises ToolFailure ``approval_refused`` (the person said no, or the host channel failed)
     or ``confirmation_required`` (no channel; the fix names the terminal command).
