@@ -98,9 +98,11 @@ async def smoke(agent: Agent, approve: Any) -> dict[str, Any]:
         waited = await agent.call("mf_wait_for_run", run_id=run_id)
         if waited["terminal"]:
             break
-        if not checked and (waited.get("latest_step") or 0) >= 1:
-            await agent.call("mf_check_progress", run_id=run_id)  # once it trains: progressing, not just RUNNING
-            checked = True
+        named = any(c["tool"] == "mf_check_progress" for c in waited.get("next_calls") or [])
+        if named or (not checked and (waited.get("latest_step") or 0) >= 1):
+            # when the wait names it (a failing pod, a long start-up, no new step), and once it trains
+            await agent.call("mf_check_progress", run_id=run_id)
+            checked = checked or (waited.get("latest_step") or 0) >= 1
     dest = "reverse-text-smoke-traces"
     await agent.call("mf_download_traces", run_id=run_id, dest=dest)
     return await agent.call("mf_run_report", run_id=run_id, traces_dir=dest)

@@ -208,7 +208,8 @@ TOOLS: tuple[ToolSpec, ...] = (
           "Decide whether a run is actually progressing (new steps recently, reward moving, env "
           "servers healthy, errors in any component, start-up phases within their normal time, spend against the "
           "plan), not just RUNNING. Returns a verdict with evidence and next step. Use it "
-          "when a run looks stuck or before waiting longer; for a finished run use mf_get_run.",
+          "when mf_wait_for_run's next_step names it (no new step during a wait, start-up included), every few "
+          "waits for the spend, and when a run looks stuck; for a finished run use mf_get_run.",
           positional=("run_id",)),
     _spec("get_spend", "monitor",
           "Say what a run has cost so far: the platform's usage figure (tokens, USD per million tokens) and elapsed "
@@ -249,7 +250,9 @@ TOOLS: tuple[ToolSpec, ...] = (
           "Wait until a run reaches a terminal status (or starts, or reaches a step), for at most "
           "timeout_seconds (default 45, max 55; requests included, under a host's 60 s limit), "
           "reporting progress. Returns the last status; when reached is false call it again: loop on "
-          "short waits, never ask for one long one. Use it instead of calling mf_get_run in a loop.",
+          "short waits, never ask for one long one. When its next_step names mf_check_progress (RUNNING with no "
+          "new step during the wait, start-up included), call that first: only it sees an image that cannot be "
+          "pulled, a crash loop or a stall. Use it instead of calling mf_get_run in a loop.",
           positional=("run_id",), long_running=True),
     _spec("run_report", "report",
           "The end-of-run report for the person, as markdown: run id and link, owner, steps done of "

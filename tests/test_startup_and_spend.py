@@ -131,6 +131,60 @@ def test_an_image_that_cannot_be_pulled_is_a_failure_with_the_platform_s_evidenc
     assert [c.tool for c in result.next_calls] == ["mf_stop_run"] and "image_tag" in result.next_step
 
 
+def watch(ctx: Context, run_id: str, waits: int = 40) -> tuple[list[str], list[str]]:
+    """Loop on waits as the skill says: when a wait's next step names mf_check_progress, call it, and stop
+    at a verdict that is not normal start-up. (the waits' next steps, the verdicts seen)."""
+    hints, verdicts = [], []
+    for _ in range(waits):
+        wait = ok(ctx, "mf_wait_for_run", run_id=run_id)
+        hints.append(wait.next_step)
+        if wait.reached or wait.terminal or wait.latest_step:
+            break
+        if wait.next_calls[0].tool == "mf_check_progress":
+            assert wait.next_calls[1].tool == "mf_wait_for_run" and str(wait.next_calls[0]) in wait.next_step
+            verdicts.append(progress(ctx, run_id).verdict)
+            if verdicts[-1] != "starting":
+                break
+    return hints, verdicts
+
+
+def test_a_wait_sends_the_agent_to_check_progress_when_an_image_cannot_be_pulled_before_any_step(
+        ctx, emulator, launch, fake_time):
+    run_id = launch("image_pull_backoff", fail_after_seconds=0)
+    emulator.state.advance(QUEUE)
+    hints, verdicts = watch(ctx, run_id)
+    assert verdicts == ["image_pull_failing"]
+    assert "no step yet, and env server reverse-text is " in hints[-1] and "Pull" in hints[-1]
+    assert all("mf_check_progress" not in h for h in hints[:-1])  # pods still Pending: normal, no check
+
+
+def test_a_wait_through_a_normal_start_up_does_not_ask_for_a_progress_check(ctx, emulator, launch, fake_time):
+    run_id = launch()
+    emulator.state.advance(QUEUE)
+    hints, verdicts = watch(ctx, run_id)
+    assert verdicts == [] and len(hints) >= 2 and all("mf_check_progress" not in h for h in hints)
+
+
+def test_a_wait_asks_for_a_progress_check_once_start_up_outlasts_the_shortest_phase_allowance(
+        ctx, emulator, launch, fake_time):
+    emulator.state.set_timing(startup_seconds=2 * STARTUP_GRACE_SECONDS)
+    run_id = launch()
+    emulator.state.advance(QUEUE)
+    hints, verdicts = watch(ctx, run_id, waits=80)
+    first = next(i for i, h in enumerate(hints) if "mf_check_progress" in h)
+    assert "no step yet after 15." in hints[first] and "min of start-up" in hints[first]
+    assert 40 * first < POD_SCHEDULING_GRACE_SECONDS <= 40 * (first + 1)  # the first wait to end past 15 min
+    assert verdicts[0] == "starting" and verdicts[-1] == "stalled"
+
+
+def test_a_crash_loop_after_some_steps_makes_the_wait_ask_for_a_progress_check(ctx, emulator, launch, fake_time):
+    run_id = launch("crash_loop", at_step=2)
+    emulator.state.advance(QUEUE + STARTUP + 2 * STEP + 1)
+    wait = ok(ctx, "mf_wait_for_run", run_id=run_id)
+    assert wait.latest_step == 2 and "no new step during this wait" in wait.next_step
+    assert wait.next_calls[0].tool == "mf_check_progress" and progress(ctx, run_id).verdict == "crash_looping"
+
+
 def test_a_crash_loop_is_a_failure_with_the_env_server_s_errors_counted(ctx, emulator, launch):
     run_id = launch("crash_loop", at_step=2)
     emulator.state.advance(QUEUE + STARTUP + 2 * STEP + 300)

@@ -147,7 +147,9 @@ def next_step(verdict: str, run_id: str, status: str, env: str | None) -> tuple[
                 f"({stop}), then plan again with a correct image_tag.", [stop])
     if verdict == "starting":
         first = call("mf_wait_for_run", run_id=run_id, step=1)
-        return (f"Pods are starting: {first}; if no step appears within 30 minutes, {logs}.", [first, logs])
+        return (f"Normal start-up so far: {first}, and check again when a wait's next step names "
+                f"mf_check_progress (a failing pod, a start-up past {POD_SCHEDULING_GRACE_SECONDS // 60} minutes).",
+                [first])
     if verdict == "progressing":
         return f"Healthy: keep watching with {wait}, or read the curves with {metrics}.", [wait, metrics]
     if verdict == "stalled":

@@ -30,10 +30,17 @@ from tools.core import (
 from tools.errors import Call, ToolFailure, call, fail
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger
-from tools.monitor._clock import server_now
-from tools.monitor._views import FailureAnalysisView, clip, failure_analysis_view
+from tools.monitor._clock import parse_time, seconds_since, server_now
+from tools.monitor._views import FailureAnalysisView, clip, failure_analysis_view, minutes
+from tools.monitor.progress import (
+    CRASH_POD_STATES,
+    FAILED_POD_STATES,
+    POD_SCHEDULING_GRACE_SECONDS,
+    PULL_FAILED_POD_STATES,
+)
 from tools.platform import errors as perr
 from tools.platform import wire
+from tools.platform.client import PlatformClient
 from tools.platform.paging import NumberedWalk
 
 
@@ -399,6 +406,10 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
     by the time left (:meth:`~tools.platform.client.PlatformClient.bound_requests`) and the
     last poll starts :data:`LAST_POLL_SECONDS` before the end.
 
+    ``next_step`` names :func:`~tools.monitor.progress.check_progress` first when a RUNNING run made no
+    step during the wait and :func:`_concern` says why it may be in trouble (a start-up that looks
+    normal does not: the agent keeps waiting without reading a digest each time).
+
     Polls back off from 2 s to 15 s (``ctx.sleep``). Transient errors (rate limits, outages)
     are retried by the next poll, not inside it. Progress goes to ``ctx.report(step,
     max_steps, ...)``. Errors: ``not_found``; ``unavailable`` / ``rate_limited`` (retryable)
@@ -438,6 +449,10 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
                 break
             ctx.sleep(min(interval, remaining))
             interval = min(interval * 1.5, MAX_POLL_SECONDS)
+        concern = None
+        if run is not None and last_error is None and not run.is_terminal() and not _reached(inp, run, step) \
+                and run.status.upper() == "RUNNING" and step == first_step:
+            concern = _concern(client, run, step, deadline - ctx.clock())
     finally:
         client.close()
     if last_error is not None:
@@ -453,8 +468,9 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
         advice, calls = f"The run ended ({run.status}): report it with {report}.", [report]
     elif reached:
         advice = f"See the run's health with {check}."
-    elif step is not None and step == first_step and run.status.upper() == "RUNNING":
-        advice = f"Not yet, and no new step during this wait: {check} says whether it is stuck; else {again} again."
+    elif concern is not None:
+        advice = (f"Not yet, and {concern}: {check} says whether it is stuck, crash-looping or failing to pull its "
+                  f"image, or just slow; if it is healthy, {again} again.")
         calls = [check, again]
     else:
         advice, calls = f"Not yet: {again} again.", [again]
@@ -462,6 +478,28 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
         run_id=run.id, status=run.status, terminal=run.is_terminal(), reached=reached, until=inp.until,
         latest_step=step, max_steps=run.max_steps, waited_seconds=round(ctx.clock() - started, 2), polls=polls,
         next_step=advice, next_calls=calls)
+
+
+def _concern(client: PlatformClient, run: wire.RLRun, step: int | None, seconds_left: float) -> str | None:
+    """Why a RUNNING run that made no step during a wait needs :func:`~tools.monitor.progress.check_progress`,
+    or ``None`` while its start-up looks normal. With steps already made: no new one came. With none yet, from
+    one GET ``/rft/runs/{id}/env-servers`` (bounded by the wait's time left): an env server in a failed pod
+    state (image pull, crash loop, error), or a start-up longer than the shortest phase allowance."""
+    if step is not None:
+        return "no new step during this wait"
+    try:
+        client.bound_requests(seconds_left)
+        servers = client.list_env_servers(run.id)
+    except perr.PlatformError:
+        return "no step yet, and its env servers could not be read"
+    bad = next((s for s in servers if s.status in PULL_FAILED_POD_STATES | CRASH_POD_STATES | FAILED_POD_STATES),
+               None)
+    if bad is not None:
+        return f"no step yet, and env server {bad.env_name or bad.pod_name} is {bad.status}"
+    started = seconds_since(parse_time(run.started_at), server_now(client))
+    if started is not None and started > POD_SCHEDULING_GRACE_SECONDS:
+        return f"no step yet after {minutes(started)} of start-up"
+    return None
 
 
 def _stale(inp: WaitForRunInput, ctx: Context, run: wire.RLRun | None, step: int | None, error: perr.PlatformError,
