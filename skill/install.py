@@ -8,10 +8,11 @@ requires the folder to be called like the skill). ``dest`` is the agent's skills
 a wheel carries the files in ``skill/pack/`` (pyproject ``force-include``); a source checkout
 has them at the repository root.
 
-Ownership: the installed folder holds a marker of ours (:data:`MARKER`: the version and each
-file's sha256). A folder without it (someone else's skill of the same name, a file, a symlink)
-is never replaced, ``force`` or not. Our own copy is upgraded when its files are as we wrote
-them, and replaced over local edits only with ``force``.
+Ownership: the installed folder holds a marker of ours (:data:`MARKER`: the version, the absolute
+path of the source checkout it came from, and each file's sha256). A folder without it (someone
+else's skill of the same name, a file, a symlink) is never replaced, ``force`` or not. Our own
+copy is upgraded when its files are as we wrote them, and replaced over local edits only with
+``force``.
 
 Writes are atomic: the copy is built in a hidden temporary folder next to the target and
 renamed into place, so an agent never sees half a skill (the old folder is renamed aside
@@ -76,6 +77,40 @@ def pack_dir() -> Path:
                        f"(looked in {_PACKAGE_DIR / 'pack'} and {_PACKAGE_DIR.parent}). Reinstall the package.")
 
 
+def source_checkout(source: Path | None = None) -> Path | None:
+    """The model-factory-skill source checkout (a clone of its repository) the skill comes from, absolute:
+    ``source`` (default :func:`pack_dir`) when it is one, else the local folder this package was installed
+    from (``uv tool install /path/to/clone``: its ``direct_url.json``, PEP 610); None for an install from a
+    wheel file or an index. A checkout is a folder whose ``pyproject.toml`` names the distribution."""
+    for folder in (source or pack_dir(), _installed_from()):
+        if folder is not None and _is_checkout(folder):
+            return folder.resolve()
+    return None
+
+
+def _installed_from() -> Path | None:
+    from importlib.metadata import PackageNotFoundError, distribution
+    from urllib.parse import urlparse
+    from urllib.request import url2pathname
+
+    try:
+        data = json.loads(distribution("model-factory-skill").read_text("direct_url.json") or "null")
+    except (PackageNotFoundError, ValueError):
+        return None
+    url = data.get("url") if isinstance(data, dict) else None
+    return Path(url2pathname(urlparse(url).path)) if isinstance(url, str) and url.startswith("file://") else None
+
+
+def _is_checkout(folder: Path) -> bool:
+    import tomllib
+
+    try:
+        project = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8")).get("project", {})
+    except (OSError, ValueError):
+        return False
+    return isinstance(project, dict) and project.get("name") == "model-factory-skill"
+
+
 def skill_name(skill_md: str) -> str:
     """The ``name`` of SKILL.md's YAML frontmatter (a plain scalar per the spec)."""
     front = _FRONTMATTER.match(skill_md)
@@ -124,7 +159,7 @@ def skills_folder(agent: str, project: bool = False, cwd: Path | None = None) ->
     return (cwd or Path.cwd()) / proj if project else Path(user).expanduser()
 
 
-def _marker(files: dict[str, bytes]) -> bytes:
+def _marker(files: dict[str, bytes], checkout: Path | None) -> bytes:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -132,7 +167,8 @@ def _marker(files: dict[str, bytes]) -> bytes:
     except PackageNotFoundError:
         ours = "source"
     digests = {rel: hashlib.sha256(data).hexdigest() for rel, data in files.items()}
-    return (json.dumps({"installed_by": "model-factory-skill", "version": ours, "files": digests}, indent=2)
+    return (json.dumps({"installed_by": "model-factory-skill", "version": ours,
+                        "source_checkout": str(checkout) if checkout else None, "files": digests}, indent=2)
             + "\n").encode()
 
 
@@ -151,7 +187,8 @@ def _ours(target: Path) -> dict[str, str] | None:
 
 def install(dest: str | os.PathLike[str] = DEFAULT_DEST, *, force: bool = False,
             source: Path | None = None) -> Installed:
-    """Install the skill into ``<dest>/<name>/`` atomically, with our marker.
+    """Install the skill into ``<dest>/<name>/`` atomically, with our marker (which also records the
+    :func:`source_checkout` as ``source_checkout``, so the installed skill can name the clone to update).
 
     Returns ``unchanged`` when the same files are already there (nothing is written),
     ``installed`` for a new copy, ``replaced`` when our earlier copy was upgraded. Raises
@@ -170,10 +207,10 @@ def install(dest: str | os.PathLike[str] = DEFAULT_DEST, *, force: bool = False,
             "a file or symlink"
         raise InstallError(f"{target} already holds {what}; nothing was changed. Remove it yourself if it is not "
                            "needed, or install into another folder (--dest).")
-    marker = _marker(files)
+    marker = _marker(files, source_checkout(source))
     if recorded is not None:
         existing = {rel: data for rel, data in _existing_files(target).items() if rel != MARKER}
-        if existing == files:
+        if existing == files and (target / MARKER).read_bytes() == marker:
             return Installed(target, "unchanged", tuple(files))
         edited = {rel: hashlib.sha256(data).hexdigest() for rel, data in existing.items()} != recorded
         if edited and not force:

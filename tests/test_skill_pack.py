@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -313,6 +314,25 @@ def test_an_older_copy_of_ours_is_upgraded_without_force(tmp_path):
     (result.path / installer.MARKER).write_text(json.dumps(marker))
     upgraded = installer.install(tmp_path)
     assert upgraded.status == "replaced" and (upgraded.path / "SKILL.md").read_bytes() == SKILL_MD.read_bytes()
+
+
+def test_the_installed_copy_records_the_absolute_path_of_the_checkout_it_came_from(tmp_path, monkeypatch):
+    checkout = SKILL_MD.parent.resolve()
+    from_checkout = installer.install(tmp_path / "a")
+    assert json.loads((from_checkout.path / installer.MARKER).read_text())["source_checkout"] == str(checkout)
+    # a wheel's copy (skill/pack in site-packages) names the clone the package was installed from (direct_url.json)
+    package = tmp_path / "site-packages" / "skill"
+    shutil.copytree(checkout / "references", package / "pack" / "references")
+    shutil.copy(SKILL_MD, package / "pack" / "SKILL.md")
+    monkeypatch.setattr(installer, "_PACKAGE_DIR", package)
+    from_wheel = installer.install(tmp_path / "b")
+    assert json.loads((from_wheel.path / installer.MARKER).read_text())["source_checkout"] == str(checkout)
+    # a copy whose marker lacks it (an older install) is rewritten, not called up to date
+    marker = json.loads((from_wheel.path / installer.MARKER).read_text())
+    del marker["source_checkout"]
+    (from_wheel.path / installer.MARKER).write_text(json.dumps(marker))
+    assert installer.install(tmp_path / "b").status == "replaced"
+    assert "source_checkout" in json.loads((from_wheel.path / installer.MARKER).read_text())
 
 
 def test_a_folder_we_did_not_install_is_never_replaced_even_with_force(tmp_path):
