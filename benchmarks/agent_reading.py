@@ -88,7 +88,8 @@ async def smoke(agent: Agent, approve: Any) -> dict[str, Any]:
 
     ``approve(plan_id) -> code`` is the person at their terminal (never the agent)."""
     await agent.call("mf_preflight")
-    prepared = await agent.call("mf_prepare_config", example="basic/reverse-text/rl", dest="reverse-text-smoke.toml")
+    prepared = await agent.call("mf_prepare_config", example="basic/reverse-text/rl", dest="reverse-text-smoke.toml",
+                                num_train_gpus=1, num_infer_gpus=1)
     plan = await agent.call("mf_plan_run", config_path=prepared["path"], team="personal", secrets=["WANDB_API_KEY"])
     asked = await agent.call("mf_dispatch_run", plan_id=plan["plan_id"])
     assert asked.get("code") == "confirmation_required", asked
