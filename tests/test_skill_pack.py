@@ -27,7 +27,7 @@ from skill import registry
 from skill.cli import command_parser
 from skill.exit_codes import EXIT_TOOL_ERROR
 from tools import monitor
-from tools.configs import RULES
+from tools.configs import MODEL_BEFORE, RULES
 from tools.errors import ErrorCode
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -255,6 +255,31 @@ def test_the_rule_table_matches_the_validation_rules():
         if len(cells) > 4 and cells[1].startswith("`"):
             rows[cells[1].strip("`")] = (cells[2], cells[3])
     assert rows == {r.id: (r.severity, "/".join(r.modes)) for r in RULES if r.scope != "validator"}
+
+
+RULE_NAMED = re.compile(r"\b(rules?|warnings?|errors?)\s+\(?`([^`]+)`")
+VALIDATOR_NAMED = re.compile(r"`((?:prime_rl\.configs\.)?[A-Za-z]+Config\.\w+|validate_\w+|auto_setup_\w+)`")
+RULE_FAMILIES = ("schema:", "pydantic:", "backend:", "prime:")
+
+
+def test_every_rule_id_the_skill_text_names_is_a_rule_the_validator_reports():
+    """`rule `x``, `a warning (`x`)`, the rejects table's rule ids and prime-rl validator names are rule ids
+    of tools/configs (an `error (`x`)` may also be an error code)."""
+    known = {r.id for r in RULES} | set(MODEL_BEFORE)
+    codes = set(typing.get_args(ErrorCode))
+    rejects = section(ROOT / "references" / "configs.md", "What the hosted platform rejects")
+    named = [(ROOT / "references" / "configs.md", "rule", span) for line in rejects.splitlines()
+             if line.startswith("| ") and len(line.split("|")) > 3 for span in CODE_SPAN.findall(line.split("|")[2])]
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        named += [(doc, word, name) for word, name in RULE_NAMED.findall(text)]
+        named += [(doc, "validator", name) for name in VALIDATOR_NAMED.findall(text)]
+    for doc, word, name in named:
+        if name.startswith(RULE_FAMILIES) or (word.startswith("error") and name in codes):
+            continue
+        assert name in known or any(k.endswith("." + name) for k in known), \
+            f"{doc.name} names {word} {name!r}, which no validation rule reports"
+    assert len(named) > 15
 
 
 def test_bundled_example_ids_in_configs_md_are_the_bundled_examples():
