@@ -54,6 +54,7 @@ def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
 
     from tools.core import Context
     from tools.errors import ToolFailure
+    from tools.guardrails.text import shown
     from tools.launch import approve_plan, plan_request
 
     ctx = Context.from_environment()
@@ -68,7 +69,7 @@ def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
             from skill.render import for_people  # the fix names tools; a person reads commands
 
             fix = for_people(err.fix, err.next_calls)
-            _say(f"Cannot approve {plan_id}: [{err.code}] {err.message}\nFix: {fix}{hint}", sys.stderr)
+            _say(f"Cannot approve {shown(plan_id)}: [{err.code}] {shown(err.message)}\nFix: {fix}{hint}", sys.stderr)
             return EXIT_CONFIRMATION if err.code in _REFUSED_CODES else EXIT_TOOL_ERROR
         _say(ctx.scrubber.scrub_text(request.summary))
         _say("")
@@ -99,7 +100,8 @@ def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
             err = ctx.scrubber.scrub_model(failure.error)
             from skill.render import for_people
 
-            _say(f"Not approved: [{err.code}] {err.message}\nFix: {for_people(err.fix, err.next_calls)}", sys.stderr)
+            _say(f"Not approved: [{err.code}] {shown(err.message)}\nFix: {for_people(err.fix, err.next_calls)}",
+                 sys.stderr)
             return EXIT_CONFIRMATION if err.code in _REFUSED_CODES else EXIT_TOOL_ERROR
         _say(f"Approved. Confirmation code (valid {request.ttl_seconds // 60} minutes, works once):\n\n  {token}\n")
         _say("Paste it to the agent that asked for this approval, or run it yourself (in a shell with the agent's "

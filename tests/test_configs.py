@@ -268,6 +268,8 @@ NEGATIVE: list[tuple[str, str, Callable[[Any], None], str, str]] = [
     ("retired_env_array", RT, _set("env", [{"id": "reverse-text"}]), "retired_lora_shape", "[[env]]"),
     ("image_tag_not_string", RT, _set("image_tag", 5), "cli_option_type", "image_tag must be a string"),
     ("volume_size_without_volume", RT, _set("volume_size", "500Gi"), "cli_option_type", "set volume too"),
+    ("name_with_escape", RT, _set("name", "run\x1b[2J"), "displayed_text", "U+001B (escape) at position 4"),
+    ("gpu_type_with_bidi_override", RT, _set("gpu_type", "H100\u202e"), "displayed_text", "right-to-left override"),
     ("source_ref_refs", RT, _set("source_ref", "refs/heads/main"), "source_ref", "refs/ names are not accepted"),
     ("source_ref_dotdot", RT, _set("source_ref", "feature..x"), "source_ref", "not a valid git ref"),
     ("eval_without_source", RT, _set("orchestrator.eval.interval", 10),

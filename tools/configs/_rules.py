@@ -39,6 +39,7 @@ from tools.configs._schema_findings import Finding
 from tools.configs._schema_index import SchemaIndex
 from tools.configs._toml import toml_disagreement
 from tools.guardrails.secrets import FORWARDABLE, env_file_git_warning, scan_for_secrets, toml_env_files
+from tools.guardrails.text import display_problem
 
 Severity = Literal["error", "warning"]
 Scope = Literal["file", "cli", "hosted", "validator"]
@@ -86,6 +87,17 @@ def _cli_option_type(c: Config) -> Iterator[FileFinding]:
             yield key, f"{key} must be {form}, got {type(value).__name__} (prime train exits on it)."
     if c.data.get("volume_size") is not None and not c.data.get("volume"):
         yield "volume_size", "volume_size is only used to create a volume: set volume too, or remove volume_size."
+
+
+#: Top-level strings the plan summary and the approval screen show: the run name and the CLI options.
+DISPLAYED_KEYS = ("name", *CLI_OPTIONS)
+
+
+def _displayed_text(c: Config) -> Iterator[FileFinding]:
+    for key in DISPLAYED_KEYS:
+        value = c.data.get(key)
+        if isinstance(value, str) and (problem := display_problem(value)):
+            yield key, f"{key} {problem} (value not shown). Remove it: use letters, digits and punctuation only."
 
 
 _SOURCE_REF = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._/-]{0,199}\Z")
@@ -258,6 +270,9 @@ RULES: tuple[Rule, ...] = (
     Rule("cli_option_type", "error", _BOTH, "file", f"{_CLI} _config_string",
          "image_tag/gpu_type/volume/volume_size/source_ref types", "Write the value as a TOML string.",
          _cli_option_type),
+    Rule("displayed_text", "error", _BOTH, "file", "guardrail: a person approves what they read",
+         "control characters in name/image_tag/gpu_type/volume/volume_size/source_ref",
+         "Remove the control character; use letters, digits and punctuation only.", _displayed_text),
     Rule("source_ref", "error", _BOTH, "file", f"{_CLI} _source_ref_error", "git ref form of source_ref",
          "Use a branch, tag or commit sha of prime-rl.", _source_ref),
     Rule("env_file", "error", _BOTH, "file", "prime 0.18.0 env-file rules (tools/guardrails/secrets.py)",

@@ -41,7 +41,8 @@ from tools.core import STATE_DIR_ENV, Context, shell_command
 from tools.errors import Call, FieldProblem, ToolFailure, call, fail
 from tools.guardrails.confirmation import LaunchState, launch_state, material_changes, mint, unresolved_launches
 from tools.guardrails.ledger import Ledger, utc_now
-from tools.guardrails.policy import PlanFacts, evaluate, load_for_context
+from tools.guardrails.policy import PlanFacts, Policy, PolicyDecision, evaluate, load_for_context
+from tools.guardrails.text import shown
 from tools.launch._plan import APPROVAL_TTL_SECONDS, Draft, PlanRunInput, build_plan
 from tools.launch._reconcile import Lookup, unresolved_failure
 
@@ -88,8 +89,15 @@ def request_from_state(state: LaunchState, ctx: Context | None = None) -> Approv
     cost = plan.get("cost") if isinstance(plan.get("cost"), dict) else {}
     return ApprovalRequest(
         plan_id=state.plan_id, plan_hash=str(state.plan_hash), action=plan.get("action", "launch"),
-        summary=str(plan.get("summary", "")), owner=_owner(plan.get("team_id")), usd_high=cost.get("usd_high"),
+        summary=screen_text(plan.get("summary", "")), owner=_owner(plan.get("team_id")), usd_high=cost.get("usd_high"),
         approve_command=approve_command(state.plan_id, ctx), run_id=plan.get("run_id"), planned_at=state.planned_at)
+
+
+def screen_text(text: object) -> str:
+    """Text from the ledger (a file the agent can write) as a person's screen shows it: each line
+    escaped (:func:`tools.guardrails.text.shown`), so no character in it moves the cursor, recolours
+    or rewrites another line."""
+    return "\n".join(shown(line) for line in str(text or "").split("\n"))
 
 
 def refuse_spent(state: LaunchState) -> None:
@@ -232,6 +240,18 @@ def approve_plan(plan_id: str, channel: str, ctx: Context, *, plan_hash: str | N
                 owner=request.owner)
 
 
+def policy_decision(ctx: Context, facts: PlanFacts,
+                    count_active_runs: Callable[[], int | None] | None = None) -> tuple[Policy, PolicyDecision]:
+    """The budget policy of ``ctx`` (:func:`tools.guardrails.policy.load_for_context`) and its
+    decision on ``facts``; the owner's active runs are counted (``count_active_runs``, GET
+    /rft/runs) only when the policy limits them. Planning says the decision, dispatch acts on it."""
+    policy = load_for_context(ctx)
+    limits = policy.limits
+    if limits is not None and limits.max_concurrent_runs is not None and count_active_runs is not None:
+        facts = facts.model_copy(update={"active_runs": count_active_runs()})
+    return policy, evaluate(policy, facts)
+
+
 def obtain_confirmation(
     ctx: Context,
     ledger: Ledger,
@@ -251,11 +271,7 @@ def obtain_confirmation(
         return given.strip()
     notes: list[str] = []
     if facts is not None:
-        policy = load_for_context(ctx)
-        limits = policy.limits
-        if limits is not None and limits.max_concurrent_runs is not None and count_active_runs is not None:
-            facts = facts.model_copy(update={"active_runs": count_active_runs()})
-        decision = evaluate(policy, facts)
+        policy, decision = policy_decision(ctx, facts, count_active_runs)
         if decision.allowed:
             token = mint(ledger, request.plan_id, request.plan_hash, "policy", APPROVAL_TTL_SECONDS,
                          owner=request.owner, policy_path=decision.policy_path,

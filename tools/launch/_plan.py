@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from tools import configs
 from tools.core import MAX_SECONDS_PER_STEP, MAX_STEPS, Context, Owner, resolve_owner
@@ -33,6 +33,7 @@ from tools.guardrails import secrets as gsecrets
 from tools.guardrails.confirmation import config_sha256, plan_hash
 from tools.guardrails.ledger import Ledger
 from tools.guardrails.policy import load_for_context
+from tools.guardrails.text import display_problem, shown
 from tools.launch._cost import CostEstimate, estimate_cost, magnitude_warnings
 from tools.launch._reconcile import Lookup, check_unresolved, parse_plan_ids, unresolved_lines
 from tools.platform import errors as perr
@@ -48,6 +49,19 @@ def split_names(value: object) -> object:
     if isinstance(value, list) and all(isinstance(item, str) for item in value):
         return [name.strip() for item in value for name in item.split(",") if name.strip()]
     return value
+
+
+def displayable(value: str | None) -> str | None:
+    """A text argument the plan summary shows (run name, GPU type, volume, image tag): refused
+    (ValueError, so ``bad_arguments`` naming the field) when it holds a control character, a bidi
+    override or another invisible character (:func:`tools.guardrails.text.display_problem`)."""
+    if value is not None and (problem := display_problem(value)):
+        raise ValueError(f"{problem}; use letters, digits and punctuation only")
+    return value
+
+
+#: A text argument the plan summary shows (:func:`displayable`).
+DisplayText = Annotated[str | None, AfterValidator(displayable)]
 
 
 #: A ``secrets`` argument: names of variables to forward, comma-separated items split.
@@ -68,10 +82,10 @@ class PlanRunInput(BaseModel):
         "Who pays: 'personal', a team id (c + 24 lowercase letters/digits, see mf_list_teams), or null for "
         "the configured owner (PRIME_TEAM_ID, then the prime config). Planning stops when null and the "
         "account belongs to teams but none is configured."))
-    gpu_type: str | None = Field(default=None, description=(
+    gpu_type: DisplayText = Field(default=None, description=(
         "GPU type such as H100_80GB (see mf_list_gpus). Null: the TOML's gpu_type, else the cheapest "
         "on-demand type available to the owner."))
-    volume: str | None = Field(default=None, description="Name of an existing volume of the owner to attach "
+    volume: DisplayText = Field(default=None, description="Name of an existing volume of the owner to attach "
                                                          "(see mf_list_volumes). Null: the TOML's volume, or none.")
     secrets: SecretNames = Field(default_factory=list, description=SECRETS_HELP)
     env_files: list[str] = Field(default_factory=list, description=(
@@ -82,11 +96,11 @@ class PlanRunInput(BaseModel):
         "runs until stopped)."))
     max_steps: int | None = Field(default=None, ge=1, le=MAX_STEPS,
                                   description="Explicit step cap; overrides run_kind.")
-    image_tag: str | None = Field(default=None, description="prime-rl image tag (overrides the TOML's "
+    image_tag: DisplayText = Field(default=None, description="prime-rl image tag (overrides the TOML's "
                                                             "image_tag); null: platform default.")
     source_ref: str | None = Field(default=None, description="prime-rl git branch/tag/sha to overlay "
                                                              "(overrides the TOML's source_ref); null: none.")
-    name: str | None = Field(default=None, description="Run name (default: the TOML's name, else the file "
+    name: DisplayText = Field(default=None, description="Run name (default: the TOML's name, else the file "
                                                        "name); a fingerprint of the plan id is appended.")
     seconds_per_step: float | None = Field(default=None, gt=0, le=MAX_SECONDS_PER_STEP, allow_inf_nan=False,
                                            description=(
@@ -453,8 +467,12 @@ def usd(value: float | None) -> str:
     return "unknown" if value is None else f"${value:,.2f}"
 
 
-def summary_text(d: Draft) -> str:
-    """The plan for a person: every fact a launch decision needs, unknowns shown as unknown."""
+def summary_text(d: Draft, *, policy: str | None = None, policy_reasons: list[str] | None = None) -> str:
+    """The plan for a person: every fact a launch decision needs, unknowns shown as unknown; when
+    the budget policy file ``policy`` covers the plan (``policy_reasons``: the checks it passed),
+    the approval line says the agent may launch it without a code. Each
+    line is escaped (:func:`tools.guardrails.text.shown`): whatever a field holds (a config path
+    with a newline, a platform's text), it stays on its own line and moves no cursor."""
     c = d.cost
     owner = f"{d.owner.label} (from {d.owner.source})" + (f". Note: {d.owner.note}" if d.owner.note else "")
     gpu = f"{d.gpu_type or 'chosen by the platform'} x {d.gpu_count} ({d.gpu_type_source})"
@@ -489,6 +507,10 @@ def summary_text(d: Draft) -> str:
     if d.warnings:
         lines.append("  Warnings:")
         lines += [f"    - {w}" for w in d.warnings]
-    lines.append(f"  Approval:      valid {APPROVAL_TTL_SECONDS // 60} minutes, this exact plan, once; any change "
-                 "voids it.")
-    return "\n".join(lines)
+    if policy:
+        lines.append(f"  Approval:      NOT NEEDED FROM YOU: the budget policy {policy} covers this plan "
+                     f"({'; '.join(policy_reasons or [])}), so the agent may launch it now without a code.")
+    else:
+        lines.append(f"  Approval:      valid {APPROVAL_TTL_SECONDS // 60} minutes, this exact plan, once; any change "
+                     "voids it.")
+    return "\n".join(shown(line) for line in lines)  # a field holding a control character cannot fake a line

@@ -33,10 +33,11 @@ from tools.guardrails import confirmation as gate
 from tools.guardrails import secrets as gsecrets
 from tools.guardrails.ledger import Ledger
 from tools.guardrails.policy import PlanFacts, load_for_context
+from tools.guardrails.text import shown
 from tools.launch._approval import check_unchanged, obtain_confirmation, request_from_state
 from tools.launch._cost import CostEstimate, estimate_cost, magnitude_warnings
 from tools.launch._dispatch import DispatchResult, already, count_active, reconcile, send_create
-from tools.launch._plan import APPROVAL_TTL_SECONDS, SECRETS_HELP, SecretNames, forwarded_names, usd
+from tools.launch._plan import APPROVAL_TTL_SECONDS, SECRETS_HELP, DisplayText, SecretNames, forwarded_names, usd
 from tools.launch._reconcile import look_for_lost_run
 from tools.platform import errors as perr
 from tools.platform import wire
@@ -48,9 +49,9 @@ class ResumeRunInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     run_id: str = RUN_ID
-    gpu_type: str | None = Field(default=None, description=(
+    gpu_type: DisplayText = Field(default=None, description=(
         "GPU type for the new run (see mf_list_gpus). Null: none sent, the platform keeps the paused run's."))
-    image_tag: str | None = Field(default=None, description="prime-rl image tag for the new run; null: none sent.")
+    image_tag: DisplayText = Field(default=None, description="prime-rl image tag for the new run; null: none sent.")
     secrets: SecretNames = Field(default_factory=list, description=SECRETS_HELP)
     env_files: list[str] = Field(default_factory=list, description=(
         "Paths of .env files to read forwarded secrets from (later wins); as with prime train resume, only "
@@ -228,7 +229,7 @@ def summary(d: ResumeDraft) -> str:
         lines += ["  Warnings:", *[f"    - {w}" for w in d.warnings]]
     lines.append(f"  Approval:      valid {APPROVAL_TTL_SECONDS // 60} minutes, this exact plan, once; any change "
                  "voids it.")
-    return "\n".join(lines)
+    return "\n".join(shown(line) for line in lines)  # the run's name is the platform's text
 
 
 def record(ctx: Context, ledger: Ledger, d: ResumeDraft) -> gate.LaunchState:

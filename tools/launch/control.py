@@ -29,6 +29,7 @@ from tools.core import RUN_ID, Context, owner_label, require_run, tool
 from tools.errors import Call, call, fail
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger
+from tools.guardrails.text import shown
 from tools.launch._approval import obtain_confirmation, request_from_state
 from tools.launch._dispatch import DispatchResult, new_plan_id, plan_of_token, refused
 from tools.launch._plan import APPROVAL_TTL_SECONDS
@@ -141,7 +142,7 @@ def _plan(ledger: Ledger, run: wire.RLRun, action: Action) -> gate.LaunchState:
     material = {"action": action, "run_id": run.id, "config_sha256": None, "team_id": run.team_id,
                 "gpu_type": None, "gpu_count": run.gpu_count, "volume": None, "source_ref": None, "image_tag": None,
                 "secret_names": [], "max_steps": None, "cost": None}
-    summary = "\n".join([
+    summary = "\n".join(shown(line) for line in [  # the run's name and status are the platform's text
         f"{action.capitalize()} plan {plan_id}: " + _WHAT[action].format(run=run.id, name=run.name or "unnamed"),
         f"  Owner:   {owner_label(run.team_id)}",
         f"  Model:   {run.base_model or 'unknown'}; status now {run.status}; GPUs {run.gpu_count or 'unknown'}",
