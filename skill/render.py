@@ -413,8 +413,11 @@ def _prepare(r: Any, v: View) -> None:
 def _plan(r: Any, v: View) -> None:
     v.opening = [f"Planned {r.plan_id}: nothing launched, nothing spent."]
     v.next = []
-    v.hint(f"Approve it in a terminal: `{r.approve_command}` (it shows the plan again, then prints the command that "
-           "launches it).")
+    if getattr(r, "policy_approves", False):  # the agent may launch it without a person's code
+        v.hint(f"Your budget policy {r.policy_path} covers this plan: the agent may launch it now, without a code.")
+    else:
+        v.hint(f"Approve it in a terminal: `{r.approve_command}` (it shows the plan again, then prints the command "
+               "that launches it).")
     v.facts, v.tables = [], []
     v.text = r.summary.splitlines()[1:] if r.summary.startswith("Plan ") else r.summary.splitlines()
 

@@ -248,6 +248,50 @@ def test_policy_max_concurrent_runs_counts_active_runs_on_the_platform(emu, tmp_
     assert allowed.approval_channel == "policy" and len(emu.state.runs) == 2
 
 
+def test_a_plan_the_budget_policy_covers_says_so_in_its_summary_next_step_and_json(emu, tmp_path):
+    """A person reading the plan learns that the agent may launch it now without a code (the trial's
+    policy, verbatim); the same plan launches on the policy channel."""
+    ctx = make_ctx(emu, tmp_path)
+    write_policy(tmp_path / "home", 'max_usd_per_run = 25.0\nmax_gpus = 8\nowners = ["personal"]\n')
+    policy_file = str(tmp_path / "home" / ".config" / "model-factory" / "policy.toml")
+    plan = ok(plan_run(PlanRunInput(config_path=str(config(tmp_path)), team="personal"), ctx))
+    assert plan.policy_approves is True and plan.policy_path == policy_file
+    assert f"the budget policy {policy_file} covers this plan" in plan.summary
+    assert "without a code" in plan.summary and "max_usd_per_run $25.00" in plan.summary
+    assert "may launch it now" in plan.next_step and "confirmation_required" not in plan.next_step
+    run = ok(dispatch_run(DispatchRunInput(plan_id=plan.plan_id), ctx))
+    assert run.approval_channel == "policy"
+
+
+@pytest.mark.parametrize("policy", ["max_usd_per_run = 0.01\n", 'max_usd_per_run = 25.0\nowners = ["cteam0"]\n',
+                                    "max_usd_per_run = inf\n"])
+def test_a_plan_the_budget_policy_does_not_cover_asks_for_a_person(emu, tmp_path, policy):
+    ctx = make_ctx(emu, tmp_path)
+    write_policy(tmp_path / "home", policy)
+    plan = ok(plan_run(PlanRunInput(config_path=str(config(tmp_path)), team="personal"), ctx))
+    assert plan.policy_approves is False and plan.policy_path is None
+    assert "covers this plan" not in plan.summary and "confirmation_required" in plan.next_step
+    if "inf" in policy:
+        assert any("max_usd_per_run: Input should be a finite number" in w for w in plan.warnings)
+    assert dispatch_run(DispatchRunInput(plan_id=plan.plan_id), ctx).code == "confirmation_required"
+
+
+def test_the_cli_plan_says_the_policy_covers_it_in_json_and_for_a_person(emu, tmp_path):
+    home = tmp_path / "home"
+    write_policy(home, "max_usd_per_run = 25.0\n")
+    cfg = config(tmp_path)
+    env = {**base_env(emu), "HOME": str(home), "MODEL_FACTORY_STATE_DIR": str(tmp_path / "state"),
+           "PATH": os.environ.get("PATH", ""), "COLUMNS": "200"}
+    run = subprocess.run([sys.executable, "-m", "skill", "plan-run", str(cfg), "--team", "personal", "--json"],
+                         env=env, cwd=cfg.parent, capture_output=True, text=True, timeout=120)
+    data = json.loads(run.stdout)
+    assert data["policy_approves"] is True and data["policy_path"].endswith("policy.toml")
+    run = subprocess.run([sys.executable, "-m", "skill", "plan-run", str(cfg), "--team", "personal"],
+                         env=env, cwd=cfg.parent, capture_output=True, text=True, timeout=120)
+    said = run.stdout + run.stderr
+    assert run.returncode == 0 and "covers this plan" in said and "Approve it in a terminal" not in said
+
+
 # -- approvals void on changes outside the config file ----------------------------------------------
 
 

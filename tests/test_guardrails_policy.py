@@ -140,12 +140,19 @@ def test_several_failures_are_all_reported(policy):
     ('max_usd_per_run = "10"\n', "max_usd_per_run"),
     ("max_usd_per_run = 10.0\nmax_gpus = true\n", "max_gpus"),
     ("max_usd_per_run = -1.0\n", "greater than or equal to 0"),
+    ("max_usd_per_run = inf\n", "max_usd_per_run: Input should be a finite number"),
+    ("max_usd_per_run = +inf\n", "max_usd_per_run: Input should be a finite number"),
+    ("max_usd_per_run = nan\n", "max_usd_per_run: Input should be a finite number"),
+    ("max_usd_per_run = -inf\n", "max_usd_per_run"),
+    ("max_usd_per_run = 10.0\nmax_gpus = -1\n", "max_gpus: Input should be greater than or equal to 1"),
+    ("max_usd_per_run = 10.0\nmax_steps = inf\n", "max_steps"),
+    ("max_usd_per_run = 10.0\nmax_concurrent_runs = -2\n", "max_concurrent_runs"),
     ('max_usd_per_run = 10.0\nallowed_gpu_types = "H100_80GB"\n', "allowed_gpu_types"),
     ("", "max_usd_per_run: Field required"),
 ])
 def test_malformed_policy_authorizes_nothing_and_says_why(tmp_path, text, words):
     p = load_policy(write_policy(tmp_path, text))
-    assert p.limits is None and words in p.error
+    assert p.limits is None and words in p.error and str(tmp_path / "policy.toml") in p.error
     d = evaluate(p, PlanFacts(**GOOD))
     assert not d.allowed and d.reasons == [p.error]
 

@@ -51,7 +51,8 @@ class PolicyLimits(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    max_usd_per_run: float = Field(ge=0, description="USD; the plan's high cost estimate must be at most this.")
+    max_usd_per_run: float = Field(ge=0, allow_inf_nan=False, description=(
+        "USD, finite and not negative; the plan's high cost estimate must be at most this."))
     max_gpus: int | None = Field(default=None, ge=1, description="GPUs per run.")
     allowed_gpu_types: list[str] | None = Field(default=None, description="Exact GPU type names, e.g. H100_80GB.")
     allowed_models: list[str] | None = Field(default=None, description="Model names; shell wildcards allowed.")

@@ -43,6 +43,7 @@ from tools.launch._approval import (
     check_unchanged,
     obtain_confirmation,
     plan_request,
+    policy_decision,
     rebuild,
     request_from_state,
 )
@@ -149,6 +150,11 @@ class RunPlan(BaseModel):
     approval_ttl_seconds: int = Field(description="How long an approval of this plan stays valid.")
     approve_command: str = Field(description="The command a person runs in their terminal to approve this plan "
                                              "(it prints the confirmation code and the command that launches it).")
+    policy_approves: bool = Field(default=False, description=(
+        "True: the person's budget policy (policy_path) covers this plan now, so mf_dispatch_run launches it without "
+        "a confirmation code; the summary says so. Re-checked at dispatch."))
+    policy_path: str | None = Field(default=None, description="The budget policy file that covers this plan, when "
+                                                               "policy_approves.")
     next_step: str = Field(description="How to get it approved and launched.")
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
 
@@ -164,7 +170,9 @@ def plan_run(inp: PlanRunInput, ctx: Context) -> RunPlan:
     plan_id = new_plan_id()
     draft = build_plan(inp, ctx, plan_id, prepare=True)
     approve, dispatch = approve_command(plan_id, ctx), call("mf_dispatch_run", plan_id=plan_id)
-    summary = summary_text(draft)
+    _, decision = policy_decision(ctx, _policy_facts(draft), lambda: count_active(ctx, draft.owner.team_id))
+    covered = decision.policy_path if decision.allowed else None
+    summary = summary_text(draft, policy=covered, policy_reasons=decision.reasons if covered else [])
     args = inp.model_dump()
     args["config_path"] = str(draft.config_path)
     args["env_files"] = [str(ctx.resolve_path(p)) for p in inp.env_files]
@@ -184,7 +192,11 @@ def plan_run(inp: PlanRunInput, ctx: Context) -> RunPlan:
         image_tag=draft.image_tag, source_ref=draft.source_ref, runtime=draft.runtime,
         validation=draft.validation, warnings=draft.warnings,
         approval_ttl_seconds=APPROVAL_TTL_SECONDS, approve_command=approve, next_calls=[dispatch],
-        next_step=(f"Show the summary to the user; call {dispatch}. If it says confirmation_required, they run "
+        policy_approves=covered is not None, policy_path=covered,
+        next_step=(f"The user's budget policy {covered} covers this plan: you may launch it now with {dispatch}, "
+                   "no confirmation code needed (show the user the summary first; dispatch checks the policy again)."
+                   if covered else
+                   f"Show the summary to the user; call {dispatch}. If it says confirmation_required, they run "
                    f"`{approve}` in their own terminal and give you the code for the confirmation."))
 
 
