@@ -577,6 +577,9 @@ def _list_launches(r: Any, v: View) -> None:
     v.opening = [f"{_count(len(r.launches), 'plan')} in the ledger {r.ledger_path}." if r.launches else
                  f"No launches recorded in {r.ledger_path}."]
     v.drop("ledger_path")
+    if r.ledger_warning:  # a damaged ledger is never read silently
+        v.opening.append(r.ledger_warning)
+        v.drop("ledger_warning")
     table = v.table("launches")
     if table:
         table.columns, table.keep = ["plan_id", "status", "run_id", "outcome", "action", "acted_on",

@@ -19,6 +19,12 @@ the only intended writer. Guarantees:
 * **Crash tolerant**: a crash mid-write leaves a torn last line. :meth:`read` skips lines
   that are not complete JSON objects, and the next append starts on a fresh line. A torn
   record never describes something that happened: its writer died before going on.
+* **Damage is said, never hidden**: :meth:`damage` names every unreadable line (1-based
+  numbers). A torn *last* line (no newline at the end of the file) is the crash case above: the
+  record was never complete, so nothing it would have said happened. Any other unreadable line
+  (garbage, an edit, a bad copy) may have held records of a plan: its attempts or outcomes, so a
+  launch the ledger cannot see (``LedgerDamage.may_hide_records``). The launch tools then ask the
+  platform before sending a create, and refuse when it cannot answer (``tools.launch._reconcile``).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -137,24 +144,61 @@ class Ledger:
     def read(self) -> list[dict[str, Any]]:
         """All complete records, oldest first (``[]`` when the file does not exist).
 
-        Lines that are not a JSON object with an ``event`` (a torn write) are skipped.
-        Reading does not lock; hold :meth:`locked` when the answer decides a write.
+        Lines that are not a JSON object with an ``event`` (a torn write) are skipped; :meth:`damage`
+        names them. Reading does not lock; hold :meth:`locked` when the answer decides a write.
         """
+        return self._scan()[0]
+
+    def damage(self) -> LedgerDamage:
+        """The unreadable lines of the file now (none when it does not exist)."""
+        return self._scan()[1]
+
+    def _scan(self) -> tuple[list[dict[str, Any]], LedgerDamage]:
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
-            return []
-        records = []
-        for line in data.split(b"\n"):
+            return [], LedgerDamage()
+        records: list[dict[str, Any]] = []
+        bad: list[int] = []
+        lines = data.split(b"\n")
+        for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
             except ValueError:
-                continue
+                record = None
             if isinstance(record, dict) and isinstance(record.get("event"), str):
                 records.append(record)
-        return records
+            else:
+                bad.append(number)
+        torn = bool(bad) and bad[-1] == len(lines) and not data.endswith(b"\n")
+        return records, LedgerDamage(lines=bad, torn_last=torn)
+
+
+@dataclass(frozen=True)
+class LedgerDamage:
+    """The unreadable lines of a ledger file: ``lines`` (1-based), ``torn_last`` (the last one is
+    a torn write: the file does not end with a newline)."""
+
+    lines: list[int] = field(default_factory=list)
+    torn_last: bool = False
+
+    @property
+    def may_hide_records(self) -> bool:
+        """True when a line other than a torn last line is unreadable: a record of any plan may be lost."""
+        return len(self.lines) > (1 if self.torn_last else 0)
+
+    def words(self, path: Path) -> str | None:
+        """One sentence for people and agents, or None when every line is readable."""
+        if not self.lines:
+            return None
+        shown = ", ".join(str(n) for n in self.lines[:10]) + (f" and {len(self.lines) - 10} more"
+                                                             if len(self.lines) > 10 else "")
+        count = f"{len(self.lines)} unreadable line{'s' if len(self.lines) > 1 else ''}"
+        why = ("a write torn by a crash (it recorded nothing that happened)" if not self.may_hide_records else
+               "records there are not counted: a launch they held is checked on the platform before any create")
+        return f"The launch ledger {path} has {count} (line {shown}): {why}."
 
 
 def _fsync_dir(folder: Path) -> None:

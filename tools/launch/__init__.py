@@ -315,6 +315,10 @@ class LaunchList(BaseModel):
     """The ledger's plans, most recently active first. Source: <state>/launches.jsonl."""
 
     ledger_path: str = Field(description="The ledger file.")
+    unreadable_lines: list[int] = Field(default_factory=list, description=(
+        "1-based numbers of ledger lines that are not readable records (a torn write, garbage, an edit): the plans "
+        "listed may be missing records. Empty: every line was read."))
+    ledger_warning: str | None = Field(default=None, description="The unreadable lines in words (null: none).")
     launches: list[LaunchEntry] = Field(description="Plans, newest activity first.")
     truncated: bool = Field(description="True when entries were left out to fit the output budget.")
     omitted: int = Field(description="Entries left out.")
@@ -339,13 +343,16 @@ def _entry(s: gate.LaunchState) -> LaunchEntry:
 @tool
 def list_launches(inp: ListLaunchesInput, ctx: Context) -> LaunchList:
     """The local launch ledger: each plan (launches, resumes, stops, pauses, restarts) with its approvals,
-    attempts, outcome and run id. Local only."""
+    attempts, outcome and run id, and the ledger's unreadable lines (numbers, in words). Local only."""
     ledger = Ledger.for_context(ctx)
     entries = [_entry(s) for s in gate.list_launches(ledger, inp.limit)]
+    damage = ledger.damage()
 
     def build(k: int) -> LaunchList:
         omitted = len(entries) - k
-        return LaunchList(ledger_path=str(ledger.path), launches=entries[:k], truncated=omitted > 0, omitted=omitted,
+        return LaunchList(ledger_path=str(ledger.path), unreadable_lines=damage.lines,
+                          ledger_warning=damage.words(ledger.path), launches=entries[:k], truncated=omitted > 0,
+                          omitted=omitted,
                           narrow_hint=f"Pass a smaller limit (e.g. {max(1, k)})." if omitted else None)
 
     return fit_largest(build, len(entries))

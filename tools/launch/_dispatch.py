@@ -9,6 +9,17 @@ approval works again); ``rejected`` (the platform answered 4xx: a new approval i
 (:func:`tools.launch._reconcile.look_for_lost_run`) and never re-sends. :func:`already` answers
 for a plan carried out before.
 
+Before the create, after the claim, the platform is asked whether the plan's run exists already
+(:func:`tools.launch._reconcile.look_before_create`): the ledger cannot know when the state folder
+was copied and the copy dispatched too, or when lines of an earlier attempt are unreadable. Found:
+``reconciled``, nothing sent, answered as ``already_dispatched``. When the runs cannot be listed,
+the create is sent only if the ledger is intact (every line readable, or only a torn last line,
+which records nothing that happened) - this ledger then shows no sent attempt of the plan (the
+claim checked it), and refusing would make every launch depend on one more read; a copied state
+folder dispatched while the listing fails is the case left open. With other unreadable lines, it
+refuses: ``unresolved_launch`` (``not_sent`` recorded, so the same approval works once the
+platform answers).
+
 Sources: reference/prime-api.md §2.1 rows 2, 3 (create, resume: same answer ``{runId, ...}``),
 row 8 (list runs, for the reconciliation), §3.3 (no idempotency key: a repeated create is a
 second run).
@@ -27,7 +38,7 @@ from tools.core import NO_DASHBOARD, Context, dashboard_url
 from tools.errors import Call, ToolFailure, call, fail, from_platform
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger
-from tools.launch._reconcile import look_for_lost_run
+from tools.launch._reconcile import look_before_create, look_for_lost_run, unlisted_failure
 from tools.platform import errors as perr
 from tools.platform import wire
 
@@ -72,8 +83,9 @@ class DispatchResult(BaseModel):
 
 
 def result(ctx: Context, state: gate.LaunchState, status: str, run_id: str, message: str,
-           facts: dict | None = None) -> DispatchResult:
-    """The answer for ``state``'s plan, carried out as ``run_id``."""
+           facts: dict | None = None, ledger_note: str | None = None) -> DispatchResult:
+    """The answer for ``state``'s plan, carried out as ``run_id`` (``ledger_note``: the ledger's
+    unreadable lines, in words, appended to the message)."""
     facts = facts or {}
     check, wait = call("mf_check_progress", run_id=run_id), call("mf_wait_for_run", run_id=run_id)
     channel = next((a.channel for a in reversed(state.attempts) if a.channel), None)
@@ -84,7 +96,8 @@ def result(ctx: Context, state: gate.LaunchState, status: str, run_id: str, mess
         dashboard_url=dashboard_url(ctx, run_id), approval_channel=facts.get("channel", channel),
         gpu_type=facts.get("gpu_type") or state.plan.get("gpu_type"),
         usd_per_gpu_hour=facts.get("usd_per_gpu_hour", state.plan.get("usd_per_gpu_hour")),
-        estimated_usd_per_hour=facts.get("estimated_usd_per_hour"), message=message, next_calls=[check, wait],
+        estimated_usd_per_hour=facts.get("estimated_usd_per_hour"),
+        message=message + (f" {ledger_note}" if ledger_note else ""), next_calls=[check, wait],
         next_step=f"Watch it: {check} (is it progressing?) or {wait}.")
 
 
@@ -150,12 +163,25 @@ def send_create(ctx: Context, ledger: Ledger, plan_id: str, plan_hash: str, toke
     docstring). ``again``: the call that repeats this one (named when nothing was sent);
     ``message(run_id)``: what happened, in words. Raises ToolFailure: the claim's codes,
     ``unavailable`` (nothing sent), ``ambiguous_launch``, the platform's refusal."""
+    damage = ledger.damage()  # before the claim's append closes a torn last line
     try:
         claim = gate.claim_dispatch(ledger, plan_id, plan_hash, token)
     except ToolFailure as failure:
         if failure.error.code == "already_dispatched":  # another process finished first
             return already(ctx, gate.launch_state(ledger, plan_id))
         raise
+    state = gate.launch_state(ledger, plan_id)
+    lookup = look_before_create(ctx, ledger, state, claim.attempt_id)
+    if lookup.run is not None:  # a copy of this state folder, or unreadable ledger lines, sent it before
+        verb = "resumed" if state.plan.get("action") == "resume" else "launched"
+        return result(ctx, lookup.state, "already_dispatched", lookup.run.id,
+                      f"Plan {plan_id} was already {verb} as run {lookup.run.id}: it is on the platform (a "
+                      f"{lookup.looks_for}), although this ledger did not record it (a copy of the state folder, "
+                      "or unreadable ledger lines, sent it). Reconciled; nothing was sent again.",
+                      {"channel": claim.channel}, ledger_note=damage.words(ledger.path))
+    if lookup.problem and damage.may_hide_records:
+        gate.record_outcome(ledger, plan_id, claim.attempt_id, "not_sent", detail="runs could not be listed first")
+        raise unlisted_failure(state, lookup.problem, str(damage.words(ledger.path)))
     try:
         created = send()
     except perr.Ambiguous:
@@ -179,4 +205,5 @@ def send_create(ctx: Context, ledger: Ledger, plan_id: str, plan_hash: str, toke
              "estimated_usd_per_hour": created.estimated_cost_per_hour if created.on_demand else None,
              "on_demand": created.on_demand}
     gate.record_outcome(ledger, plan_id, claim.attempt_id, "created", run_id=created.run_id, **facts)
-    return result(ctx, gate.launch_state(ledger, plan_id), "created", created.run_id, message(created.run_id), facts)
+    return result(ctx, gate.launch_state(ledger, plan_id), "created", created.run_id, message(created.run_id), facts,
+                  ledger_note=damage.words(ledger.path))

@@ -429,6 +429,9 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
         runtime = _prepare(ctx, mode, owner, image_tag, source_ref, warnings)
     cost = estimate_cost(mode, count, price, cap, args.seconds_per_step, why)
     warnings += magnitude_warnings(cost)
+    ledger = Ledger.for_context(ctx)
+    if note := ledger.damage().words(ledger.path):
+        warnings.append(note)
     if problem := load_for_context(ctx).problem:
         warnings.append(f"The budget policy is not used: {problem} Launches need a person's approval until the "
                         "person fixes it.")

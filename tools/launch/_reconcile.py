@@ -80,11 +80,61 @@ def matches_plan(plan: dict, run: wire.RLRun) -> bool:
     NEW run, which keeps the paused run's name on the platform as far as is known), another run
     with the paused run's name (or, unnamed, the same base model)."""
     if plan.get("action") == "resume":
-        if run.id == plan.get("run_id"):
-            return False
+        if run.id == plan.get("run_id") or run.id in (plan.get("already_resumed_as") or []):
+            return False  # the paused run, or an earlier resume the person saw and approved this one over
         return run.name == plan["name"] if plan.get("name") else run.base_model == plan.get("model")
     fp = str(plan.get("fingerprint") or "")
     return bool(fp) and fp in (run.name or "")
+
+
+def _matching_runs(ctx: Context, plan: dict, since: datetime) -> list[wire.RLRun]:
+    """The owner's newest runs (GET /rft/runs, :data:`RECONCILE_PAGES` pages) that :func:`matches_plan`
+    and were created no earlier than ``since``, earliest first. Raises PlatformError."""
+    found: list[wire.RLRun] = []
+    for page in range(1, RECONCILE_PAGES + 1):
+        listed = ctx.platform().list_runs(team_id=plan.get("team_id"), page=page, limit=RECONCILE_PAGE_SIZE)
+        found += [r for r in listed.runs if matches_plan(plan, r)
+                  and (r.created_at is None or r.created_at.tzinfo is None or r.created_at >= since)]
+        if len(listed.runs) < RECONCILE_PAGE_SIZE or listed.total is None:
+            break
+    found.sort(key=lambda r: (r.created_at is None, r.created_at))
+    return found
+
+
+def look_before_create(ctx: Context, ledger: Ledger, state: gate.LaunchState, attempt_id: str) -> Lookup:
+    """Before a create is sent (the plan just claimed as ``attempt_id``): is a run of this plan on the
+    platform already? The ledger may not know: the state folder was copied and the copy dispatched
+    too, or the lines of an earlier attempt are unreadable (:meth:`Ledger.damage`). Looks for a run
+    :func:`matches_plan` created since the plan was recorded (minus :data:`CLOCK_SKEW`) among the
+    owner's newest runs. Found: records ``reconciled`` on ``attempt_id`` (nothing is sent) and
+    returns the run. Not found: records nothing (the caller sends). The runs cannot be listed:
+    ``problem`` says why, nothing recorded; the caller decides (:func:`unlisted_failure`)."""
+    planned = datetime.fromisoformat(str(state.planned_at)) if state.planned_at else None
+    since = (planned or datetime.fromisoformat(state.attempts[-1].started_at)) - CLOCK_SKEW
+    try:
+        found = _matching_runs(ctx, state.plan, since)
+    except perr.PlatformError as exc:
+        return Lookup(state=state, problem=exc.message)
+    if not found:
+        return Lookup(state=state)
+    gate.record_outcome(ledger, state.plan_id, attempt_id, "reconciled", run_id=found[0].id,
+                        matches=[r.id for r in found], found_before_sending=True)
+    return Lookup(state=gate.launch_state(ledger, state.plan_id), run=found[0], matches=[r.id for r in found])
+
+
+def unlisted_failure(state: gate.LaunchState, problem: str, damage: str) -> ToolFailure:
+    """``unresolved_launch`` (retryable) when the runs could not be listed before a create and the
+    ledger has unreadable lines (``damage``, in words) that may hold an earlier attempt of this plan:
+    nothing was sent, the approval is not used up."""
+    again = call("mf_dispatch_run", plan_id=state.plan_id)
+    runs = call("mf_list_runs", team=state.plan.get("team_id") or "personal")
+    what = f"a {Lookup(state=state).looks_for}"
+    return fail("unresolved_launch", f"Plan {state.plan_id} was not sent: {damage} Such a line may hold an "
+                f"earlier launch of this plan, and the platform could not be asked whether {what} exists "
+                f"({problem}).",
+                f"Call {again} again when the platform answers (the same confirmation works; it checks the runs "
+                f"first), or look for {what} with {runs} or in the dashboard.", retryable=True,
+                next_calls=[again, runs])
 
 
 def look_for_lost_run(ctx: Context, ledger: Ledger, state: gate.LaunchState) -> Lookup:
@@ -98,22 +148,14 @@ def look_for_lost_run(ctx: Context, ledger: Ledger, state: gate.LaunchState) -> 
     if not open_attempts:
         return Lookup(state=state, problem="the ledger holds no open attempt for this plan")
     since = min(datetime.fromisoformat(a.started_at) for a in open_attempts) - CLOCK_SKEW
-    team_id = state.plan.get("team_id")
-    found: list[wire.RLRun] = []
     try:
-        for page in range(1, RECONCILE_PAGES + 1):
-            listed = ctx.platform().list_runs(team_id=team_id, page=page, limit=RECONCILE_PAGE_SIZE)
-            found += [r for r in listed.runs if matches_plan(state.plan, r)
-                      and (r.created_at is None or r.created_at.tzinfo is None or r.created_at >= since)]
-            if len(listed.runs) < RECONCILE_PAGE_SIZE or listed.total is None:
-                break
+        found = _matching_runs(ctx, state.plan, since)
     except perr.PlatformError as exc:
         return Lookup(state=state, problem=exc.message)
     last = open_attempts[-1].attempt_id
     if not found:
         gate.record_outcome(ledger, state.plan_id, last, "still_unknown")
         return Lookup(state=gate.launch_state(ledger, state.plan_id))
-    found.sort(key=lambda r: (r.created_at is None, r.created_at))
     gate.record_outcome(ledger, state.plan_id, last, "reconciled", run_id=found[0].id, matches=[r.id for r in found])
     return Lookup(state=gate.launch_state(ledger, state.plan_id), run=found[0], matches=[r.id for r in found])
 
