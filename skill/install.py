@@ -306,8 +306,13 @@ def main(dest: str | os.PathLike[str] | None = None, *, agent: str = "claude-cod
          force: bool = False, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run ``install`` into ``dest`` (default: ``agent``'s skills folder) and say how to connect the tools."""
     from tools.core import shell_command
+    from tools.guardrails.secrets import scan_for_secrets
 
     out, err = out or sys.stdout, err or sys.stderr
+    if dest is not None and (hits := scan_for_secrets(str(dest), root="--dest")):  # the guard every argument has
+        print(f"Not installed: --dest holds a secret-looking value ({hits[0].kind}; not shown); nothing was written. "
+              "Pass a folder path without a secret in it.", file=err)
+        return EXIT_TOOL_ERROR
     folder = Path(dest) if dest is not None else skills_folder(agent, project)
     try:
         result = install(folder, force=force)

@@ -45,6 +45,8 @@ from tools.guardrails.policy import PlanFacts, Policy, PolicyDecision, evaluate,
 from tools.guardrails.text import shown
 from tools.launch._plan import APPROVAL_TTL_SECONDS, Draft, PlanRunInput, build_plan
 from tools.launch._reconcile import Lookup, unresolved_failure
+from tools.platform import errors as perr
+from tools.platform import wire
 
 #: A plan older than this (seconds since it was recorded) is not approved: its prices and
 #: summary may be stale. The person asks the agent to plan again.
@@ -201,7 +203,44 @@ def plan_request(plan_id: str, ctx: Context, *, now: datetime | None = None) -> 
     refuse_spent(state)
     check_locally(state, now)
     refuse_unacknowledged(ledger, state)
-    return request_from_state(state, ctx)
+    request = request_from_state(state, ctx)
+    if request.action in _CONTROL:
+        request.summary += "\n" + shown(f"  Status now:    {_status_now(ctx, state)}")
+    return request
+
+
+def _no_longer_applies(action: str, status: str) -> str | None:
+    """Why a stop, pause or restart of a run in ``status`` would do nothing, as the tools decide
+    before sending (stop: the run ended or paused; pause: also PAUSING; restart: not RUNNING)."""
+    upper = status.upper()
+    if action == "restart":
+        return None if upper == "RUNNING" else "only a RUNNING run can be restarted"
+    if wire.RunStatus.is_terminal(upper) or (action == "pause" and upper == "PAUSING"):
+        return "it has already ended or paused"
+    return None
+
+
+_CONTROL = ("stop", "pause", "restart")
+
+
+def _status_now(ctx: Context, state: LaunchState) -> str:
+    """The run's status read now (GET /rft/runs/{id}) for a stop, pause or restart plan; raises
+    ``conflict`` when the action no longer applies (the run ended, paused, or for a restart is not
+    RUNNING). When the platform cannot be read here (no API key in the person's shell), says so:
+    the action's own tool checks the status again before sending."""
+    run_id = str(state.plan.get("run_id"))
+    action = str(state.plan.get("action"))
+    try:  # bounded: a person is waiting at the screen
+        with ctx.platform_client(ctx.http_timeouts().capped(10.0), attempts=1) as client:
+            status = client.get_run(run_id).status
+    except perr.PlatformError as exc:
+        return f"could not be read here ({exc.message}); the {action} checks it again before sending"
+    if why := _no_longer_applies(action, status):
+        inspect = call("mf_get_run", run_id=run_id)
+        raise fail("conflict", f"Run {run_id} is {status} now, so the {action} of plan {state.plan_id} no longer "
+                   f"applies ({why}); nothing was approved.", f"Nothing to approve. See the run with {inspect}.",
+                   next_calls=[inspect])
+    return f"{status} (read from the platform just now)"
 
 
 def refuse_unacknowledged(ledger: Ledger, state: LaunchState) -> None:

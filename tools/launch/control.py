@@ -145,7 +145,8 @@ def _plan(ledger: Ledger, run: wire.RLRun, action: Action) -> gate.LaunchState:
     summary = "\n".join(shown(line) for line in [  # the run's name and status are the platform's text
         f"{action.capitalize()} plan {plan_id}: " + _WHAT[action].format(run=run.id, name=run.name or "unnamed"),
         f"  Owner:   {owner_label(run.team_id)}",
-        f"  Model:   {run.base_model or 'unknown'}; status now {run.status}; GPUs {run.gpu_count or 'unknown'}",
+        f"  Model:   {run.base_model or 'unknown'}; status when planned {run.status}; GPUs "
+        f"{run.gpu_count or 'unknown'}",
         f"  Approval valid {APPROVAL_TTL_SECONDS // 60} minutes, for this run only, once; a budget policy never "
         "approves it."])
     gate.record_plan(ledger, plan_id, gate.plan_hash(material), **material, summary=summary)

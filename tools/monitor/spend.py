@@ -58,7 +58,10 @@ class SpendSoFar(BaseModel):
     plan_low_usd: float | None = Field(default=None, description="The plan's low estimate.")
     plan_expected_usd: float | None = Field(default=None, description="The plan's expected estimate.")
     plan_high_usd: float | None = Field(default=None, description="The plan's high estimate.")
-    over_high_estimate: bool = Field(default=False, description="True when either figure passes the high estimate.")
+    over_high_estimate: bool | None = Field(default=None, description=(
+        "True when either figure passes the plan's high estimate; false when a figure is known and neither does; "
+        "null (unknown) when there is no high estimate (no plan in this ledger, or its cost was unknown) or no "
+        "figure."))
     warning: str | None = Field(default=None, description="Said when a figure passes the plan's high estimate.")
     units_note: str = Field(default=UNITS_NOTE, description="Why the two figures are not converted into each other.")
 
@@ -135,8 +138,9 @@ def spend_so_far(ctx: Context, run: wire.RLRun, now: datetime | None = None) -> 
     over = [(label, value) for label, value in (("the platform's usage", spend.platform_usd),
                                                  ("elapsed time x rate", spend.elapsed_x_rate_usd))
             if high is not None and value is not None and value > high]
+    known = high is not None and (spend.platform_usd is not None or spend.elapsed_x_rate_usd is not None)
+    spend.over_high_estimate = bool(over) if known else None
     if over:
-        spend.over_high_estimate = True
         spend.warning = (f"Spend so far passes the plan's high estimate of {_money(high)}: "
                          + "; ".join(f"{label} {_money(value)}" for label, value in over) + ".")
     return spend

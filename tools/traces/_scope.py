@@ -4,12 +4,28 @@ its largest page.
 
 from __future__ import annotations
 
-from tools.core import Context, resolve_owner
+from typing import Annotated
+
+from pydantic import AfterValidator
+
+from tools.core import RUN_ID, Context, resolve_owner
 from tools.platform import errors as perr
 from tools.platform import wire
 
 #: Items per page the traces host returns at most (reference/prime-api.md §6).
 PAGE_LIMIT = 100
+
+
+def _one_segment(run_id: str) -> str:
+    if "/" in run_id:
+        raise ValueError("a run id cannot contain '/': the traces host addresses it as one path segment (use "
+                         "the id exactly as the run listing shows it)")
+    return run_id
+
+
+#: The ``run_id`` field of the trace tools: :data:`tools.core.RUN_ID`, refused (``bad_arguments``
+#: naming ``run_id``, nothing sent) when it holds a ``/``, which the traces host cannot address.
+TRACES_RUN_ID = Annotated[str, AfterValidator(_one_segment), RUN_ID]
 
 
 def platform_run(ctx: Context, run_id: str) -> tuple[wire.RLRun | None, str | None]:

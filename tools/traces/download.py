@@ -26,14 +26,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.core import INT64_MAX, RUN_ID, Context, not_found, tool
+from tools.core import INT64_MAX, Context, not_found, tool
 from tools.errors import call, fail
 from tools.platform import errors as perr
 from tools.platform import wire
 from tools.platform.files import is_partial, write_atomic
 from tools.platform.paging import CursorWalk, Walk
 from tools.traces._manifest import LEGACY_MANIFEST, MANIFEST, Record, is_manifest_partial
-from tools.traces._scope import PAGE_LIMIT, platform_run
+from tools.traces._scope import PAGE_LIMIT, TRACES_RUN_ID, platform_run
 
 _UNSAFE_NAME = re.compile(r'[/\\<>:"|?*\x00-\x1f\x7f]')
 MAX_ID_CHARS = 200
@@ -47,7 +47,7 @@ class DownloadTracesInput(BaseModel):
     """Which run, where to, and how."""
 
     model_config = ConfigDict(extra="forbid")
-    run_id: str = RUN_ID
+    run_id: TRACES_RUN_ID
     dest: str = Field(min_length=1, max_length=1000, description=(
         "Folder to write (created if missing). It must be new, empty, or a folder this tool wrote for the same run "
         f"(it holds our {MANIFEST})."))

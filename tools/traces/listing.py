@@ -17,12 +17,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from tools.core import MAX_STEPS, OUTPUT_BUDGET_CHARS, RUN_ID, Context, json_chars, not_found, tool
+from tools.core import MAX_STEPS, OUTPUT_BUDGET_CHARS, Context, json_chars, not_found, tool
 from tools.errors import fail
 from tools.platform import wire
 from tools.platform.client import TracesClient
 from tools.platform.paging import CursorTrail, End, Walk
-from tools.traces._scope import PAGE_LIMIT, platform_run
+from tools.traces._scope import PAGE_LIMIT, TRACES_RUN_ID, platform_run
 
 #: Episodes per page when walking a step's episodes (fixed, so cursors stay valid).
 STEP_EPISODE_PAGE = 20
@@ -41,7 +41,7 @@ class ListTracesInput(BaseModel):
     """Which run, what to list, filters and the page."""
 
     model_config = ConfigDict(extra="forbid")
-    run_id: str = RUN_ID
+    run_id: TRACES_RUN_ID
     kind: Literal["traces", "episodes", "eval_runs"] = Field(default="traces", description=(
         "traces (one rollout each), episodes (groups of traces) or eval_runs (the run's evaluation runs on the "
         "traces host)."))
