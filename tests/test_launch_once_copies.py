@@ -30,6 +30,7 @@ from tools.launch import (
     approve_plan,
     dispatch_run,
     list_launches,
+    plan_request,
     plan_run,
 )
 from tools.platform.client import PlatformClient, RetryPolicy
@@ -175,3 +176,5 @@ def test_list_launches_names_unreadable_lines_instead_of_an_empty_ledger(emu, pl
     assert middle.unreadable_lines == [1, 3] and [e.plan_id for e in middle.launches] == [plan_again.plan_id]
     assert any("unreadable" in w for w in plan_run(PlanRunInput(config_path="my-run.toml", team="personal"),
                                                     ctx).warnings)
+    assert "Ledger:        The launch ledger" in plan_request(plan_again.plan_id, ctx).summary
+    assert "line 1, 3" in plan_request(plan_again.plan_id, ctx).summary

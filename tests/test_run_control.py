@@ -260,3 +260,19 @@ def test_a_resume_code_with_other_arguments_than_its_plan_is_refused(ctx, emu):
     token = confirmed(ctx, resume_run(ResumeRunInput(run_id=run_id), ctx))
     error = err(resume_run(ResumeRunInput(run_id=run_id, confirmation=token, image_tag="v9"), ctx), "bad_arguments")
     assert "image_tag" in error.message and len(emu.state.runs) == 1
+
+
+def test_a_resume_approved_once_and_sent_from_a_copied_state_folder_starts_one_new_run(ctx, emu, tmp_path):
+    """The state folder was copied after the approval and both copies resumed with the same code: the
+    second finds the new run of the paused run's name on the platform and sends nothing."""
+    run_id = paused(ctx, emu)
+    token = confirmed(ctx, resume_run(ResumeRunInput(run_id=run_id), ctx))
+    shutil.copytree(ctx.state_path(), tmp_path / "state-copy")
+    copy = Context(env=ctx.env, home=ctx.home, state_dir=tmp_path / "state-copy", cwd=ctx.cwd, clock=ctx.clock,
+                   sleep=ctx.sleep)
+    first = ok(resume_run(ResumeRunInput(run_id=run_id, confirmation=token), ctx))
+    second = ok(resume_run(ResumeRunInput(run_id=run_id, confirmation=token), copy))
+    copy.close()
+    assert first.status == "created" and second.status == "already_dispatched"
+    assert second.run_id == first.run_id and "already resumed" in second.message
+    assert len(emu.state.runs) == 2

@@ -193,8 +193,12 @@ def plan_request(plan_id: str, ctx: Context, *, now: datetime | None = None) -> 
     the local checks of :func:`check_locally`. Reads only the ledger and the config file (no
     platform call, no credentials, no secrets); dispatch re-checks everything else.
 
+    The summary ends with the ledger's unreadable lines, when it has any, and for a stop, pause or
+    restart with the run's status read now.
+
     Raises ToolFailure: ``unknown_plan``, ``already_dispatched`` / ``ambiguous_launch`` (already
-    sent), ``plan_expired``, ``config_not_found``, ``plan_changed`` (the config file was edited),
+    sent), ``conflict`` (a stop, pause or restart that no longer applies), ``plan_expired``,
+    ``config_not_found``, ``plan_changed`` (the config file was edited),
     ``unresolved_launch`` (an earlier launch of the same config is unresolved and this plan does
     not acknowledge it).
     """
@@ -204,6 +208,8 @@ def plan_request(plan_id: str, ctx: Context, *, now: datetime | None = None) -> 
     check_locally(state, now)
     refuse_unacknowledged(ledger, state)
     request = request_from_state(state, ctx)
+    if note := ledger.damage().words(ledger.path):  # the checks above read it: say what they could not
+        request.summary += "\n" + shown(f"  Ledger:        {note}")
     if request.action in _CONTROL:
         request.summary += "\n" + shown(f"  Status now:    {_status_now(ctx, state)}")
     return request
