@@ -215,6 +215,23 @@ def test_verdict_stalled_uses_the_threshold(ctx, emulator, launch):
     assert calls(result) == [("mf_summarize_logs", {"run_id": run_id}), ("mf_stop_run", {"run_id": run_id})]
 
 
+def test_a_late_step_is_said_with_its_size_before_the_run_is_called_stalled(ctx, emulator, launch):
+    run_id = launch("stall", at_step=2)
+    emulator.state.advance(at_step(2) + 50)  # 51 s since step 2: under 3 step times
+    on_time = progress(ctx, run_id)
+    assert (on_time.verdict, on_time.healthy, on_time.step_overdue) == ("progressing", True, False)
+    assert not on_time.evidence[0].startswith("No new step")
+    emulator.state.advance(357)  # 408 s: 13.6 step times, still under the 600 s floor
+    late = progress(ctx, run_id)
+    assert (late.verdict, late.healthy, late.step_overdue) == ("progressing", False, True)
+    assert late.evidence[0] == ("No new step for 6.8 min (13.6 x the recent step time of 30 s); it is called stalled "
+                                "after 10.0 min (stall_after_seconds to change that).")
+    assert calls(late) == [("mf_summarize_logs", {"run_id": run_id}), ("mf_check_progress", {"run_id": run_id}),
+                           ("mf_wait_for_run", {"run_id": run_id})]
+    emulator.state.advance(200)  # 608 s: past the floor, the verdict changes as before
+    assert (progress(ctx, run_id).verdict, progress(ctx, run_id).step_overdue) == ("stalled", False)
+
+
 def test_verdict_crash_looping(ctx, emulator, launch):
     run_id = launch("crash_loop", at_step=2)
     emulator.state.advance(at_step(2) + 120)
@@ -398,6 +415,23 @@ def test_wait_is_bounded_on_a_stalled_run(ctx, emulator, launch, fake_time):
                                                                                            run_id=run_id)]
 
 
+def test_a_wait_on_a_run_whose_step_is_long_overdue_says_so_and_names_check_progress(ctx, emulator, launch,
+                                                                                      fake_time):
+    run_id = launch("stall", at_step=2)
+    emulator.state.advance(at_step(2) + 360)
+    result = ok(ctx, "mf_wait_for_run", run_id=run_id, step=20)
+    assert (result.reached, result.latest_step, result.step_overdue) == (False, 2, True)
+    assert result.last_step_age_seconds == pytest.approx(401, abs=1)  # 361 s before the wait, 40 s during it
+    assert "no new step for 6.7 min (13.4 x the recent step time of 30 s)" in result.next_step
+    assert result.next_calls == [tool_call("mf_check_progress", run_id=run_id),
+                                 tool_call("mf_wait_for_run", run_id=run_id, step=20)]
+    assert all(str(c) in result.next_step for c in result.next_calls)
+    healthy = launch()
+    emulator.state.advance(at_step(3))
+    moving = ok(ctx, "mf_wait_for_run", run_id=healthy, step=20)
+    assert (moving.reached, moving.step_overdue, moving.last_step_age_seconds) == (False, False, None)
+
+
 def test_one_wait_lasts_at_most_55_seconds_and_45_by_default():
     schema = registry.input_schema("mf_wait_for_run")["properties"]["timeout_seconds"]
     assert "Default: 45." in schema["description"] and "maximum 55" in schema["description"]
@@ -430,7 +464,10 @@ def test_wait_until_terminal_reports_progress(ctx, emulator, launch, fake_time):
     assert sum(r.waited_seconds for r in results) == round(sum(fake_time.slept), 2)
     assert 18 * STEP + FINALIZE <= sum(fake_time.slept) < 18 * STEP + FINALIZE + 45
     assert all(r.waited_seconds <= 40 for r in results) and len(results) == 14
-    assert result.next_calls == [tool_call("mf_run_report", run_id=run_id)]
+    dest = f"traces-{run_id}"  # the traces first, then the report reads that same folder
+    assert result.next_calls == [tool_call("mf_download_traces", run_id=run_id, dest=dest),
+                                 tool_call("mf_run_report", run_id=run_id, traces_dir=dest)]
+    assert all(str(c) in result.next_step for c in result.next_calls)
     done = [d for d, _, _ in reports]
     assert done == sorted(done) and done[-1] == 20 and {t for _, t, _ in reports} == {20}
 

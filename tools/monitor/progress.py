@@ -19,7 +19,6 @@ platform is silent: the allowances are ours (no platform figure exists); pod sta
 
 from __future__ import annotations
 
-import itertools
 import statistics
 from datetime import datetime
 from typing import Literal
@@ -31,7 +30,7 @@ from tools.errors import Call, call
 from tools.monitor._clock import parse_time, seconds_since, server_now
 from tools.monitor._logreads import Target, fetch, targets, window_seconds
 from tools.monitor._logtext import parse_logs
-from tools.monitor._series import is_number, reward_key
+from tools.monitor._series import OVERDUE_STEP_MULTIPLE, is_number, overdue_multiple, reward_key, step_seconds
 from tools.monitor._views import FailureAnalysisView, clip, failure_analysis_view, minutes
 from tools.monitor.spend import SpendSoFar, spend_so_far
 from tools.platform import errors as perr
@@ -93,7 +92,8 @@ class CheckProgressResult(BaseModel):
     verdict: Verdict = Field(description=(
         "pending | queued | starting (normal start-up, within its allowance) | progressing | stalled | failing | "
         "image_pull_failing | crash_looping | completed | failed | stopped | paused | unknown."))
-    healthy: bool = Field(description="True for pending, queued, starting, progressing and completed.")
+    healthy: bool = Field(description=(
+        "True for pending, queued, starting, progressing (unless step_overdue) and completed."))
     startup_phase: str | None = Field(default=None, description=(
         "While starting: pending, queued, scheduling (pods Pending), pulling_image (ContainerCreating) or loading "
         "(pods Running, no step yet)."))
@@ -109,6 +109,10 @@ class CheckProgressResult(BaseModel):
         "No new step for longer than this means stalled."))
     seconds_per_step: float | None = Field(default=None, description=(
         "Median step time of the recent steps (metric timestamps)."))
+    step_overdue: bool = Field(default=False, description=(
+        f"True when a RUNNING run's latest step is older than {OVERDUE_STEP_MULTIPLE} x seconds_per_step but not "
+        "yet past stall_threshold_seconds: the verdict is still progressing, the evidence says how overdue the "
+        "next step is and when it will be called stalled, and next_step reads the logs."))
     reward_metric: str | None = Field(default=None, description="Metric used for the reward trend.")
     reward_last: float | None = Field(default=None, description="Latest value of reward_metric.")
     reward_trend: Literal["rising", "flat", "falling", "unknown"] = Field(default="unknown", description=(
@@ -129,8 +133,10 @@ class CheckProgressResult(BaseModel):
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
 
 
-def next_step(verdict: str, run_id: str, status: str, env: str | None) -> tuple[str, list[Call]]:
-    """What to do next for ``verdict``, and the calls the text names (complete, for run ``run_id``)."""
+def next_step(verdict: str, run_id: str, status: str, env: str | None, *,
+              overdue: bool = False) -> tuple[str, list[Call]]:
+    """What to do next for ``verdict`` (``overdue``: a progressing run's next step is late), and the calls the
+    text names (complete, for run ``run_id``)."""
     wait = call("mf_wait_for_run", run_id=run_id)
     logs = call("mf_summarize_logs", run_id=run_id)
     stop = call("mf_stop_run", run_id=run_id)
@@ -150,6 +156,10 @@ def next_step(verdict: str, run_id: str, status: str, env: str | None) -> tuple[
         return (f"Normal start-up so far: {first}, and check again when a wait's next step names "
                 f"mf_check_progress (a failing pod, a start-up past {POD_SCHEDULING_GRACE_SECONDS // 60} minutes).",
                 [first])
+    if verdict == "progressing" and overdue:
+        again = call("mf_check_progress", run_id=run_id)
+        return (f"The next step is late (see the evidence): {logs} shows what the components are doing now; then "
+                f"{again} again, or {wait} to see whether a step arrives.", [logs, again, wait])
     if verdict == "progressing":
         return f"Healthy: keep watching with {wait}, or read the curves with {metrics}.", [wait, metrics]
     if verdict == "stalled":
@@ -179,14 +189,6 @@ def next_step(verdict: str, run_id: str, status: str, env: str | None) -> tuple[
                 "it as a new run.", [])
     run = call("mf_get_run", run_id=run_id)
     return f"Status {status} is not one this tool knows: {run} and {logs}.", [run, logs]
-
-
-def _step_seconds(records: list[dict]) -> float | None:
-    stamps = [(r["step"], parse_time(r.get("timestamp"))) for r in records if isinstance(r.get("step"), int)]
-    stamps = sorted((s, t) for s, t in stamps if t is not None)
-    gaps = [(t2 - t1).total_seconds() / (s2 - s1) for (s1, t1), (s2, t2) in itertools.pairwise(stamps) if s2 > s1]
-    gaps = [g for g in gaps if g > 0]
-    return round(statistics.median(gaps), 1) if gaps else None
 
 
 def _trend(values: list[float]) -> str:
@@ -240,7 +242,9 @@ def check_progress(inp: CheckProgressInput, ctx: Context) -> CheckProgressResult
     (CrashLoopBackOff, ...), ``failing`` (a pod in Error, or ERROR lines in the window),
     ``starting`` or ``stalled`` before the first step (the start-up phase within or past its
     allowance, module doc), ``stalled`` (no new step for longer than the threshold),
-    ``progressing``. PENDING is ``pending`` within its allowance, else ``stalled``; other
+    ``progressing`` (with ``step_overdue`` when the latest step is older than
+    :data:`~tools.monitor._series.OVERDUE_STEP_MULTIPLE` recent step times: the first line of the
+    evidence says by how much and when it will be called stalled). PENDING is ``pending`` within its allowance, else ``stalled``; other
     statuses map directly (QUEUED -> queued, PAUSING -> paused...). Errors: ``not_found``, the
     platform codes.
     """
@@ -269,7 +273,7 @@ def check_progress(inp: CheckProgressInput, ctx: Context) -> CheckProgressResult
         if progress.latest_step is not None:
             first = max(0, progress.latest_step - 9)
             records = platform.get_metrics(run.id, min_step=first).metrics
-            result.seconds_per_step = _step_seconds(records)
+            result.seconds_per_step = step_seconds(records)
             key = reward_key(records)
             values = [r[key] for r in sorted(records, key=lambda r: r.get("step", 0)) if key and is_number(r.get(key))]
             if values:
@@ -299,9 +303,11 @@ def check_progress(inp: CheckProgressInput, ctx: Context) -> CheckProgressResult
         evidence.append("Pausing: a checkpoint is being saved.")
     if result.verdict == "unknown":
         evidence.append(f"Status {run.status!r} is not one of the statuses the prime CLI knows.")
-    result.healthy = result.verdict in ("pending", "queued", "starting", "progressing", "completed")
+    result.healthy = result.verdict in ("pending", "queued", "starting", "progressing", "completed") \
+        and not result.step_overdue
     bad_env = next((e.env_name for e in result.env_servers if e.status in CRASH_POD_STATES), None)
-    result.next_step, result.next_calls = next_step(result.verdict, run.id, run.status, bad_env)
+    result.next_step, result.next_calls = next_step(result.verdict, run.id, run.status, bad_env,
+                                                    overdue=result.step_overdue)
     return result
 
 
@@ -394,3 +400,11 @@ def _judge_running(inp: CheckProgressInput, run: wire.RLRun, platform: PlatformC
                         f"of {minutes(threshold)}.")
     else:
         result.verdict = "progressing"
+        multiple = overdue_multiple(result.last_step_age_seconds, result.seconds_per_step)
+        if multiple is not None:
+            result.step_overdue = True
+            change = "stall_after_seconds to change that" if inp.stall_after_seconds is None else \
+                "the stall_after_seconds given"
+            evidence.insert(0, f"No new step for {minutes(result.last_step_age_seconds)} ({multiple:g} x the recent "
+                            f"step time of {minutes(result.seconds_per_step)}); it is called stalled after "
+                            f"{minutes(threshold)} ({change}).")

@@ -31,6 +31,7 @@ from tools.errors import Call, ToolFailure, call, fail
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger
 from tools.monitor._clock import parse_time, seconds_since, server_now
+from tools.monitor._series import OVERDUE_STEP_MULTIPLE, overdue_multiple, step_seconds
 from tools.monitor._views import FailureAnalysisView, clip, failure_analysis_view, minutes
 from tools.monitor.progress import (
     CRASH_POD_STATES,
@@ -386,6 +387,12 @@ class WaitForRunResult(BaseModel):
     max_steps: int | None = Field(default=None, description="Steps planned.")
     waited_seconds: float = Field(description="Wall-clock seconds spent waiting.")
     polls: int = Field(description="Times the run was read.")
+    last_step_age_seconds: float | None = Field(default=None, description=(
+        "When the wait ended short of its target on a RUNNING run: seconds since the latest step was recorded "
+        "(GET /progress lastUpdatedAt vs the server's clock); null otherwise."))
+    step_overdue: bool = Field(default=False, description=(
+        f"True when that age is more than {OVERDUE_STEP_MULTIPLE} x the recent step time (GET /metrics timestamps): "
+        "the run may be stuck; next_step names mf_check_progress."))
     next_step: str = Field(description="What to do next.")
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
 
@@ -421,7 +428,9 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
     last_poll = deadline - min(LAST_POLL_SECONDS, inp.timeout_seconds / 2)
     client = ctx.platform_client(attempts=1)
     run: wire.RLRun | None = None
+    progress: wire.RunProgress | None = None
     step = first_step = None
+    late: tuple[float, float, float] | None = None
     polls, interval, read_at = 0, FIRST_POLL_SECONDS, started
     last_error: perr.PlatformError | None = None
     try:
@@ -432,7 +441,8 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
                 run = client.get_run(inp.run_id)
                 if run.started_at is not None or run.status.upper() not in ("QUEUED", "PENDING"):
                     client.bound_requests(deadline - ctx.clock())
-                    step = client.get_progress(inp.run_id).latest_step
+                    progress = client.get_progress(inp.run_id)
+                    step = progress.latest_step
                 last_error, read_at = None, ctx.clock()
             except perr.NotFound:
                 raise not_found(inp.run_id) from None
@@ -449,10 +459,13 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
                 break
             ctx.sleep(min(interval, remaining))
             interval = min(interval * 1.5, MAX_POLL_SECONDS)
-        concern = None
+        concern = late = None
         if run is not None and last_error is None and not run.is_terminal() and not _reached(inp, run, step) \
-                and run.status.upper() == "RUNNING" and step == first_step:
-            concern = _concern(client, run, step, deadline - ctx.clock())
+                and run.status.upper() == "RUNNING":
+            if step is not None and progress is not None:
+                late = _late_step(ctx, client, run.id, progress, deadline)
+            if late is None and step == first_step:
+                concern = _concern(client, run, step, deadline - ctx.clock())
     finally:
         client.close()
     if last_error is not None:
@@ -460,14 +473,23 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
     assert run is not None
     reached = _reached(inp, run, step)
     check = call("mf_check_progress", run_id=run.id)
-    report = call("mf_run_report", run_id=run.id)
+    dest = f"traces-{run.id}"
+    download = call("mf_download_traces", run_id=run.id, dest=dest)
+    report = call("mf_run_report", run_id=run.id, traces_dir=dest)
     again = call("mf_wait_for_run", run_id=run.id, until="running" if inp.until == "running" else None, step=inp.step,
                  timeout_seconds=None if inp.timeout_seconds == DEFAULT_WAIT_SECONDS else inp.timeout_seconds)
     calls = [check]
     if run.is_terminal():
-        advice, calls = f"The run ended ({run.status}): report it with {report}.", [report]
+        advice = (f"The run ended ({run.status}): fetch its traces with {download}, then report it with {report} "
+                  "(same folder).")
+        calls = [download, report]
     elif reached:
         advice = f"See the run's health with {check}."
+    elif late is not None:
+        age, per_step, multiple = late
+        advice = (f"Not yet, and no new step for {minutes(age)} ({multiple:g} x the recent step time of "
+                  f"{minutes(per_step)}): {check} says whether it is stuck and why; else {again} again.")
+        calls = [check, again]
     elif concern is not None:
         advice = (f"Not yet, and {concern}: {check} says whether it is stuck, crash-looping or failing to pull its "
                   f"image, or just slow; if it is healthy, {again} again.")
@@ -477,7 +499,26 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
     return WaitForRunResult(
         run_id=run.id, status=run.status, terminal=run.is_terminal(), reached=reached, until=inp.until,
         latest_step=step, max_steps=run.max_steps, waited_seconds=round(ctx.clock() - started, 2), polls=polls,
-        next_step=advice, next_calls=calls)
+        last_step_age_seconds=late[0] if late else None, step_overdue=late is not None, next_step=advice,
+        next_calls=calls)
+
+
+def _late_step(ctx: Context, client: PlatformClient, run_id: str, progress: wire.RunProgress,
+               deadline: float) -> tuple[float, float, float] | None:
+    """(age of the latest step, recent seconds per step, age in step times) when the latest step is older than
+    :data:`~tools.monitor._series.OVERDUE_STEP_MULTIPLE` step times; None otherwise or when the step time cannot
+    be read before ``deadline`` (GET ``/metrics`` of the last 10 steps, on the server's clock)."""
+    age = seconds_since(parse_time(progress.last_updated_at), server_now(client))
+    if age is None or progress.latest_step is None:
+        return None
+    try:
+        client.bound_requests(deadline - ctx.clock())
+        records = client.get_metrics(run_id, min_step=max(0, progress.latest_step - 9)).metrics
+    except perr.PlatformError:
+        return None
+    per_step = step_seconds(records)
+    multiple = overdue_multiple(age, per_step)
+    return (age, per_step, multiple) if per_step is not None and multiple is not None else None
 
 
 def _concern(client: PlatformClient, run: wire.RLRun, step: int | None, seconds_left: float) -> str | None:
