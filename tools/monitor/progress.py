@@ -244,9 +244,9 @@ def check_progress(inp: CheckProgressInput, ctx: Context) -> CheckProgressResult
     allowance, module doc), ``stalled`` (no new step for longer than the threshold),
     ``progressing`` (with ``step_overdue`` when the latest step is older than
     :data:`~tools.monitor._series.OVERDUE_STEP_MULTIPLE` recent step times: the first line of the
-    evidence says by how much and when it will be called stalled). PENDING is ``pending`` within its allowance, else ``stalled``; other
-    statuses map directly (QUEUED -> queued, PAUSING -> paused...). Errors: ``not_found``, the
-    platform codes.
+    evidence says by how much and when it will be called stalled). PENDING is ``pending`` within
+    its allowance, else ``stalled``; other statuses map directly (QUEUED -> queued, PAUSING ->
+    paused...). Errors: ``not_found``, the platform codes.
     """
     platform = ctx.platform()
     run = require_run(ctx, inp.run_id)
