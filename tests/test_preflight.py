@@ -6,16 +6,18 @@ looks at (which ``prime`` comes first, what ``--version`` prints), not stand-ins
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import stat
+import threading
 from pathlib import Path
 
 import pytest
 
-from skill.emulator import OTHER_API_KEY, TEAM_EVALS_ID, TEAM_RESEARCH_ID, EmulatorServer
+from skill.emulator import DEFAULT_API_KEY, OTHER_API_KEY, TEAM_EVALS_ID, TEAM_RESEARCH_ID, EmulatorServer
 from tools.core import Context
-from tools.preflight import PreflightInput, PreflightReport, preflight
+from tools.preflight import EMULATOR_API_KEY, PreflightInput, PreflightReport, preflight
 
 UNUSED_TEAM = "c" + "z" * 24  # well-formed team id nobody belongs to
 
@@ -96,6 +98,43 @@ def test_wrong_key(env: dict[str, str], tmp_path: Path):
     assert "PRIME_API_KEY" in checks["api_key_valid"].fix and checks["owner"].ok is None
     assert report.summary.startswith("Not ready: api_key_valid")
     assert wrong not in report.model_dump_json()
+
+
+def test_a_wrong_key_on_the_local_emulator_is_told_the_emulators_key(env: dict[str, str], tmp_path: Path):
+    report = run({**env, "PRIME_API_KEY": "pit_FAKE_test_key"}, tmp_path)
+    check = by_name(report)["api_key_valid"]
+    assert (check.ok, check.code) == (False, "api_key_invalid")
+    assert "local Model Factory emulator" in check.detail
+    assert EMULATOR_API_KEY == DEFAULT_API_KEY and DEFAULT_API_KEY in check.fix and "banner" in check.fix
+    assert "dashboard" not in check.fix and "pit_FAKE_test_key" not in report.model_dump_json()
+
+
+def test_a_wrong_key_on_a_loopback_server_that_is_not_the_emulator_gets_the_platform_fix(env: dict[str, str],
+                                                                                          tmp_path: Path):
+    class Refuse(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # every path, the emulator's admin route included: 401 as a platform would
+            body = b'{"detail": "Invalid API key"}'
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}"
+        report = run({**env, "PRIME_API_BASE_URL": url, "PRIME_TRACES_URL": url}, tmp_path)
+    finally:
+        server.shutdown()
+        server.server_close()
+    check = by_name(report)["api_key_valid"]
+    assert (check.ok, check.code) == (False, "api_key_invalid") and "emulator" not in check.detail
+    assert "dashboard" in check.fix and DEFAULT_API_KEY not in check.fix
 
 
 def test_emulator_not_running(env: dict[str, str], tmp_path: Path):

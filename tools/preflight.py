@@ -49,6 +49,14 @@ _UV_VERSION = re.compile(r"^uv\s+(\S+)")
 _NO_KEY_FIX = ("Set PRIME_API_KEY in the environment this agent runs in, or run `prime login` in a terminal (needs "
                "the prime CLI); never paste the key into a chat or a tool argument. Then call mf_preflight again.")
 
+#: The local emulator's fixed key for its default user (skill/emulator/seed.py DEFAULT_API_KEY, in its README); not
+#: a secret: it opens nothing but the emulator.
+EMULATOR_API_KEY = "mf-emulator-key-0000"
+_EMULATOR_KEY_FIX = (f"Set PRIME_API_KEY to the emulator's key, {EMULATOR_API_KEY} (its banner prints it with the "
+                     "other exports when `model-factory emulator` starts), then call mf_preflight again. A platform "
+                     "key does not work there; to use the platform instead, unset PRIME_API_BASE_URL and "
+                     "PRIME_TRACES_URL.")
+
 
 class Check(BaseModel):
     """One preflight check. ``ok`` is null when the check was skipped (``detail`` says why)."""
@@ -252,12 +260,15 @@ def _platform_checks(ctx: Context, timeout: float) -> _Api:
                 _skipped("owner", "the API answered with a server error")])
         except (perr.Unauthorized, perr.Forbidden) as exc:
             reachable = Check(name="api_reachable", ok=True, required=True, code="ok", detail=f"{base} answered.")
+            emulator = isinstance(exc, perr.Unauthorized) and client.is_local_emulator()
             return _Api(checks=[reachable, Check(
                 name="api_key_valid", ok=False, required=True, code="api_key_invalid",
-                detail=f"{base} rejected the API key from {settings.api_key_source} (HTTP {exc.status}).",
-                fix="Create a new key in the Prime Intellect dashboard and set PRIME_API_KEY (or `prime login`, "
+                detail=f"{base} rejected the API key from {settings.api_key_source} (HTTP {exc.status})"
+                       + (": it is the local Model Factory emulator, which accepts only its own keys." if emulator
+                          else "."),
+                fix=_EMULATOR_KEY_FIX if emulator else
+                    "Create a new key in the Prime Intellect dashboard and set PRIME_API_KEY (or `prime login`, "
                     "with the prime CLI); check PRIME_API_BASE_URL points at the platform that issued the key."),
-
                 _skipped("owner", "the API key was rejected")])
         reachable = Check(name="api_reachable", ok=True, required=True, code="ok", detail=f"{base} answered.")
         valid = Check(name="api_key_valid", ok=True, required=True, code="ok",

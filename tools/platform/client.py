@@ -25,10 +25,12 @@ Behaviour beyond the CLI, on purpose:
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -352,6 +354,24 @@ class PlatformClient(BaseClient):
         if not isinstance(data.get("data"), dict):
             raise perr.InvalidRequest("GET /user/whoami: response has no 'data' object", endpoint="GET /user/whoami")
         return self._parse(wire.WhoAmI, data["data"], "GET /user/whoami")
+
+    def is_local_emulator(self) -> bool:
+        """True when this client talks to the local Model Factory emulator (``skill/emulator``): the
+        root URL's host is loopback and its admin route GET ``{root}/_emulator/state`` answers 200
+        with a JSON object holding ``run_count`` (as ``model-factory demo`` recognises it). Not a
+        platform endpoint; nothing is sent to a host that is not loopback; any failure is False."""
+        host = urlsplit(self.root_url).hostname or ""
+        try:
+            loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            return False
+        if not loopback:
+            return False
+        try:
+            answer = self._http.get(f"{self.root_url}/_emulator/state")
+            return answer.status_code == 200 and "run_count" in answer.json()
+        except (httpx.HTTPError, ValueError, TypeError):
+            return False
 
 
 class TracesClient(BaseClient):
