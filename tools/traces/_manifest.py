@@ -7,8 +7,10 @@ number of traces).
 - ``header`` (first line): ``format`` (:data:`FORMAT`), ``run_id``, ``source`` (the traces host),
   ``created_at``;
 - ``expected``: ``trace_count``, ``episode_count``, ``steps`` as the host counts them;
-- ``trace``: ``trace_id``, ``file``, ``episode_id``, ``run_step``, ``bytes``, ``sha256``;
-- ``episode``: ``episode_id``, ``file``, ``bytes``, ``sha256``;
+- ``trace``: ``trace_id``, ``file``, ``episode_id``, ``run_step``, ``bytes``, ``sha256``, and how the rollout went
+  as the host's listing said (``TraceSummary``): ``reward`` (null = unscored) and ``has_error``;
+- ``episode``: ``episode_id``, ``file``, ``bytes``, ``sha256``, and from its envelope ``ok`` and ``error`` (the
+  first of its ``errors`` as ``"type: message"``, at most :data:`MAX_ERROR_CHARS` characters, null when none);
 - ``skipped`` (``what``, ``id``, ``reason`` ``unsafe_id``), ``gone`` (``trace_id``),
   ``episode_gap`` (``episode_id``, ``missing_count``, ``missing_trace_ids``): one line per item
   of the missing-upload report; ``missing``: the rest of that report;
@@ -33,6 +35,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,13 +53,18 @@ INDEX_CACHE_KIB = 2048
 BATCH = 500
 #: Seconds at most between the journal's writes to disk while files land.
 FLUSH_SECONDS = 0.25
+#: Characters kept of an episode's error; distinct errors counted by :func:`download_summary` (the rest: "other").
+MAX_ERROR_CHARS = 200
+MAX_DISTINCT_ERRORS = 50
+#: The fields of a file's line that say how its rollout went (written by downloads since format 2 gained them).
+OUTCOME_KEYS = {"trace": ("reward", "has_error"), "episode": ("ok", "error")}
 
 State = Literal["in_progress", "interrupted", "finished"]
 Kind = Literal["trace", "episode"]
 _ID = {"trace": "trace_id", "episode": "episode_id"}
 _SCHEMA = """
 CREATE TABLE entry (kind TEXT NOT NULL, id TEXT NOT NULL, file TEXT, episode_id TEXT, run_step INTEGER,
-                    bytes INTEGER, sha256 TEXT, PRIMARY KEY (kind, id)) WITHOUT ROWID;
+                    bytes INTEGER, sha256 TEXT, outcome TEXT, PRIMARY KEY (kind, id)) WITHOUT ROWID;
 CREATE TABLE listed (id TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE episode (n INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE);
 CREATE TABLE problem (kind TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (kind, id)) WITHOUT ROWID;
@@ -143,9 +151,10 @@ class Record:
         identifier = record.get(_ID[kind])
         if not isinstance(identifier, str) or not isinstance(record.get("sha256"), str):
             return
-        self._db.execute("INSERT OR REPLACE INTO entry VALUES (?, ?, ?, ?, ?, ?, ?)",
+        outcome = {k: record[k] for k in OUTCOME_KEYS[kind] if k in record}
+        self._db.execute("INSERT OR REPLACE INTO entry VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                          (kind, identifier, record.get("file"), record.get("episode_id"), record.get("run_step"),
-                          record.get("bytes"), record["sha256"]))
+                          record.get("bytes"), record["sha256"], json.dumps(outcome) if outcome else None))
 
     # -- writing -------------------------------------------------------------------------------
     def begin(self, expected: dict[str, Any]) -> None:
@@ -184,12 +193,15 @@ class Record:
         return (row[0], row[1]) if row else None
 
     def record(self, kind: Kind, identifier: str, *, file: str, nbytes: int, sha256: str,
-               episode_id: str | None = None, run_step: int | None = None) -> None:
-        """A file landed (or was checked): index it and append its line to the journal."""
+               episode_id: str | None = None, run_step: int | None = None,
+               outcome: dict[str, Any] | None = None) -> None:
+        """A file landed (or was checked): index it and append its line to the journal. ``outcome``:
+        the :data:`OUTCOME_KEYS` of its kind."""
         entry = {"kind": kind, _ID[kind]: identifier, "file": file}
         if kind == "trace":
             entry.update(episode_id=episode_id, run_step=run_step)
-        entry.update(bytes=nbytes, sha256=sha256)
+        entry.update(bytes=nbytes, sha256=sha256, **{k: v for k, v in (outcome or {}).items()
+                                                      if k in OUTCOME_KEYS[kind]})
         self._remember(entry)
         self._append(entry)
 
@@ -241,14 +253,14 @@ class Record:
         for kind in ("trace", "episode"):
             last: str | None = None
             while rows := self._db.execute(
-                    "SELECT id, file, episode_id, run_step, bytes, sha256 FROM entry WHERE kind = ? AND id > ? "
-                    "ORDER BY id LIMIT ?", (kind, last or "", BATCH)).fetchall():
+                    "SELECT id, file, episode_id, run_step, bytes, sha256, outcome FROM entry WHERE kind = ? AND "
+                    "id > ? ORDER BY id LIMIT ?", (kind, last or "", BATCH)).fetchall():
                 last = rows[-1][0]
-                for identifier, file, episode_id, run_step, nbytes, sha256 in rows:
+                for identifier, file, episode_id, run_step, nbytes, sha256, outcome in rows:
                     entry = {"kind": kind, _ID[kind]: identifier, "file": file}
                     if kind == "trace":
                         entry.update(episode_id=episode_id, run_step=run_step)
-                    yield _line({**entry, "bytes": nbytes, "sha256": sha256})
+                    yield _line({**entry, "bytes": nbytes, "sha256": sha256, **json.loads(outcome or "{}")})
         if missing is not None:
             for (data,) in self._db.execute("SELECT data FROM problem ORDER BY kind, id"):
                 yield data.encode() + b"\n"
@@ -267,7 +279,11 @@ def download_summary(dest: Path) -> dict[str, Any] | None:
     """What a download folder holds, read from its ``manifest.jsonl`` in one streamed pass (memory
     flat in the number of traces): ``run_id``, ``state`` (the last state line), ``traces`` and
     ``episodes`` (distinct ids with a file line), ``bytes``, ``expected_traces`` (the host's count
-    at the last call), and ``missing`` (the report's ``summary`` line, None until a call finished).
+    at the last call), ``missing`` (the report's ``summary`` line, None until a call finished), and
+    ``outcomes``: of the lines that record them (:data:`OUTCOME_KEYS`), ``traces``, ``traces_with_error``
+    (``has_error``), ``traces_unscored`` (``reward`` null), ``episodes``, ``episodes_failed`` (``ok``
+    false) and ``errors``: the episodes' most common errors, ``[(error, count)]``, most frequent first
+    (at most 3; :data:`MAX_DISTINCT_ERRORS` distinct ones are told apart, the rest count as "other").
     None when ``dest`` has no manifest of this format."""
     path = dest / MANIFEST
     try:
@@ -277,6 +293,8 @@ def download_summary(dest: Path) -> dict[str, Any] | None:
     out: dict[str, Any] = {"run_id": None, "state": None, "traces": 0, "episodes": 0, "bytes": 0,
                            "expected_traces": None, "missing": None}
     seen: dict[str, set[str]] = {"trace": set(), "episode": set()}
+    tally = {"traces": 0, "traces_with_error": 0, "traces_unscored": 0, "episodes": 0, "episodes_failed": 0}
+    errors: Counter[str] = Counter()
     with handle:
         for number, raw in enumerate(handle):
             try:
@@ -294,6 +312,7 @@ def download_summary(dest: Path) -> dict[str, Any] | None:
                 if record[_ID[kind]] not in seen[kind]:
                     seen[kind].add(record[_ID[kind]])
                     out["bytes"] += record.get("bytes") or 0
+                    _tally(kind, record, tally, errors)
             elif kind == "expected":
                 out["expected_traces"] = record.get("trace_count")
             elif kind == "missing":
@@ -301,4 +320,19 @@ def download_summary(dest: Path) -> dict[str, Any] | None:
             elif kind == "state":
                 out["state"] = record.get("state")
     out["traces"], out["episodes"] = len(seen["trace"]), len(seen["episode"])
+    out["outcomes"] = {**tally, "errors": errors.most_common(3)}
     return out
+
+
+def _tally(kind: str, record: dict[str, Any], tally: dict[str, int], errors: Counter[str]) -> None:
+    """Count one file line's outcome (lines written before downloads recorded outcomes have none)."""
+    if kind == "trace" and "has_error" in record:
+        tally["traces"] += 1
+        tally["traces_with_error"] += record.get("has_error") is True
+        tally["traces_unscored"] += record.get("reward") is None
+    elif kind == "episode" and "ok" in record:
+        tally["episodes"] += 1
+        if record.get("ok") is False:
+            tally["episodes_failed"] += 1
+            error = record.get("error") if isinstance(record.get("error"), str) else "no error given"
+            errors[error if error in errors or len(errors) < MAX_DISTINCT_ERRORS else "other"] += 1

@@ -32,7 +32,7 @@ from tools.platform import errors as perr
 from tools.platform import wire
 from tools.platform.files import is_partial, write_atomic
 from tools.platform.paging import CursorWalk, Walk
-from tools.traces._manifest import LEGACY_MANIFEST, MANIFEST, Record, is_manifest_partial
+from tools.traces._manifest import LEGACY_MANIFEST, MANIFEST, MAX_ERROR_CHARS, Record, is_manifest_partial
 from tools.traces._scope import PAGE_LIMIT, TRACES_RUN_ID, platform_run
 
 _UNSAFE_NAME = re.compile(r'[/\\<>:"|?*\x00-\x1f\x7f]')
@@ -160,12 +160,14 @@ class _Stopped(Exception):
 @dataclass(frozen=True)
 class _Done:
     """What a worker did with one file: ``kept`` (on disk with the recorded sha256), ``fetched``,
-    ``refetched`` (on disk but corrupted), ``gone`` (404); an episode's member trace ids."""
+    ``refetched`` (on disk but corrupted), ``gone`` (404); an episode's member trace ids and how it went
+    (``ok``, ``error``: :func:`_episode_outcome`)."""
 
     outcome: Literal["kept", "fetched", "refetched", "gone"]
     nbytes: int = 0
     sha256: str = ""
     members: list[str] | None = None
+    episode: dict[str, Any] | None = None
 
 
 def _file_job(path: Path, known: tuple[int, str] | None, resume: bool, stream: Callable[[], Iterator[bytes]],
@@ -196,11 +198,26 @@ def _file_job(path: Path, known: tuple[int, str] | None, resume: bool, stream: C
     if not members:
         return done
     try:
-        ids = json.loads(path.read_bytes()).get("traces")
-    except (OSError, ValueError, AttributeError):
-        ids = None
+        envelope = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        envelope = None
+    envelope = envelope if isinstance(envelope, dict) else {}
+    ids = envelope.get("traces")
     return _Done(done.outcome, done.nbytes, done.sha256,
-                 [m for m in ids if isinstance(m, str)] if isinstance(ids, list) else None)
+                 [m for m in ids if isinstance(m, str)] if isinstance(ids, list) else None, _episode_outcome(envelope))
+
+
+def _episode_outcome(envelope: dict[str, Any]) -> dict[str, Any] | None:
+    """An episode envelope's ``ok`` and its first ``errors`` item as ``"type: message"`` (clipped), for the
+    manifest; None when the envelope has no boolean ``ok``."""
+    if not isinstance(envelope.get("ok"), bool):
+        return None
+    errors = envelope.get("errors")
+    first = errors[0] if isinstance(errors, list) and errors else None
+    if isinstance(first, dict):
+        first = ": ".join(str(first[k]) for k in ("type", "message") if first.get(k)) or None
+    error = first[:MAX_ERROR_CHARS] if isinstance(first, str) and first else None
+    return {"ok": envelope["ok"], "error": error}
 
 
 def _whole_json(chunks: Iterator[bytes], what: str) -> Iterator[bytes]:
@@ -395,7 +412,9 @@ class _Download:
             self._count(done, episode=False)
             if done.outcome != "kept":
                 self.record.record("trace", t.trace_id, file=f"traces/{t.trace_id}.json", nbytes=done.nbytes,
-                                   sha256=done.sha256, episode_id=t.episode_id, run_step=t.run_step)
+                                   sha256=done.sha256, episode_id=t.episode_id, run_step=t.run_step,
+                                   outcome={"reward": t.score.reward if t.score else None,
+                                            "has_error": t.execution.has_error if t.execution else None})
             c.traces_on_disk += 1
             if t.run_step is not None:
                 c.on_disk_by_step[t.run_step] = c.on_disk_by_step.get(t.run_step, 0) + 1
@@ -445,7 +464,7 @@ class _Download:
         self._count(done, episode=True)
         if done.outcome != "kept":
             self.record.record("episode", episode_id, file=f"episodes/{episode_id}.json", nbytes=done.nbytes,
-                               sha256=done.sha256)
+                               sha256=done.sha256, outcome=done.episode)
         c.episodes_on_disk += 1
         lost = [m for m in done.members or [] if not self.record.was_listed(m)]
         if lost:
