@@ -5,6 +5,8 @@ launched through the tools with a host approver standing in for the person."""
 
 from __future__ import annotations
 
+import collections
+import json
 import shutil
 
 import pytest
@@ -144,3 +146,29 @@ def test_list_runs_reads_the_latest_step_of_page_one_with_one_request_per_starte
     second = ok(ctx, "mf_list_runs", limit=2, page=2)
     assert [r for r in recorder.requests if r.path.endswith("/progress")] == []
     assert all(r.latest_step is None for r in second.runs)
+
+
+def test_the_report_counts_failed_rollouts_and_names_their_most_common_error(ctx, emulator, launched, tmp_path):
+    _, run_id = launched()
+    emulator.state.advance(QUEUE + STARTUP + 20 * STEP + FINALIZE + 60)
+    ok(ctx, "mf_download_traces", run_id=run_id, dest="traces")
+    # what the downloaded files themselves say: episode envelopes with ok false, traces scored null
+    envelopes = [json.loads(p.read_text()) for p in (tmp_path / "traces" / "episodes").glob("*.json")]
+    documents = [json.loads(p.read_text()) for p in (tmp_path / "traces" / "traces").glob("*.json")]
+    failed = [e for e in envelopes if e["ok"] is False]
+    unscored = [d for d in documents if d["score"]["reward"] is None]
+    assert failed and unscored and len(envelopes) == 80 and len(documents) == 320
+    errors = collections.Counter(f"{e['errors'][0]['type']}: {e['errors'][0]['message']}" for e in failed)
+    (error, count), = errors.most_common(1)
+    report = ok(ctx, "mf_run_report", run_id=run_id, traces_dir="traces", plot=False)
+    traces_line = next(line for line in report.markdown.splitlines() if line.startswith("- Traces:"))
+    assert f"{len(failed)} of 80 episodes failed" in traces_line
+    assert f"{len(unscored)} no reward (unscored, not 0)" in traces_line
+    assert f"most common error ({count}x): {error}" in traces_line
+    assert (report.failed_episodes, report.unscored_traces) == (len(failed), len(unscored))
+    assert len(report.model_dump_json()) < 4000
+    # without the download: the traces host's failed episodes, in one request
+    host = ok(ctx, "mf_run_report", run_id=run_id, plot=False)
+    assert f"320 traces on the traces host, {len(failed)} failed episode(s); most common error ({count}x): {error}" \
+        in host.markdown
+    assert (host.failed_episodes, host.unscored_traces) == (len(failed), None)

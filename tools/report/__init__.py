@@ -12,6 +12,10 @@ Decisions where the platform is silent:
 
 - The report finds a traces download through its ``traces_dir`` argument (the agent knows
   where it downloaded); without one it gives the host's totals and the download call.
+- Failed rollouts are counted, never hidden: from a download, the manifest's outcome of each file
+  (episode envelope ``ok`` false, trace ``has_error``, trace ``reward`` null = unscored, and the
+  episodes' most common error); without one, the host's ``has_error`` of the run and one page of
+  its failed episodes (GET ``/episodes?run_id=&has_error=true&limit=100``).
 - Checkpoints are fetched with ``prime volumes get VOLUME runs/<run id>/`` from the run's volume
   (where the platform writes a run's outputs; the prime CLI is needed: no HTTP tool here moves
   files off a volume); a run without a volume keeps them in
@@ -21,6 +25,8 @@ Decisions where the platform is silent:
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -36,6 +42,9 @@ __all__ = ["RunReport", "RunReportInput", "run_report"]
 MAX_CHECKPOINTS_LISTED = 5
 #: Characters of the failure analysis and error message kept.
 MAX_FAILURE_CHARS = 400
+#: Characters of a rollout's error message kept; failed episodes read from the traces host without a download.
+MAX_ROLLOUT_ERROR_CHARS = 160
+FAILED_EPISODES_PAGE = 100
 
 
 class RunReportInput(BaseModel):
@@ -60,6 +69,12 @@ class RunReport(BaseModel):
     plot_path: str | None = Field(default=None, description="The metrics PNG written, if any.")
     traces_complete: bool | None = Field(default=None, description=(
         "True when the traces download in traces_dir finished with nothing missing; null when not known."))
+    failed_episodes: int | None = Field(default=None, description=(
+        "Episodes whose rollout failed (envelope ok false, from traces_dir's manifest; without traces_dir the "
+        "traces host's failed episodes, counted up to 100); null when not known."))
+    unscored_traces: int | None = Field(default=None, description=(
+        "Traces with no reward (score.reward null: unscored, not 0), from traces_dir's manifest; null when not "
+        "known."))
     next_step: str | None = Field(default=None, description="What is left to do, if anything.")
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
 
@@ -131,24 +146,78 @@ def _checkpoints(ctx: Context, run: monitor.GetRunResult) -> str:
     return text
 
 
-def _traces(ctx: Context, run: monitor.GetRunResult, traces_dir: str | None) -> tuple[str, bool | None, Call | None]:
+class _Traces(BaseModel):
+    """The traces line and what it found."""
+
+    text: str
+    complete: bool | None = None
+    download: Call | None = None
+    failed_episodes: int | None = None
+    unscored_traces: int | None = None
+
+
+def _error_words(errors: list[tuple[str, int]]) -> str:
+    if not errors:
+        return ""
+    error, count = errors[0]
+    return f"; most common error ({count}x): {error[:MAX_ROLLOUT_ERROR_CHARS]}"
+
+
+def _downloaded_rollouts(outcomes: dict) -> str:
+    """The rollout outcomes a download's manifest recorded, in words."""
+    if not outcomes["traces"] and not outcomes["episodes"]:
+        return "Rollout outcomes: not in this manifest (an earlier version wrote it)."
+    parts = []
+    if outcomes["episodes"]:
+        parts.append(f"{outcomes['episodes_failed']} of {outcomes['episodes']} episodes failed")
+    if outcomes["traces"]:
+        parts.append(f"{outcomes['traces_with_error']} of {outcomes['traces']} traces have an error, "
+                     f"{outcomes['traces_unscored']} no reward (unscored, not 0)")
+    return "Rollouts: " + "; ".join(parts) + _error_words(outcomes["errors"]) + "."
+
+
+def _host_rollouts(ctx: Context, run: monitor.GetRunResult, has_error: bool | None) -> tuple[str, int | None]:
+    """Failed episodes as the traces host tells them: none when its run summary has no error, else one page of
+    them (GET ``/episodes?has_error=true``)."""
+    if has_error is False:
+        return "no rollout errors", 0
+    try:
+        page = ctx.traces().list_episodes(team_id=run.team_id, run_id=run.run_id, has_error=True,
+                                          limit=FAILED_EPISODES_PAGE)
+    except perr.PlatformError as exc:
+        return f"failed rollouts not readable ({exc.message})", None
+    count = len(page.items)
+    errors = Counter(": ".join(filter(None, (e.error.type, e.error.message))) or "no error given"
+                     for e in page.items if e.error is not None)
+    more = " or more" if page.next_cursor else ""
+    return f"{count}{more} failed episode(s){_error_words(errors.most_common(1))}", \
+        None if more else count
+
+
+def _traces(ctx: Context, run: monitor.GetRunResult, traces_dir: str | None) -> _Traces:
     download = call("mf_download_traces", run_id=run.run_id, dest=traces_dir or f"traces-{run.run_id}")
     if traces_dir:
         folder = ctx.resolve_path(traces_dir)
         summary = download_summary(folder)
         if summary is None or summary["run_id"] != run.run_id:
-            return f"no download of this run in {folder}. Download with {download}.", None, download
+            return _Traces(text=f"no download of this run in {folder}. Download with {download}.", download=download)
         missing = summary["missing"] or "not checked (the download did not finish)"
         complete = summary["state"] == "finished" and missing.startswith("complete")
+        outcomes = summary["outcomes"]
         text = (f"{summary['traces']} traces ({summary['bytes'] / 1e6:.1f} MB) in {folder}, manifest "
-                f"{folder / 'manifest.jsonl'}; download {summary['state']}; {missing}")
-        return text, complete, None if complete else download
+                f"{folder / 'manifest.jsonl'}; download {summary['state']}; {missing}"
+                f"{'' if missing.endswith('.') else '.'} {_downloaded_rollouts(outcomes)}")
+        return _Traces(text=text, complete=complete, download=None if complete else download,
+                       failed_episodes=outcomes["episodes_failed"] if outcomes["episodes"] else None,
+                       unscored_traces=outcomes["traces_unscored"] if outcomes["traces"] else None)
+    failed = None
     try:
         totals = ctx.traces().get_run(run.run_id, team_id=run.team_id)
-        host = f"{totals.trace_count} traces on the traces host"
+        rollouts, failed = _host_rollouts(ctx, run, totals.has_error)
+        host = f"{totals.trace_count} traces on the traces host, {rollouts}"
     except perr.PlatformError as exc:
         host = f"the traces host gave no totals ({exc.message})"
-    return f"{host}; not downloaded here: {download}.", None, download
+    return _Traces(text=f"{host}; not downloaded here: {download}.", download=download, failed_episodes=failed)
 
 
 @tool
@@ -172,7 +241,8 @@ def run_report(inp: RunReportInput, ctx: Context) -> RunReport:
     if inp.plot:
         plotted = _result(monitor.plot_metrics(monitor.PlotMetricsInput(run_id=run.run_id), ctx))
         plot_path = plotted.path if plotted is not None else None
-    traces, complete, download = _traces(ctx, run, inp.traces_dir)
+    traces = _traces(ctx, run, inp.traces_dir)
+    complete, download = traces.complete, traces.download
     channel = next((a.channel for a in reversed(launch.attempts) if a.channel), None) if launch else None
     secrets = ", ".join(run.secret_names) if run.secret_names else "none"
     lines = [
@@ -183,7 +253,7 @@ def run_report(inp: RunReportInput, ctx: Context) -> RunReport:
         f"- Cost so far: {spend.words()}" + (f". {spend.warning}" if spend.warning else ""),
         f"- Metrics: {_metrics(ctx, run.run_id)}" + (f"; plot {plot_path}" if plot_path else ""),
         f"- Checkpoints: {_checkpoints(ctx, run)}",
-        f"- Traces: {traces}",
+        f"- Traces: {traces.text}",
     ]
     if launch is not None:
         lines.append(f"- Launch: plan {launch.plan_id}, approved via {channel or 'unknown'}; secrets forwarded "
@@ -200,4 +270,5 @@ def run_report(inp: RunReportInput, ctx: Context) -> RunReport:
         next_step = "The run has not ended: " if not run.terminal else ""
         next_step += " then ".join(str(c) for c in calls) + (", then this report again." if calls else "")
     return RunReport(run_id=run.run_id, status=run.status, terminal=run.terminal, markdown="\n".join(lines),
-                     plot_path=plot_path, traces_complete=complete, next_step=next_step, next_calls=calls)
+                     plot_path=plot_path, traces_complete=complete, failed_episodes=traces.failed_episodes,
+                     unscored_traces=traces.unscored_traces, next_step=next_step, next_calls=calls)
