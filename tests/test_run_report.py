@@ -129,6 +129,35 @@ def test_the_run_name_suffix_is_explained_once_in_the_summary_and_is_no_warning(
     assert plan.summary.count(f"-{suffix} marks this plan") == 1
 
 
+def test_a_plan_validated_against_another_prime_rl_commit_than_the_run_uses_says_so(ctx, emulator, examples_dir,
+                                                                                    tmp_path):
+    config = tmp_path / "rl.toml"
+    shutil.copy(examples_dir / "basic" / "reverse-text" / "rl.toml", config)
+    plan = ok(ctx, "mf_plan_run", config_path=str(config), team="personal")
+    validated, runs_on = plan.validation.schema_commit, plan.runtime.schema_commit
+    assert validated and runs_on and validated != runs_on  # the emulator's image is not the snapshot's commit
+    mismatch = [w for w in plan.warnings if "validated with the" in w]
+    assert len(mismatch) == 1 and f"prime-rl {validated[:12]}, but the run will use prime-rl {runs_on[:12]}" in \
+        mismatch[0] and "mf_validate_config with schema prime" in mismatch[0]
+    assert mismatch[0] in plan.summary
+    # pinned to the commit it was validated against: no warning
+    pinned = ok(ctx, "mf_plan_run", config_path=str(config), team="personal", source_ref=validated)
+    assert pinned.runtime.schema_commit == validated and not any("validated with the" in w for w in pinned.warnings)
+
+
+def test_the_plan_labels_both_config_hashes_and_says_what_submission_supported_false_means(ctx, emulator, launched):
+    emulator.state.prepare_submission_supported = True
+    plan, _ = launched()
+    config_line = next(line for line in plan.summary.splitlines() if line.strip().startswith("Config:"))
+    assert f"file sha256 {plan.file_sha256[:12]}" in config_line and "config as sent, sha256" in config_line
+    assert plan.runtime.submission_supported is True and "submission_supported" not in plan.summary
+    emulator.state.prepare_submission_supported = False  # the emulator's default, as the trial saw
+    plan, _ = launched()
+    assert plan.runtime.submission_supported is False
+    assert "the platform validates the config itself when the run is submitted" in plan.runtime.note
+    assert "submission_supported false" in plan.summary
+
+
 def test_list_runs_reads_the_latest_step_of_page_one_with_one_request_per_started_run(ctx, emulator, launched):
     from tests.conftest import Recorder
 

@@ -121,7 +121,10 @@ class RuntimeInfo(BaseModel):
                     "(404/405); unavailable: 5xx/timeout; skipped: not asked, as prime train run skips it "
                     "(an SFT config with online-eval blocks).")
     note: str = Field(description="What it means, in words.")
-    submission_supported: bool | None = Field(default=None, description="Prepare's submission_supported.")
+    submission_supported: bool | None = Field(default=None, description=(
+        "Prepare's submission_supported: true when the platform takes a config compiled locally against schema_commit "
+        "(prime train run sends one); false when it does not, and validates the TOML itself when the run is "
+        "submitted (note says so in words)."))
     image_commit: str | None = Field(default=None, description="prime-rl image commit (40 hex).")
     source_commit: str | None = Field(default=None, description="Commit of source_ref when set.")
     schema_commit: str | None = Field(default=None, description="Commit of the config schema.")
@@ -264,11 +267,32 @@ def _prepare(ctx: Context, mode: str, owner: Owner, image_tag: str | None, sourc
     if rt and rt.image_commit:
         source = f", source commit {rt.source_commit[:12]}" if rt.source_commit else ""
         commits = f" (image commit {rt.image_commit[:12]}{source})"
+    server_side = ("; the platform validates the config itself when the run is submitted (it takes no locally "
+                   "compiled copy for this runtime: submission_supported false)") \
+        if prep.submission_supported is False else ""
     return RuntimeInfo(
         local_validation="available", submission_supported=prep.submission_supported,
-        note=f"prepare resolved the prime-rl runtime{commits}.",
+        note=f"prepare resolved the prime-rl runtime{commits}{server_side}.",
         image_commit=rt.image_commit if rt else None, source_commit=rt.source_commit if rt else None,
         schema_commit=rt.schema_commit if rt else None, digest=rt.digest if rt else None)
+
+
+def _schema_mismatch(check: str, validated: str | None, runtime: RuntimeInfo | None) -> str | None:
+    """A warning when the prime-rl commit whose schema validated the config is not the one the run will use
+    (prepare's runtime: its schema commit, else source commit, else image commit); None when either is unknown or
+    they match."""
+    run_commit = (runtime.schema_commit or runtime.source_commit or runtime.image_commit) if runtime else None
+    if not run_commit or not validated or validated == "unknown":
+        return None
+    ours, theirs = validated.lower(), run_commit.lower()
+    if ours.startswith(theirs) or theirs.startswith(ours):
+        return None
+    return (f"The config was validated with the {check} schema of prime-rl {ours[:12]}, but the run will use prime-rl "
+            f"{theirs[:12]} (what the platform's prepare resolved for this image tag and source ref): keys and checks "
+            "that differ between the two were not tested. To validate against the run's commit, call "
+            "mf_validate_config with schema prime (it runs `prime train validate` with this plan's image tag and "
+            "source ref; needs the prime CLI and uv) or with prime_rl_dir set to a prime-rl checkout at "
+            f"{theirs[:12]}, then plan again.")
 
 
 def _choose_gpu(ctx: Context, args: PlanRunInput, toml_gpu: str | None, owner: Owner, model: str | None,
@@ -427,6 +451,8 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
                               "it for an SFT config with online-eval blocks; the platform validates it on submission.")
     elif prepare:
         runtime = _prepare(ctx, mode, owner, image_tag, source_ref, warnings)
+    if mismatch := _schema_mismatch(report.schema_check, report.schema_commit, runtime):
+        warnings.append(mismatch)
     cost = estimate_cost(mode, count, price, cap, args.seconds_per_step, why)
     warnings += magnitude_warnings(cost)
     ledger = Ledger.for_context(ctx)
@@ -489,7 +515,8 @@ def summary_text(d: Draft, *, policy: str | None = None, policy_reasons: list[st
         f"Plan {d.plan_id}: nothing launched, nothing spent yet.",
         *unresolved_lines(d.unresolved),
         f"  Owner (pays):  {owner}",
-        f"  Config:        {d.config_path} (sha256 {d.config_sha256[:12]}, file {d.file_sha256[:12]})",
+        f"  Config:        {d.config_path} (file sha256 {d.file_sha256[:12]}; config as sent, sha256 "
+        f"{d.config_sha256[:12]})",
         f"  Model / mode:  {d.model or 'unknown'} / {d.mode.upper()}",
         f"  Validated:     {d.validation.words()}",
         f"  Run name:      {d.run_name} (-{d.fingerprint} marks this plan, to find a launch whose answer is lost)",
