@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -219,7 +220,7 @@ def test_a_late_step_is_said_with_its_size_before_the_run_is_called_stalled(ctx,
     run_id = launch("stall", at_step=2)
     emulator.state.advance(at_step(2) + 50)  # 51 s since step 2: under 3 step times
     on_time = progress(ctx, run_id)
-    assert (on_time.verdict, on_time.healthy, on_time.step_overdue) == ("progressing", True, False)
+    assert (on_time.verdict, on_time.healthy, on_time.step_overdue) == ("progressing", True, None)
     assert not on_time.evidence[0].startswith("No new step")
     emulator.state.advance(357)  # 408 s: 13.6 step times, still under the 600 s floor
     late = progress(ctx, run_id)
@@ -229,7 +230,7 @@ def test_a_late_step_is_said_with_its_size_before_the_run_is_called_stalled(ctx,
     assert calls(late) == [("mf_summarize_logs", {"run_id": run_id}), ("mf_check_progress", {"run_id": run_id}),
                            ("mf_wait_for_run", {"run_id": run_id})]
     emulator.state.advance(200)  # 608 s: past the floor, the verdict changes as before
-    assert (progress(ctx, run_id).verdict, progress(ctx, run_id).step_overdue) == ("stalled", False)
+    assert (progress(ctx, run_id).verdict, progress(ctx, run_id).step_overdue) == ("stalled", None)
 
 
 def test_verdict_crash_looping(ctx, emulator, launch):
@@ -422,14 +423,15 @@ def test_a_wait_on_a_run_whose_step_is_long_overdue_says_so_and_names_check_prog
     result = ok(ctx, "mf_wait_for_run", run_id=run_id, step=20)
     assert (result.reached, result.latest_step, result.step_overdue) == (False, 2, True)
     assert result.last_step_age_seconds == pytest.approx(401, abs=1)  # 361 s before the wait, 40 s during it
-    assert "no new step for 6.7 min (13.4 x the recent step time of 30 s)" in result.next_step
+    # the server's clock has one-second steps: 400 or 401 s
+    assert re.search(r"no new step for 6\.7 min \(13\.[34] x the recent step time of 30 s\)", result.next_step)
     assert result.next_calls == [tool_call("mf_check_progress", run_id=run_id),
                                  tool_call("mf_wait_for_run", run_id=run_id, step=20)]
     assert all(str(c) in result.next_step for c in result.next_calls)
     healthy = launch()
     emulator.state.advance(at_step(3))
     moving = ok(ctx, "mf_wait_for_run", run_id=healthy, step=20)
-    assert (moving.reached, moving.step_overdue, moving.last_step_age_seconds) == (False, False, None)
+    assert (moving.reached, moving.step_overdue, moving.last_step_age_seconds) == (False, None, None)
 
 
 def test_one_wait_lasts_at_most_55_seconds_and_45_by_default():

@@ -136,13 +136,13 @@ def test_a_plan_validated_against_another_prime_rl_commit_than_the_run_uses_says
     plan = ok(ctx, "mf_plan_run", config_path=str(config), team="personal")
     validated, runs_on = plan.validation.schema_commit, plan.runtime.schema_commit
     assert validated and runs_on and validated != runs_on  # the emulator's image is not the snapshot's commit
-    mismatch = [w for w in plan.warnings if "validated with the" in w]
-    assert len(mismatch) == 1 and f"prime-rl {validated[:12]}, but the run will use prime-rl {runs_on[:12]}" in \
+    mismatch = [w for w in plan.warnings if w.startswith("Validated against")]
+    assert len(mismatch) == 1 and f"prime-rl {validated[:12]} (snapshot), but the run uses {runs_on[:12]}" in \
         mismatch[0] and "mf_validate_config with schema prime" in mismatch[0]
     assert mismatch[0] in plan.summary
     # pinned to the commit it was validated against: no warning
     pinned = ok(ctx, "mf_plan_run", config_path=str(config), team="personal", source_ref=validated)
-    assert pinned.runtime.schema_commit == validated and not any("validated with the" in w for w in pinned.warnings)
+    assert pinned.runtime.schema_commit == validated and not any("Validated against" in w for w in pinned.warnings)
 
 
 def test_the_plan_labels_both_config_hashes_and_says_what_submission_supported_false_means(ctx, emulator, launched):
@@ -154,7 +154,7 @@ def test_the_plan_labels_both_config_hashes_and_says_what_submission_supported_f
     emulator.state.prepare_submission_supported = False  # the emulator's default, as the trial saw
     plan, _ = launched()
     assert plan.runtime.submission_supported is False
-    assert "the platform validates the config itself when the run is submitted" in plan.runtime.note
+    assert "the platform validates the config on submission" in plan.runtime.note
     assert "submission_supported false" in plan.summary
 
 
@@ -191,8 +191,8 @@ def test_the_report_counts_failed_rollouts_and_names_their_most_common_error(ctx
     (error, count), = errors.most_common(1)
     report = ok(ctx, "mf_run_report", run_id=run_id, traces_dir="traces", plot=False)
     traces_line = next(line for line in report.markdown.splitlines() if line.startswith("- Traces:"))
-    assert f"{len(failed)} of 80 episodes failed" in traces_line
-    assert f"{len(unscored)} no reward (unscored, not 0)" in traces_line
+    assert f"Failed rollouts: {len(failed)}/80 episodes" in traces_line
+    assert f"{len(unscored)} unscored (no reward)" in traces_line
     assert f"most common error ({count}x): {error}" in traces_line
     assert (report.failed_episodes, report.unscored_traces) == (len(failed), len(unscored))
     assert len(report.model_dump_json()) < 4000

@@ -267,8 +267,7 @@ def _prepare(ctx: Context, mode: str, owner: Owner, image_tag: str | None, sourc
     if rt and rt.image_commit:
         source = f", source commit {rt.source_commit[:12]}" if rt.source_commit else ""
         commits = f" (image commit {rt.image_commit[:12]}{source})"
-    server_side = ("; the platform validates the config itself when the run is submitted (it takes no locally "
-                   "compiled copy for this runtime: submission_supported false)") \
+    server_side = "; the platform validates the config on submission (submission_supported false)" \
         if prep.submission_supported is False else ""
     return RuntimeInfo(
         local_validation="available", submission_supported=prep.submission_supported,
@@ -287,12 +286,8 @@ def _schema_mismatch(check: str, validated: str | None, runtime: RuntimeInfo | N
     ours, theirs = validated.lower(), run_commit.lower()
     if ours.startswith(theirs) or theirs.startswith(ours):
         return None
-    return (f"The config was validated with the {check} schema of prime-rl {ours[:12]}, but the run will use prime-rl "
-            f"{theirs[:12]} (what the platform's prepare resolved for this image tag and source ref): keys and checks "
-            "that differ between the two were not tested. To validate against the run's commit, call "
-            "mf_validate_config with schema prime (it runs `prime train validate` with this plan's image tag and "
-            "source ref; needs the prime CLI and uv) or with prime_rl_dir set to a prime-rl checkout at "
-            f"{theirs[:12]}, then plan again.")
+    return (f"Validated against prime-rl {ours[:12]} ({check}), but the run uses {theirs[:12]}: changes between them "
+            "are unchecked (mf_validate_config with schema prime checks the run's commit).")
 
 
 def _choose_gpu(ctx: Context, args: PlanRunInput, toml_gpu: str | None, owner: Owner, model: str | None,

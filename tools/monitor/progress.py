@@ -109,10 +109,10 @@ class CheckProgressResult(BaseModel):
         "No new step for longer than this means stalled."))
     seconds_per_step: float | None = Field(default=None, description=(
         "Median step time of the recent steps (metric timestamps)."))
-    step_overdue: bool = Field(default=False, description=(
+    step_overdue: bool | None = Field(default=None, description=(
         f"True when a RUNNING run's latest step is older than {OVERDUE_STEP_MULTIPLE} x seconds_per_step but not "
         "yet past stall_threshold_seconds: the verdict is still progressing, the evidence says how overdue the "
-        "next step is and when it will be called stalled, and next_step reads the logs."))
+        "next step is and when it will be called stalled, and next_step reads the logs. Null otherwise."))
     reward_metric: str | None = Field(default=None, description="Metric used for the reward trend.")
     reward_last: float | None = Field(default=None, description="Latest value of reward_metric.")
     reward_trend: Literal["rising", "flat", "falling", "unknown"] = Field(default="unknown", description=(

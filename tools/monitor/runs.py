@@ -390,9 +390,9 @@ class WaitForRunResult(BaseModel):
     last_step_age_seconds: float | None = Field(default=None, description=(
         "When the wait ended short of its target on a RUNNING run: seconds since the latest step was recorded "
         "(GET /progress lastUpdatedAt vs the server's clock); null otherwise."))
-    step_overdue: bool = Field(default=False, description=(
+    step_overdue: bool | None = Field(default=None, description=(
         f"True when that age is more than {OVERDUE_STEP_MULTIPLE} x the recent step time (GET /metrics timestamps): "
-        "the run may be stuck; next_step names mf_check_progress."))
+        "the run may be stuck; next_step names mf_check_progress. Null otherwise."))
     next_step: str = Field(description="What to do next.")
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
 
@@ -480,8 +480,7 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
                  timeout_seconds=None if inp.timeout_seconds == DEFAULT_WAIT_SECONDS else inp.timeout_seconds)
     calls = [check]
     if run.is_terminal():
-        advice = (f"The run ended ({run.status}): fetch its traces with {download}, then report it with {report} "
-                  "(same folder).")
+        advice = f"The run ended ({run.status}): {download}, then {report}."
         calls = [download, report]
     elif reached:
         advice = f"See the run's health with {check}."
@@ -499,7 +498,7 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
     return WaitForRunResult(
         run_id=run.id, status=run.status, terminal=run.is_terminal(), reached=reached, until=inp.until,
         latest_step=step, max_steps=run.max_steps, waited_seconds=round(ctx.clock() - started, 2), polls=polls,
-        last_step_age_seconds=late[0] if late else None, step_overdue=late is not None, next_step=advice,
+        last_step_age_seconds=late[0] if late else None, step_overdue=True if late else None, next_step=advice,
         next_calls=calls)
 
 

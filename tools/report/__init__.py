@@ -169,11 +169,11 @@ def _downloaded_rollouts(outcomes: dict) -> str:
         return "Rollout outcomes: not in this manifest (an earlier version wrote it)."
     parts = []
     if outcomes["episodes"]:
-        parts.append(f"{outcomes['episodes_failed']} of {outcomes['episodes']} episodes failed")
+        parts.append(f"{outcomes['episodes_failed']}/{outcomes['episodes']} episodes")
     if outcomes["traces"]:
-        parts.append(f"{outcomes['traces_with_error']} of {outcomes['traces']} traces have an error, "
-                     f"{outcomes['traces_unscored']} no reward (unscored, not 0)")
-    return "Rollouts: " + "; ".join(parts) + _error_words(outcomes["errors"]) + "."
+        parts.append(f"{outcomes['traces_with_error']}/{outcomes['traces']} traces with an error, "
+                     f"{outcomes['traces_unscored']} unscored (no reward)")
+    return "Failed rollouts: " + ", ".join(parts) + _error_words(outcomes["errors"]) + "."
 
 
 def _host_rollouts(ctx: Context, run: monitor.GetRunResult, has_error: bool | None) -> tuple[str, int | None]:
@@ -204,8 +204,8 @@ def _traces(ctx: Context, run: monitor.GetRunResult, traces_dir: str | None) -> 
         missing = summary["missing"] or "not checked (the download did not finish)"
         complete = summary["state"] == "finished" and missing.startswith("complete")
         outcomes = summary["outcomes"]
-        text = (f"{summary['traces']} traces ({summary['bytes'] / 1e6:.1f} MB) in {folder}, manifest "
-                f"{folder / 'manifest.jsonl'}; download {summary['state']}; {missing}"
+        text = (f"{summary['traces']} traces ({summary['bytes'] / 1e6:.1f} MB) in {folder} (index: its "
+                f"manifest.jsonl); download {summary['state']}; {missing}"
                 f"{'' if missing.endswith('.') else '.'} {_downloaded_rollouts(outcomes)}")
         return _Traces(text=text, complete=complete, download=None if complete else download,
                        failed_episodes=outcomes["episodes_failed"] if outcomes["episodes"] else None,
