@@ -138,7 +138,7 @@ def test_a_plan_validated_against_another_prime_rl_commit_than_the_run_uses_says
     assert validated and runs_on and validated != runs_on  # the emulator's image is not the snapshot's commit
     mismatch = [w for w in plan.warnings if w.startswith("Validated against")]
     assert len(mismatch) == 1 and f"prime-rl {validated[:12]} (snapshot), but the run uses {runs_on[:12]}" in \
-        mismatch[0] and "mf_validate_config with schema prime" in mismatch[0]
+        mismatch[0] and "validating with schema prime" in mismatch[0]
     assert mismatch[0] in plan.summary
     # pinned to the commit it was validated against: no warning
     pinned = ok(ctx, "mf_plan_run", config_path=str(config), team="personal", source_ref=validated)

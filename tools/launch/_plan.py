@@ -287,7 +287,7 @@ def _schema_mismatch(check: str, validated: str | None, runtime: RuntimeInfo | N
     if ours.startswith(theirs) or theirs.startswith(ours):
         return None
     return (f"Validated against prime-rl {ours[:12]} ({check}), but the run uses {theirs[:12]}: changes between them "
-            "are unchecked (mf_validate_config with schema prime checks the run's commit).")
+            "are unchecked (validating with schema prime, i.e. prime train validate, checks the run's commit).")
 
 
 def _choose_gpu(ctx: Context, args: PlanRunInput, toml_gpu: str | None, owner: Owner, model: str | None,
