@@ -41,7 +41,7 @@ EXPECTED = {
     "queued": ({"queued"}, "run(s) ahead"),
     "missing-traces": ({"completed"}, "with no traces"),
     "image-pull-slow": ({"progressing"}, "Latest step"),
-    "image-pull-backoff": ({"crash_looping", "failing", "failed"}, "ImagePull"),
+    "image-pull-backoff": ({"image_pull_failing", "failed"}, "ImagePull"),
 }
 
 

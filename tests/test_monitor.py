@@ -285,7 +285,7 @@ def test_verdict_stopped_and_paused(ctx, emulator, launch):
     emulator.state.advance(60)
     result = progress(ctx, paused)
     assert (result.verdict, result.status, result.terminal) == ("paused", "PAUSED", True)
-    assert f"prime train resume {paused}" in result.next_step
+    assert [c.tool for c in result.next_calls] == ["mf_resume_run"] and "approved like a launch" in result.next_step
 
 
 def test_verdict_unknown_status(ctx, emulator, launch):

@@ -185,8 +185,9 @@ def next_step(verdict: str, run_id: str, status: str, env: str | None, *,
     if verdict == "stopped":
         return (f"The run was stopped. {metrics} and {traces} still work on what it produced.", [metrics, traces])
     if verdict == "paused":
-        return (f"The run is paused (checkpoint kept): `prime train resume {run_id}` (needs the prime CLI) continues "
-                "it as a new run.", [])
+        resume = call("mf_resume_run", run_id=run_id)
+        return (f"The run is paused (checkpoint kept). If the person wants it to go on, {resume} plans resuming it as "
+                "a new billed run, approved like a launch.", [resume])
     run = call("mf_get_run", run_id=run_id)
     return f"Status {status} is not one this tool knows: {run} and {logs}.", [run, logs]
 
