@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
-from skill.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, exit_code_for
+from skill.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_PIPE_CLOSED, EXIT_USAGE, exit_code_for
 
 PROG = "model-factory"
 #: Help is wrapped to the terminal's width, but never wider than this.
@@ -520,14 +520,35 @@ def main(argv: list[str] | None = None) -> None:
     # SIGTERM like Ctrl-C: downloads save their manifest, launches say how to reconcile
     signal.signal(signal.SIGTERM, _terminate)
     try:
-        code = _run(argv)
-    except UsageError as error:
-        _print_usage_error(error, as_json="--json" in argv)
-        code = EXIT_USAGE
-    except KeyboardInterrupt:
-        print(_interrupted_hint(argv), file=sys.stderr)
-        code = EXIT_INTERRUPTED
+        try:
+            code = _run(argv)
+        except UsageError as error:
+            _print_usage_error(error, as_json="--json" in argv)
+            code = EXIT_USAGE
+        except KeyboardInterrupt:
+            print(_interrupted_hint(argv), file=sys.stderr)
+            code = EXIT_INTERRUPTED
+        sys.stdout.flush()
+    except BrokenPipeError:  # `model-factory preflight | head -1`: the reader has what it wanted
+        code = _pipe_closed()
     sys.exit(code)
+
+
+def _pipe_closed() -> int:
+    """The reader of stdout or stderr went away: send what is still buffered for a closed stream
+    nowhere (Python would otherwise report the failed flush at exit) and exit as a tool stopped by
+    SIGPIPE does (:data:`EXIT_PIPE_CLOSED`), with no message and no traceback."""
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            try:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+            except (OSError, ValueError):
+                pass
+    return EXIT_PIPE_CLOSED
 
 
 def _terminate(signum: int, frame: Any) -> None:

@@ -9,6 +9,7 @@
 | 4 | a human confirmation is required or was refused/invalid |
 | 5 | ambiguous outcome: a launch may have happened; reconcile, never repeat |
 | 130 | interrupted |
+| 141 | the reader closed the output pipe early (``... | head -1``): 128 + SIGPIPE, as Unix tools report it |
 
 Imports nothing from ``skill`` (every command module may use it) and nothing heavy.
 """
@@ -22,6 +23,9 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_TOOL_ERROR, EXIT_CONFIRMATION, EXIT_AMBIGUOUS = 0, 1, 2, 3, 4, 5
 EXIT_INTERRUPTED = 130
+#: The reader of stdout (or stderr) went away early: 128 + SIGPIPE (13), what a shell reports for a
+#: tool the closed pipe stopped. It says nothing about the command's own outcome.
+EXIT_PIPE_CLOSED = 141
 
 #: ToolError codes that mean "a person must approve (again)": exit 4.
 CONFIRMATION_CODES: frozenset[ErrorCode] = frozenset({

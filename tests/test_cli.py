@@ -16,7 +16,14 @@ import pytest
 
 from skill import registry
 from skill.cli import COMMANDS, main
-from skill.exit_codes import EXIT_AMBIGUOUS, EXIT_CHECK_FAILED, EXIT_CONFIRMATION, EXIT_TOOL_ERROR, EXIT_USAGE
+from skill.exit_codes import (
+    EXIT_AMBIGUOUS,
+    EXIT_CHECK_FAILED,
+    EXIT_CONFIRMATION,
+    EXIT_PIPE_CLOSED,
+    EXIT_TOOL_ERROR,
+    EXIT_USAGE,
+)
 from tools.configs import EXAMPLES_DIR
 from tools.errors import ToolError
 
@@ -326,3 +333,42 @@ def test_every_command_answers_a_usage_error_under_json_with_a_tool_error(comman
     assert done.value.code == EXIT_USAGE
     error = json.loads(out)
     assert error["code"] == "bad_arguments" and "--help" in error["fix"] and "no-such-option" not in out
+
+
+# -- a reader that stops early (`| head -1`) -----------------------------------------------------
+
+
+def into_a_closed_pipe(*args: str, env: dict[str, str], cwd: Path | None = None,
+                       stderr_too: bool = False) -> subprocess.CompletedProcess:
+    """Run the command with stdout (and with ``stderr_too`` stderr as well, as ``2>&1 | head``
+    does) on a pipe whose reader has already gone: the first write fails, every time."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run([sys.executable, "-m", "skill", *args], env=env, cwd=cwd, stdout=write,
+                              stderr=write if stderr_too else subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+
+
+@pytest.mark.parametrize("args", [("preflight",), ("tools", "export", "--format", "openai"),
+                                  ("list-examples",), ("list-runs", "--json")])
+def test_a_reader_closing_the_pipe_early_ends_the_command_quietly_with_the_sigpipe_code(env, args):
+    proc = into_a_closed_pipe(*args, env=env)
+    assert proc.returncode == EXIT_PIPE_CLOSED, proc.stderr
+    assert not any(w in proc.stderr for w in ("Traceback", "BrokenPipe", "Exception ignored")), proc.stderr
+
+
+def test_a_launch_whose_output_pipe_closed_still_launched_once_and_does_not_exit_as_a_failed_check(
+        env, emulator, tmp_path):
+    from tools.core import Context
+    from tools.launch import PlanRunInput, approve_plan, plan_run
+
+    ctx = Context(env=env, home=Path(env["HOME"]), state_dir=Path(env["MODEL_FACTORY_STATE_DIR"]))
+    plan = plan_run(PlanRunInput(config_path=str(RT_RL), team="personal"), ctx)
+    code = approve_plan(plan.plan_id, "terminal", ctx)
+    ctx.close()
+    proc = into_a_closed_pipe("dispatch-run", plan.plan_id, "--confirmation", code, env=env, cwd=tmp_path,
+                              stderr_too=True)
+    assert proc.returncode == EXIT_PIPE_CLOSED
+    assert len(emulator.state.runs) == 1
