@@ -5,10 +5,14 @@ Where each part goes (STYLE.md §6):
 
 - stderr: the opening lines (what happened), ``Next:`` hints, notes (what was left out),
   errors with their ``Fix:``, progress bars. On a terminal they interleave with stdout in order.
-- stdout: the result's data: ``name  value`` facts and tables on a terminal; piped, the same as
-  tab-separated rows (a header row of field names above each table; a result with rows keeps its
-  other facts on stderr, so ``| cut -f1`` reads ids only). Empty values and bookkeeping
-  (``truncated`` false, ``omitted`` 0, ``narrow_hint`` unset) are left out.
+- stdout: the result's data: ``name  value`` facts and tables on a terminal. Piped, the same
+  data in one layout per command, whatever the result holds: the facts as ``name<TAB>value``
+  rows, then each table after an empty line, as a header row of field names and tab-separated
+  rows. A list command's data is its rows (:attr:`View.rows_are_data`): piped, its stdout is the
+  table alone (``| cut -f1`` reads ids only) and its facts go to stderr, with or without rows.
+  Prose (``lead`` lines: evidence, caps) is data for a person only: piped, it goes to stderr.
+  Empty values and bookkeeping (``truncated`` false, ``omitted`` 0, ``narrow_hint`` unset) are
+  left out.
 
 
 Hints name tools for agents; a person reads commands. A hint's calls are structured
@@ -197,6 +201,8 @@ class View:
     tables: list[Table] = field(default_factory=list)
     text: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: The result's data is its rows (a list command): piped, stdout holds the table alone.
+    rows_are_data: bool = False
 
     def hint(self, text: str, *calls: Call) -> None:
         self.next.append((text, list(calls)))
@@ -267,11 +273,13 @@ def show(view: View, out: terminal.Terminal | None = None, err: terminal.Termina
             err.print()
     pairs = [(k, raw(v)) if out.piped else (_label(k), display(k, v)) for k, v in view.facts if not _empty(v)]
     blocks: list[list[str]] = []
-    if view.lead:
-        blocks.append(view.lead if out.piped else
-                      [w for line in view.lead for w in terminal.wrap(line, out.width, "  ")])
+    if view.lead and out.piped:  # prose for a person: off the data
+        for line in view.lead:
+            err.print(line)
+    elif view.lead:
+        blocks.append([w for line in view.lead for w in terminal.wrap(line, out.width, "  ")])
 
-    if pairs and out.piped and any(t.rows for t in view.tables):
+    if pairs and out.piped and view.rows_are_data:
         for line in terminal.facts(pairs, out):  # piped, the rows are the data; the facts about them are context
             err.print(line)
     elif pairs:
@@ -295,7 +303,7 @@ def show(view: View, out: terminal.Terminal | None = None, err: terminal.Termina
     if view.text:
         blocks.append(view.text if out.piped else [w for line in view.text for w in terminal.wrap(line, out.width)])
     for n, block in enumerate(blocks):
-        if n and not out.piped:
+        if n:  # piped too: an empty line before each table, so the sections can be told apart
             out.print()
         for line in block:
             out.print(line)
@@ -326,6 +334,7 @@ def view_of(name: str, result: BaseModel) -> View:
     """The view of ``result`` of tool ``name``: the generic one, shaped by the tool's own view; a
     result still without an opening line says how many rows its first list has."""
     view = generic_view(result)
+    view.rows_are_data = name.startswith("mf_list_")
     build = _VIEWS.get(name)
     if build is not None:
         build(result, view)

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import termios
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,7 @@ from skill.demo import SCENARIOS
 from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.launch import DispatchRunInput, PlanRunInput, approve_plan, dispatch_run, plan_run
+from tools.platform import wire
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
@@ -259,3 +261,47 @@ def test_every_command_the_human_output_prints_runs_as_printed(installed, world)
     for command, around in commands:
         if command.startswith("prime "):
             assert "prime CLI" in around, around
+
+
+def piped_sections(stdout: str) -> list[list[list[str]]]:
+    """Piped stdout as its sections (separated by an empty line), each a list of tab-separated rows."""
+    return [[line.split("\t") for line in block.splitlines()] for block in stdout.strip("\n").split("\n\n")]
+
+
+def test_piped_check_progress_holds_the_same_facts_whether_or_not_the_result_has_a_table(world):
+    """A healthy run that ended (no env servers left) and a crash-looping one (an env-server table):
+    stdout holds the facts as name<TAB>value rows in both, the table after them, and no prose."""
+    emulator, env = world["emulator"], {**world["env"], "PATH": os.environ["PATH"]}
+    ctx = Context(env=world["env"])
+    emulator.state.set_scenario("crash_loop", at_step=2)
+    looping = ctx.platform().create_run(wire.build_create_body(
+        tomllib.loads(EXAMPLE.read_text()), name="crash-loop")).run_id
+    ctx.close()
+    emulator.state.advance(600)
+    facts = {}
+    for run_id in (world["run_id"], looping):
+        done = subprocess.run([sys.executable, "-m", "skill", "check-progress", run_id], env=env, cwd=world["work"],
+                              capture_output=True, text=True, timeout=120)
+        sections = piped_sections(done.stdout)
+        assert all(len(row) == 2 for row in sections[0]), done.stdout
+        assert not [line for line in done.stdout.splitlines() if line.startswith("- ")], done.stdout
+        assert "- Latest step" in done.stderr  # the evidence, for a person, on stderr
+        facts[run_id] = {row[0] for row in sections[0]}
+        tables = [s[0] for s in sections[1:]]
+        assert (["env_name", "status", "pod_name"] in tables) == (run_id == looping), done.stdout
+    assert {"last_step_age_seconds", "seconds_per_step"} <= facts[world["run_id"]] & facts[looping]
+
+
+def test_piped_validate_config_prints_its_facts_on_stdout_with_or_without_errors(world, tmp_path):
+    env = {**world["env"], "PATH": os.environ["PATH"]}
+    bad = tmp_path / "bad.toml"
+    bad.write_text(EXAMPLE.read_text() + "\n[trainer.nonsense]\nwhat = 1\n")
+    names = []
+    for config in (str(EXAMPLE), str(bad)):
+        done = subprocess.run([sys.executable, "-m", "skill", "validate-config", config], env=env, cwd=world["work"],
+                              capture_output=True, text=True, timeout=120)
+        sections = piped_sections(done.stdout)
+        assert all(len(row) == 2 for row in sections[0]), done.stdout
+        names.append([row[0] for row in sections[0]])
+        assert (config == str(bad)) == (len(sections) > 1 and sections[1][0][:2] == ["path", "line"]), done.stdout
+    assert names[0][0] == names[1][0] == "config_path" and "mode" in names[0] and "mode" in names[1]
