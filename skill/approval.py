@@ -36,7 +36,13 @@ _REFUSED_CODES = frozenset({"plan_changed", "confirmation_required", "approval_r
 
 
 def _say(text: str, stream: TextIO | None = None) -> None:
-    print(text, file=stream or sys.stdout, flush=True)
+    """``text`` for the person, wrapped to their terminal's width: at spaces only, each command
+    on a line of its own, bare, so it pastes whole (see :mod:`skill.terminal`)."""
+    from skill import terminal
+
+    term = terminal.Terminal.of(stream or sys.stdout)
+    for line in terminal.wrap(text, term.width, commands=True):
+        term.print(line)
 
 
 def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
@@ -71,7 +77,10 @@ def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
             fix = for_people(err.fix, err.next_calls)
             _say(f"Cannot approve {shown(plan_id)}: [{err.code}] {shown(err.message)}\nFix: {fix}{hint}", sys.stderr)
             return EXIT_CONFIRMATION if err.code in _REFUSED_CODES else EXIT_TOOL_ERROR
-        _say(ctx.scrubber.scrub_text(request.summary))
+        from skill import terminal
+
+        for line in terminal.block(ctx.scrubber.scrub_text(request.summary).splitlines(), terminal.stdout().width):
+            print(line, flush=True)
         _say("")
         checked = "the plan has not been carried out" + (
             "; the config file is byte for byte the one planned" if request.action == "launch" else "")
@@ -83,14 +92,19 @@ def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
         what = _WHAT[request.action]
         key = plan_id[-4:]
         for attempt in range(1, TRIES + 1):
+            question = terminal.wrap(f"To {what}, type the last 4 characters of the plan id ({plan_id[:-4]}____):",
+                                     terminal.stdout().width)
+            for line in question[:-1]:
+                print(line, flush=True)
             try:
-                answer = input(f"To {what}, type the last 4 characters of the plan id ({plan_id[:-4]}____): ")
+                answer = input(question[-1] + " ")
             except EOFError:
                 answer = None
             if answer is not None and answer.strip() == key:
                 break
             if answer is None or attempt == TRIES:
-                _say("Not approved; nothing was done.")
+                again = "" if answer is None else f" To try again, run `{_approve_again(plan_id, ctx)}`."
+                _say(f"Not approved; nothing was done.{again}")
                 return EXIT_CONFIRMATION
             _say(f"That is not {plan_id[:-4]}____'s ending ({TRIES - attempt} more "
                  f"{'try' if TRIES - attempt == 1 else 'tries'}; Ctrl-C to stop).")
@@ -103,13 +117,20 @@ def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
             _say(f"Not approved: [{err.code}] {shown(err.message)}\nFix: {for_people(err.fix, err.next_calls)}",
                  sys.stderr)
             return EXIT_CONFIRMATION if err.code in _REFUSED_CODES else EXIT_TOOL_ERROR
-        _say(f"Approved. Confirmation code (valid {request.ttl_seconds // 60} minutes, works once):\n\n  {token}\n")
-        _say("Paste it to the agent that asked for this approval, or run it yourself (in a shell with the agent's "
-             "Model Factory settings and secrets):")
-        _say(f"  `{_carry_out(request, token, ctx)}`")
+        _say(f"Approved. Confirmation code (valid {request.ttl_seconds // 60} minutes, works once):")
+        print(f"\n  {token}\n", flush=True)
+        _say("Paste it to the agent that asked for this approval, or run this yourself (in a shell with the agent's "
+             f"Model Factory settings and secrets): `{_carry_out(request, token, ctx)}`")
         return EXIT_OK
     finally:
         ctx.close()
+
+
+def _approve_again(plan_id: str, ctx: Any) -> str:
+    """The approve command again, naming the state folder (the plan lives there)."""
+    from tools.core import STATE_DIR_ENV, shell_command
+
+    return shell_command(["approve", plan_id], assignments={STATE_DIR_ENV: str(ctx.state_path().resolve())})
 
 
 def _carry_out(request: Any, token: str, ctx: Any) -> str:

@@ -204,7 +204,7 @@ def run_demo(*, as_json: bool = False, dest: Path | None = None, speed: float | 
     err = terminal.stderr()
 
     def say(text: str, indent: str = "") -> None:
-        for line in terminal.wrap(text, err.width, indent + "   ", indent):
+        for line in terminal.wrap(text, err.width, indent + "   ", indent, commands=True):
             err.print(line)
 
     state_dir = Path(tempfile.mkdtemp(prefix="model-factory-demo-state-"))
@@ -321,5 +321,5 @@ def _show(outcome: Outcome, emu: _Emulator, reached: bool) -> None:
                 f"`{again}` again: it uses that emulator, and its commands keep working.")
     else:
         note = f"The run stays on your emulator at {emu.base_url}: the commands above work in this shell."
-    for line in terminal.wrap(render.for_people(note), err.width):
+    for line in terminal.wrap(render.for_people(note), err.width, commands=True):
         err.print(line)

@@ -263,10 +263,10 @@ def show(view: View, out: terminal.Terminal | None = None, err: terminal.Termina
     """Print ``view``: opening and ``Next:`` on stderr, data on stdout, notes on stderr last."""
     out, err = out or terminal.stdout(), err or terminal.stderr()
     for line in view.opening:
-        for wrapped in terminal.wrap(line, err.width):
+        for wrapped in terminal.wrap(line, err.width, commands=True):
             err.print(err.style(wrapped, "1") if wrapped is not None else "")
     for text, calls in view.next:
-        for wrapped in terminal.wrap(f"Next: {for_people(text, calls)}", err.width, "  "):
+        for wrapped in terminal.wrap(f"Next: {for_people(text, calls)}", err.width, "  ", commands=True):
             err.print(wrapped)
     if view.opening or view.next:
         if not out.piped:
@@ -277,7 +277,7 @@ def show(view: View, out: terminal.Terminal | None = None, err: terminal.Termina
         for line in view.lead:
             err.print(line)
     elif view.lead:
-        blocks.append([w for line in view.lead for w in terminal.wrap(line, out.width, "  ")])
+        blocks.append([w for line in view.lead for w in terminal.wrap(line, out.width, "  ", commands=True)])
 
     if pairs and out.piped and view.rows_are_data:
         for line in terminal.facts(pairs, out):  # piped, the rows are the data; the facts about them are context
@@ -301,14 +301,14 @@ def show(view: View, out: terminal.Terminal | None = None, err: terminal.Termina
                                   "output, has them).")
         blocks.append(lines)
     if view.text:
-        blocks.append(view.text if out.piped else [w for line in view.text for w in terminal.wrap(line, out.width)])
+        blocks.append(terminal.block(view.text, out.width))
     for n, block in enumerate(blocks):
         if n:  # piped too: an empty line before each table, so the sections can be told apart
             out.print()
         for line in block:
             out.print(line)
     for note in view.notes:
-        for wrapped in terminal.wrap(for_people(note), err.width, "  "):
+        for wrapped in terminal.wrap(for_people(note), err.width, "  ", commands=True):
             err.print(wrapped)
 
 
@@ -320,13 +320,14 @@ def _label(key: str) -> str:
 def render_error(error: Any, err: terminal.Terminal | None = None) -> None:
     """Print a ToolError to stderr: code and message, each bad field, and the fix as commands."""
     err = err or terminal.stderr()
-    for line in terminal.wrap(f"{err.style('Error', '1', '31')} [{error.code}] {error.message}", err.width, "  "):
+    for line in terminal.wrap(f"{err.style('Error', '1', '31')} [{error.code}] {error.message}", err.width, "  ",
+                              commands=True):
         err.print(line)
     for problem in getattr(error, "fields", []):
         for line in terminal.wrap(f"- {problem.path or '(input)'}: {problem.problem}", err.width, "    ", "  "):
             err.print(line)
     fix = for_people(error.fix, getattr(error, "next_calls", []))
-    for line in terminal.wrap(f"{err.style('Fix:', '1')} {fix}", err.width, "  "):
+    for line in terminal.wrap(f"{err.style('Fix:', '1')} {fix}", err.width, "  ", commands=True):
         err.print(line)
 
 

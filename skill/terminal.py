@@ -6,6 +6,12 @@ Rules (STYLE.md §6):
 - Lines break at spaces only. A word never breaks, and a span in backticks (a command) is one
   word: an id, a path or a command is never split. A word wider than the line stands alone on
   its line (the terminal shows it wrapped; copying it gives it whole).
+- In prose for a person (hints, errors, notes: ``wrap(..., commands=True)``), a command (a
+  backtick span holding a space) goes on a line of its own, with no indent and no backticks, so
+  a person copies the whole line and pastes it whole (backticks pasted into a shell would run a
+  command substitution). Piped, commands stay inline in backticks, one paragraph per line.
+- Preformatted lines (a plan summary: ``  Label:  value``, ``- item``) keep their indent; what
+  follows a label wraps under the value, an item's continuation under its text (:func:`block`).
 - A table fits the width: prose columns (values with spaces) fold at spaces; when they cannot,
   the last columns are dropped (a note names them and ``--json``); when even the first ones do
   not fit, each row becomes a block of ``name  value`` lines (vertical layout). Columns are
@@ -91,20 +97,65 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text)
 
 
-def wrap(text: str, width: int | None, indent: str = "", first_indent: str | None = None) -> list[str]:
+def wrap(text: str, width: int | None, indent: str = "", first_indent: str | None = None, *,
+         commands: bool = False) -> list[str]:
     """``text`` as lines of at most ``width`` columns (breaking at spaces only; a word wider than
-    the line stands alone). ``width`` None: one line. Newlines in ``text`` start new paragraphs."""
+    the line stands alone). ``width`` None: one line. Newlines in ``text`` start new paragraphs.
+    ``commands`` (and a width): each command in backticks on a line of its own, bare (see above)."""
     first = indent if first_indent is None else first_indent
     out: list[str] = []
     for paragraph in text.split("\n"):
-        line, lead = "", first if not out else indent
+        line, lead, after_command = "", first if not out else indent, False
         for word in words(paragraph):
+            alone = _COMMAND.fullmatch(word) if commands and width is not None else None
+            if alone:
+                before, command, after = alone["before"].rstrip("("), alone["command"], alone["after"]
+                line = f"{line} {before}" if line and before else line or before
+                if line:
+                    out.append((lead + line).rstrip())
+                out.append(command)
+                line, lead, after_command = after.lstrip(")").lstrip(".,;:"), indent, True
+                continue
             if line and width is not None and len(lead) + len(line) + 1 + len(word) > width:
                 out.append(lead + line)
                 line, lead = word, indent
             else:
                 line = f"{line} {word}" if line else word
-        out.append((lead + line).rstrip())
+            after_command = False
+        if line or not after_command:
+            out.append((lead + line).rstrip())
+    return out
+
+
+#: A word holding one command: a backtick span with a space in it, and what is glued to it.
+_COMMAND = re.compile(r"(?P<before>[^`\s]*)`(?P<command>[^`]* [^`]*)`(?P<after>[^`\s]*)")
+#: A preformatted line's label (``Owner (pays):  ``: text, a colon, two spaces or more) or bullet.
+_LABEL = re.compile(r"(?P<label>[^\s].*?:  +|[-*] )(?=\S)")
+
+
+def block(lines: list[str], width: int | None, *, commands: bool = False) -> list[str]:
+    """Preformatted ``lines`` (a plan summary, a report) wrapped to ``width``: each keeps its
+    indent; after a label (``Config:       ``) or a bullet (``- ``) the text wraps under itself. A
+    word too wide for that column starts its own line, indented as far as it can be and still fit.
+    ``width`` None: the lines as they are."""
+    if width is None:
+        return list(lines)
+    out: list[str] = []
+    for line in lines:
+        body = line.lstrip(" ")
+        indent = " " * (len(line) - len(body))
+        label = _LABEL.match(body)
+        head = label["label"] if label else ""
+        hanging, rest = " " * (len(indent) + len(head)), body[len(head):]
+        first = indent + head
+        if head and len(first) + len((words(rest) or [""])[0]) > width:  # the label on a line of its own
+            out.append(first.rstrip())
+            first = hanging
+        for text in wrap(rest, width, hanging, first_indent=first, commands=commands):
+            piece = text.lstrip(" ")
+            if len(text) > width and piece != text and len(words(piece)) == 1:  # as far right as it still fits
+                text = " " * max(0, min(len(text) - len(piece), width - len(piece))) + piece
+            out.append(text)
     return out
 
 

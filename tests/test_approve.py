@@ -110,6 +110,14 @@ def run_tty(setup: dict[str, Any], args: list[str], answer: str | list[str] | No
         os.close(master)
 
 
+def printed_command(out: str, command: str) -> str:
+    """The line of ``out`` that is the printed ``command``, whole: no indent, no backticks."""
+    lines = [line for line in out.splitlines() if f" {command} " in line]
+    assert len(lines) == 1, out
+    assert lines[0].startswith("MODEL_FACTORY_STATE_DIR=") and "`" not in lines[0], lines[0]
+    return lines[0]
+
+
 def test_refused_without_a_terminal(setup):
     plan = setup["plan"]
     done = subprocess.run([str(CLI), "approve", plan.plan_id], input=plan.plan_id[-4:] + "\n", env=setup["env"],
@@ -143,6 +151,7 @@ def test_three_wrong_answers_or_a_changed_plan_are_not_approved(setup):
     code, out = run_tty(setup, ["approve", plan.plan_id], ["nope", "nah", "no"])
     assert code == 4 and "Not approved" in out and not TOKEN.search(out)
     assert out.count("last 4 characters") == 3 and "2 more tries" in out and "1 more try" in out
+    assert "To try again, run" in out and printed_command(out, "approve").endswith(f"approve {plan.plan_id}")
     setup["cfg"].write_text(setup["cfg"].read_text().replace("max_steps = 20", "max_steps = 400"))
     code, out = run_tty(setup, ["approve", plan.plan_id], None)
     assert code == 4 and "plan_changed" in out and "file_sha256" in out and not TOKEN.search(out)
@@ -156,7 +165,7 @@ def test_a_typo_gets_another_try_and_the_code_comes_with_the_command_that_uses_i
     code, out = run_tty(setup, ["approve", plan.plan_id], ["typo", plan.plan_id[-4:]])
     assert code == 0 and "2 more tries" in out, out
     token = TOKEN.search(out).group(0)
-    command = re.search(r"`([^`]*dispatch-run[^`]*)`", out.replace("\r\n", "")).group(1)
+    command = printed_command(out, "dispatch-run")
     assert command.split()[-3:] == [plan.plan_id, "--confirmation", token]
     assert command.startswith(f"MODEL_FACTORY_STATE_DIR={setup['ctx'].state_path().resolve()} ")
     done = subprocess.run(command, shell=True, env={**setup["env"], "MODEL_FACTORY_STATE_DIR": "/nonexistent"},
@@ -188,7 +197,7 @@ def test_terminal_approval_of_a_second_resume_shows_its_cost_and_the_earlier_run
     pause_plan = re.search(r"model-factory approve (pause_\w+)", paused.fix).group(1)
     code, out = run_tty(setup, ["approve", pause_plan], pause_plan[-4:])
     assert code == 0 and "PAUSE this run" in out and run.run_id in out
-    command = re.search(r"`([^`]*pause-run[^`]*)`", out).group(1)  # pasted into the person's shell as printed
+    command = printed_command(out, "pause-run")  # pasted into the person's shell as printed
     emu.state.set_speed(DEMO_SPEED)  # the pause completes while the command polls
     done = subprocess.run(["bash", "-c", command], env=setup["env"], cwd=setup["cwd"], capture_output=True, text=True,
                           timeout=60)
@@ -205,7 +214,7 @@ def test_terminal_approval_of_a_second_resume_shows_its_cost_and_the_earlier_run
     for shown in (f"already resumed as run {first.run_id}", "Owner (pays):  personal account", "Cost estimate: low $",
                   "per GPU-hour", "GPUs:"):
         assert shown in out, shown
-    command = re.search(r"`([^`]*resume-run[^`]*)`", out).group(1)
+    command = printed_command(out, "resume-run")
     done = subprocess.run(["bash", "-c", command], env=setup["env"], cwd=setup["cwd"], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
@@ -268,3 +277,28 @@ def test_a_plan_older_than_a_day_is_not_approved(setup):
     assert stale.value.error.code == "plan_expired" and "plan again" in stale.value.error.fix.lower()
     assert approvals(ctx, plan.plan_id) == 0
     assert approve_plan(plan.plan_id, "terminal", ctx, now=utc_now() + timedelta(hours=1)).startswith("mfc_")
+
+
+def test_the_approval_screen_fits_80_columns_and_prints_its_command_whole_on_a_line_of_its_own(setup, emu, tmp_path):
+    """At 80 columns no word of the plan or the prose is cut: lines break at spaces; a path or an id
+    wider than the room left stands alone; the dispatch command, longer than a line, is one line
+    with no indent and no backticks, and it launches the run when pasted."""
+    plan = setup["plan"]
+    deep = tmp_path / ("a-project-folder-with-a-rather-long-name-" * 2) / "and-deeper"
+    state = deep / ".model-factory"
+    deep.mkdir(parents=True)
+    shutil.copytree(setup["ctx"].state_path(), state)
+    setup = {**setup, "env": {**setup["env"], "COLUMNS": "80", "MODEL_FACTORY_STATE_DIR": str(state)}}
+    code, out = run_tty(setup, ["approve", plan.plan_id], plan.plan_id[-4:])
+    assert code == 0, out
+    command = printed_command(out, "dispatch-run")
+    assert len(command) > 80
+    words = [plan.plan_id, plan.run_name, str(setup["cfg"]), str(state)]
+    for line in out.splitlines():
+        assert len(line) <= 80 or line == command or len(line.split()) == 1, line
+        last = line.split()[-1] if line.split() else ""
+        assert not [w for w in words if 4 <= len(last) < len(w) and w.startswith(last)], line  # nothing split
+    done = subprocess.run(["bash", "-c", command], env=setup["env"], cwd=setup["cwd"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert len(emu.state.runs) == 1

@@ -180,3 +180,23 @@ def test_every_row_of_a_long_table_is_in_the_piped_output_and_fifty_on_a_termina
     show(View(tables=[Table("checkpoints", rows, ["step", "status"])]), tty, err)
     assert len(tty.stream.getvalue().splitlines()) == MAX_ROWS + 2  # title, header, rows
     assert "70 more rows not shown" in err.stream.getvalue()
+
+
+def test_in_prose_for_a_person_each_command_stands_bare_on_its_own_line_so_it_pastes_whole():
+    cmd = "MODEL_FACTORY_STATE_DIR=/tmp/project/.model-factory model-factory approve plan_0123456789ab"
+    lines = terminal.wrap(f"Next: Approve it in a terminal: `{cmd}` (it shows the plan again, then prints the "
+                          "command that launches it).", 80, "  ", commands=True)
+    assert lines[1] == cmd and "`" not in "".join(lines)
+    assert lines[0] == "  Next: Approve it in a terminal:" and lines[2].startswith("  (it shows")
+    assert all(len(line) <= 80 for line in lines if line != cmd)
+    assert terminal.wrap(f"Run `{cmd}`.", None, commands=True) == [f"Run `{cmd}`."]  # piped: inline, one line
+
+
+def test_a_preformatted_summary_wraps_under_its_labels_and_keeps_a_long_path_whole():
+    path = "/tmp/" + "a-long-folder-name/" * 3 + "my-run.toml"
+    lines = terminal.block([f"  Config:        {path} (sha256 2de85226b1a1, file 88479f60821d)",
+                            "  Warnings:", "    - " + "word " * 30], 80)
+    assert lines[0] == "  Config:" and lines[1].strip() == path and len(lines[1]) <= 80
+    assert lines[2] == " " * 17 + "(sha256 2de85226b1a1, file 88479f60821d)"
+    assert lines[3] == "  Warnings:" and lines[4].startswith("    - word") and lines[5].startswith("      word")
+    assert all(len(line) <= 80 for line in lines)
