@@ -701,6 +701,8 @@ def call_tool(name: str, arguments: Mapping[str, Any] | str | None = None, ctx: 
         parsed = check_arguments(spec.name, arguments)
         if isinstance(parsed, ToolError):  # it may quote the bad value: scrub it like a tool's own errors
             return _scrubbed(parsed, ctx)
+        if spec.read_only and not spec.long_running:  # a read ends in time for a host's 60 s limit
+            return _within_a_call(spec, parsed, ctx)
         return spec.function(parsed, ctx)
     except Exception as exc:  # noqa: BLE001 - surfaces must never show a traceback
         import logging
@@ -711,6 +713,25 @@ def call_tool(name: str, arguments: Mapping[str, Any] | str | None = None, ctx: 
             message=f"{spec.name} failed unexpectedly: {type(exc).__name__}: {exc}",
             fix="This is a bug in model-factory-skill; retry once, then report it with the message.",
         ), ctx)
+
+
+def _within_a_call(spec: ToolSpec, parsed: BaseModel, ctx: Any) -> BaseModel:
+    """Run a read tool whose platform requests end within the context's call bound
+    (:meth:`tools.core.Context.within`: 50 s, or ``$MODEL_FACTORY_CALL_SECONDS``); a tool with a
+    bound of its own (``long_running``: waits, downloads) is not run here."""
+    from tools.core import Context
+    from tools.errors import ToolFailure
+
+    own = ctx is None
+    ctx = ctx or Context.from_environment()
+    try:
+        with ctx.within():
+            return spec.function(parsed, ctx)
+    except ToolFailure as failure:
+        return _scrubbed(failure.error, ctx)
+    finally:
+        if own:
+            ctx.close()
 
 
 def _scrubbed(error: ToolError, ctx: Any) -> ToolError:

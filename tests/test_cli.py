@@ -372,3 +372,27 @@ def test_a_launch_whose_output_pipe_closed_still_launched_once_and_does_not_exit
                               stderr_too=True)
     assert proc.returncode == EXIT_PIPE_CLOSED
     assert len(emulator.state.runs) == 1
+
+
+# -- a stalled platform: a read ends within the call's bound ---------------------------------------
+
+
+def test_a_read_command_against_a_stalled_api_ends_within_the_call_bound_and_says_so(env, emulator, tmp_path):
+    """The platform sends the headers of every run answer, then holds the body for 300 s: get-run
+    gives up within MODEL_FACTORY_CALL_SECONDS (here 3 s; 50 by default, under a host's 60 s)
+    with `unavailable` naming the bound, instead of three 30 s read timeouts one after another."""
+    ctx_env = {**env, "PRIME_API_BASE_URL": emulator.base_url}
+    from tools.core import Context
+    from tools.launch import DispatchRunInput, PlanRunInput, approve_plan, dispatch_run, plan_run
+
+    ctx = Context(env=ctx_env, home=Path(env["HOME"]), state_dir=Path(env["MODEL_FACTORY_STATE_DIR"]))
+    plan = plan_run(PlanRunInput(config_path=str(RT_RL), team="personal"), ctx)
+    run = dispatch_run(DispatchRunInput(plan_id=plan.plan_id, confirmation=approve_plan(plan.plan_id, "terminal", ctx)),
+                       ctx)
+    ctx.close()
+    emulator.faults.stall(300, "GET", "/rft/runs/*", times=None)
+    proc = mf("get-run", run.run_id, "--json", env={**env, "MODEL_FACTORY_CALL_SECONDS": "3"}, timeout=60)
+    error = tool_error(proc, "unavailable")
+    assert proc.returncode == EXIT_TOOL_ERROR and "within 3 s" in error["message"], error
+    proc = mf("get-run", run.run_id, env={**env, "MODEL_FACTORY_CALL_SECONDS": "soon"}, timeout=60)
+    assert proc.returncode == EXIT_USAGE and "MODEL_FACTORY_CALL_SECONDS" in proc.stderr and "soon" not in proc.stderr

@@ -16,7 +16,9 @@ see :mod:`tools.core`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import math
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -42,6 +44,11 @@ ProgressCallback = Callable[[float, "float | None", str], None]
 Approver = Callable[[Any], bool]
 
 STATE_DIR_ENV = "MODEL_FACTORY_STATE_DIR"
+#: The seconds one read tool call may wait for the platform in all (default ``Timeouts.call_seconds``,
+#: 50): a host that gives tools less than 60 s sets less.
+CALL_SECONDS_ENV = "MODEL_FACTORY_CALL_SECONDS"
+#: The range :data:`CALL_SECONDS_ENV` accepts, in seconds.
+CALL_SECONDS_RANGE = (1.0, 3600.0)
 
 
 @dataclass
@@ -86,6 +93,7 @@ class Context:
     _platform: PlatformClient | None = field(default=None, repr=False)
     _traces: TracesClient | None = field(default=None, repr=False)
     _scrubber: Scrubber | None = field(default=None, repr=False)
+    _deadline: Any = field(default=None, repr=False)
 
     @classmethod
     def from_environment(cls, **overrides: Any) -> Context:
@@ -107,6 +115,7 @@ class Context:
         return is scrubbed on arrival (see :class:`_Scrubbed`)."""
         if self._platform is None:
             self._platform = self.platform_client()
+            self._platform.deadline = self._deadline
         return _Scrubbed(self._platform, self.scrubber)  # type: ignore[return-value]
 
     def traces(self) -> TracesClient:
@@ -114,6 +123,7 @@ class Context:
         scrubbed on arrival like :meth:`platform`'s."""
         if self._traces is None:
             self._traces = self.traces_client()
+            self._traces.deadline = self._deadline
         return _Scrubbed(self._traces, self.scrubber)  # type: ignore[return-value]
 
     def http_timeouts(self) -> Timeouts:
@@ -121,6 +131,42 @@ class Context:
         from tools.platform.client import Timeouts
 
         return self.timeouts or Timeouts()
+
+    def call_seconds(self) -> float:
+        """How long one read tool call may wait for the platform in all, in seconds:
+        ``$MODEL_FACTORY_CALL_SECONDS``, else :attr:`timeouts`' ``call_seconds`` (50). Raises
+        ToolFailure ``bad_arguments`` for a value that is not a number of seconds in range."""
+        text = self.env.get(CALL_SECONDS_ENV, "").strip()
+        if not text:
+            return self.http_timeouts().call_seconds
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        low, high = CALL_SECONDS_RANGE
+        if not low <= value <= high:  # NaN fails too
+            raise fail("bad_arguments", f"{CALL_SECONDS_ENV} is not a number of seconds from {low:g} to {high:g}.",
+                       f"Set {CALL_SECONDS_ENV} to the seconds a tool call may wait (for example 50), or unset it.")
+        return value
+
+    @contextlib.contextmanager
+    def within(self, seconds: float | None = None) -> Iterator[None]:
+        """During the block, every request of the shared clients (:meth:`platform`, :meth:`traces`)
+        ends within ``seconds`` in all (default :meth:`call_seconds`), retries included; a request cut
+        short is ``Unavailable`` saying so (:class:`~tools.platform.client.Deadline`)."""
+        from tools.platform.client import Deadline
+
+        self._deadline = Deadline.after(self.call_seconds() if seconds is None else seconds, self.clock)
+        try:
+            for client in (self._platform, self._traces):
+                if client is not None:
+                    client.deadline = self._deadline
+            yield
+        finally:
+            self._deadline = None
+            for client in (self._platform, self._traces):
+                if client is not None:
+                    client.deadline = None
 
     def retry_policy(self, attempts: int | None = None) -> RetryPolicy:
         """:attr:`retry` (default: waiting with :attr:`sleep`), with ``attempts`` in total when given."""

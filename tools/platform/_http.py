@@ -67,12 +67,16 @@ class Timeouts:
         connect_seconds: establishing a connection (both hosts).
         create_seconds: creates and resumes (the server validates the config before answering).
         traces_seconds: traces-host requests (raw traces can be large).
+        call_seconds: all the requests of one read tool call together, retries and back-offs
+            included (a :class:`Deadline`): under the 60 s an MCP host waits for a tool. Our
+            decision, not the CLI's (``prime`` has no such bound).
     """
 
     read_seconds: float = 30.0
     connect_seconds: float = 10.0
     create_seconds: float = 120.0
     traces_seconds: float = 120.0
+    call_seconds: float = 50.0
 
     def capped(self, seconds: float, *, connect_seconds: float | None = None) -> Timeouts:
         """These timeouts, none above ``seconds`` (and connect none above ``connect_seconds``)."""
@@ -80,6 +84,26 @@ class Timeouts:
         return Timeouts(read_seconds=min(self.read_seconds, seconds), connect_seconds=connect,
                         create_seconds=min(self.create_seconds, seconds),
                         traces_seconds=min(self.traces_seconds, seconds))
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """When the requests of one tool call must have ended: ``at`` on ``clock`` (monotonic
+    seconds), ``seconds`` after the call began. A client with a deadline
+    (:attr:`BaseClient.deadline`) gives each request at most the time left, retries only while
+    time is left, and says ``did not answer within N s`` when it runs out (``Unavailable``)."""
+
+    at: float
+    seconds: float
+    clock: Callable[[], float] = field(default=time.monotonic, compare=False)
+
+    @classmethod
+    def after(cls, seconds: float, clock: Callable[[], float] = time.monotonic) -> Deadline:
+        return cls(clock() + seconds, seconds, clock)
+
+    def left(self) -> float:
+        """Seconds left (0 or less: passed)."""
+        return self.at - self.clock()
 
 
 @dataclass(frozen=True)
@@ -307,6 +331,8 @@ class BaseClient:
             transport=transport,
         )
         self._server_date: tuple[datetime, float] | None = None
+        #: When set, every request ends by then (see :class:`Deadline`); the owner sets and clears it.
+        self.deadline: Deadline | None = None
 
     def bound_requests(self, seconds: float) -> None:
         """Make every next request of this client end within ``seconds``: connect gets at most a
@@ -314,10 +340,21 @@ class BaseClient:
         and again mid-body still ends in time), none longer than this client's own timeouts. For
         calls with an overall bound (``mf_wait_for_run``), set before each request to the time left.
         A body trickling in gaps shorter than the read timeout is not bounded here."""
+        self._http.timeout = self._within(seconds)
+
+    def _within(self, seconds: float) -> httpx.Timeout:
+        """Timeouts that end a request within ``seconds`` (see :meth:`bound_requests`)."""
         seconds = max(0.01, seconds)
         connect = min(self._connect_timeout, seconds / 4)
         read = min(self._read_timeout, (seconds - connect) / 2)
-        self._http.timeout = httpx.Timeout(read, connect=connect, write=read, pool=read)
+        return httpx.Timeout(read, connect=connect, write=read, pool=read)
+
+    def _late(self, endpoint: str, what: str, *, sent: bool) -> perr.Unavailable:
+        """The error of a request the call's deadline cut (or left no time for)."""
+        assert self.deadline is not None
+        return perr.Unavailable(
+            f"The {self._service} did not answer {endpoint} within {self.deadline.seconds:g} s, the time one tool "
+            f"call waits ({what})", sent=sent, endpoint=endpoint)
 
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:
@@ -399,7 +436,8 @@ class BaseClient:
             return delay * (random.uniform(0.5, 1.5) if policy.jitter else 1.0)
 
         def over_budget(state: tenacity.RetryCallState) -> bool:
-            return state.idle_for + state.upcoming_sleep > policy.total_wait_cap_seconds
+            late = self.deadline is not None and state.upcoming_sleep >= self.deadline.left()
+            return late or state.idle_for + state.upcoming_sleep > policy.total_wait_cap_seconds
 
         def before_sleep(state: tenacity.RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome else None
@@ -433,9 +471,19 @@ class BaseClient:
             kwargs["json"] = body
         if timeout is not None:
             kwargs["timeout"] = timeout
+        deadline = self.deadline
+        if deadline is not None and not creates:
+            if deadline.left() <= 0:
+                raise self._late(endpoint, "no time was left for it", sent=False)
+            kwargs["timeout"] = self._within(deadline.left())
         failure: perr.PlatformError | None = None
         try:
             response = self._http.request(method, self.url(path), **kwargs)
+        except httpx.TimeoutException as exc:
+            failure = self._transport_error(exc, endpoint, creates=creates, secrets=secrets)
+            if deadline is not None and not creates:
+                failure = self._late(endpoint, _redact(type(exc).__name__, secrets),
+                                     sent=not isinstance(exc, _NOT_SENT))
         except httpx.TransportError as exc:
             failure = self._transport_error(exc, endpoint, creates=creates, secrets=secrets)
         except httpx.InvalidURL as exc:

@@ -39,6 +39,7 @@ from tools.platform import wire
 from tools.platform._http import (
     NOT_THE_API,
     BaseClient,
+    Deadline,
     RetryPolicy,
     Timeouts,
     clean_params,
@@ -52,6 +53,7 @@ from tools.platform.paging import CursorWalk
 from tools.platform.settings import Settings
 
 __all__ = [
+    "Deadline",
     "PlatformClient",
     "RetryPolicy",
     "Timeouts",
