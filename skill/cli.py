@@ -178,8 +178,11 @@ _TOOL_NAME = re.compile(r"\bmf_([a-z_]+)\b")
 
 
 def _for_people(text: str) -> str:
-    """Help text names commands, not tools: ``mf_list_runs`` reads ``list-runs``."""
-    return _TOOL_NAME.sub(lambda m: m[1].replace("_", "-"), text)
+    """Help text names commands, not tools (``mf_list_runs`` reads ``list-runs``), and says
+    "omitted" where an agent reads "null" (:func:`skill.render.cli_words`)."""
+    from skill.render import cli_words
+
+    return cli_words(_TOOL_NAME.sub(lambda m: m[1].replace("_", "-"), text), help=True)
 
 
 def tool_spec(command: str) -> Any:
@@ -326,8 +329,16 @@ def _emulator(values: dict[str, Any]) -> int:
         serve(host=values["host"], port=values["port"], speed=values["speed"], scenario=scenario)
 
     except OSError as exc:
-        print(f"Cannot listen on {values['host']}:{values['port']}: {exc.strerror or exc}. Pick another --port "
-              "(or stop the process using it).", file=sys.stderr)
+        import errno
+        import socket
+
+        # an address this machine does not have, or a name that does not resolve: the host is the problem
+        if exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT) or isinstance(exc, socket.gaierror):
+            fix = (f"{values['host']} is not an address of this machine: pick another --host (127.0.0.1, the "
+                   "default, is the loopback)")
+        else:
+            fix = "Pick another --port (or stop the process using it)"
+        print(f"Cannot listen on {values['host']}:{values['port']}: {exc.strerror or exc}. {fix}.", file=sys.stderr)
         return 1
     return EXIT_OK
 
@@ -491,7 +502,11 @@ def _run(argv: list[str]) -> int:
 
     known = [*COMMANDS, *(s.command for s in TOOLS)]
     close = difflib.get_close_matches(name, known, n=3) if not name.startswith("-") else []
-    what = "an option before the command" if name.startswith("-") else "unknown command"
+    what = "unknown command"
+    if name.startswith("-"):
+        after = f"put {name} after the command: {PROG} COMMAND ... {name}" if name == "--json" else \
+            "options go after the command"
+        what = f"an option before the command ({after})"
     hint = f" (did you mean {' or '.join(close)}?)" if close else ""
     raise UsageError(PROG, f"{what}{hint}", f"usage: {PROG} [-h] [--version] COMMAND [ARGS]\n")
 

@@ -478,11 +478,17 @@ def anthropic_tool_result(tool_use: Any, ctx: Any = None) -> dict[str, Any]:
 # -- calling ----------------------------------------------------------------------------
 
 
+def arguments_fix(name: str) -> str:
+    """The fix of a ``bad_arguments`` error from the input check of tool ``name`` (a surface may
+    say it in its own words: the CLI points to the command's ``--help``)."""
+    return f"Correct the listed fields and call {name} again (see its input schema)."
+
+
 def _bad_arguments(problems: list[FieldProblem], name: str) -> ToolError:
     return ToolError(
         code="bad_arguments",
         message=f"{name}: invalid arguments: " + "; ".join(f"{p.path or '(input)'}: {p.problem}" for p in problems),
-        fix=f"Correct the listed fields and call {name} again (see its input schema).",
+        fix=arguments_fix(name),
         fields=problems,
     )
 

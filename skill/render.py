@@ -263,7 +263,7 @@ def show(view: View, out: terminal.Terminal | None = None, err: terminal.Termina
     """Print ``view``: opening and ``Next:`` on stderr, data on stdout, notes on stderr last."""
     out, err = out or terminal.stdout(), err or terminal.stderr()
     for line in view.opening:
-        for wrapped in terminal.wrap(line, err.width, commands=True):
+        for wrapped in terminal.wrap(for_people(line), err.width, commands=True):
             err.print(err.style(wrapped, "1") if wrapped is not None else "")
     for text, calls in view.next:
         for wrapped in terminal.wrap(f"Next: {for_people(text, calls)}", err.width, "  ", commands=True):
@@ -273,11 +273,12 @@ def show(view: View, out: terminal.Terminal | None = None, err: terminal.Termina
             err.print()
     pairs = [(k, raw(v)) if out.piped else (_label(k), display(k, v)) for k, v in view.facts if not _empty(v)]
     blocks: list[list[str]] = []
-    if view.lead and out.piped:  # prose for a person: off the data
-        for line in view.lead:
+    lead = [for_people(line) for line in view.lead]
+    if lead and out.piped:  # prose for a person: off the data
+        for line in lead:
             err.print(line)
-    elif view.lead:
-        blocks.append([w for line in view.lead for w in terminal.wrap(line, out.width, "  ", commands=True)])
+    elif lead:
+        blocks.append([w for line in lead for w in terminal.wrap(line, out.width, "  ", commands=True)])
 
     if pairs and out.piped and view.rows_are_data:
         for line in terminal.facts(pairs, out):  # piped, the rows are the data; the facts about them are context
@@ -288,7 +289,8 @@ def show(view: View, out: terminal.Terminal | None = None, err: terminal.Termina
         if not table.rows:
             continue
         rows = table.rows if out.piped else table.rows[:MAX_ROWS]
-        columns = [c for c in table.columns if any(not _empty(r.get(c)) for r in rows)] or table.columns[:1]
+        columns = table.columns if out.piped else (  # piped: the same columns whatever the rows hold
+            [c for c in table.columns if any(not _empty(r.get(c)) for r in rows)] or table.columns[:1])
         cells = [[raw(r.get(c)) if out.piped else display(c, r.get(c)) for c in columns] for r in rows]
         lines, dropped = terminal.table(columns, cells, out, keep=table.keep)
         if not out.piped:
@@ -317,18 +319,73 @@ def _label(key: str) -> str:
     return key.removesuffix("_seconds").removesuffix("_bytes").replace(".", ": ").replace("_", " ")
 
 
-def render_error(error: Any, err: terminal.Terminal | None = None) -> None:
-    """Print a ToolError to stderr: code and message, each bad field, and the fix as commands."""
+def render_error(error: Any, err: terminal.Terminal | None = None, name: str | None = None) -> None:
+    """Print a ToolError of tool ``name`` to stderr: code and message, each bad field, and the fix
+    as commands, in the command line's words (:func:`cli_words`). A field's problem is said once:
+    the bullet, not also the message."""
     err = err or terminal.stderr()
-    for line in terminal.wrap(f"{err.style('Error', '1', '31')} [{error.code}] {error.message}", err.width, "  ",
+    spec = _spec(name)
+    message, fields = error.message, list(getattr(error, "fields", []))
+    said = False
+    for problem in fields:
+        for repeated in (f"{problem.path}: {problem.problem}", problem.problem):
+            if problem.problem and repeated in message:
+                message, said = message.replace(repeated, "", 1), True
+                break
+    if said:
+        message = re.sub(r"[\s;:,]+$", "", message) + ":"
+    message = cli_words(for_people(message), spec)
+    for line in terminal.wrap(f"{err.style('Error', '1', '31')} [{error.code}] {message}", err.width, "  ",
                               commands=True):
         err.print(line)
-    for problem in getattr(error, "fields", []):
-        for line in terminal.wrap(f"- {problem.path or '(input)'}: {problem.problem}", err.width, "    ", "  "):
+    for problem in fields:
+        path = cli_words(_argument(problem.path, spec), spec) if problem.path else "(input)"
+        for line in terminal.wrap(f"- {path}: {cli_words(problem.problem, spec)}", err.width, "    ", "  "):
             err.print(line)
-    fix = for_people(error.fix, getattr(error, "next_calls", []))
+    if spec is not None and error.fix == registry.arguments_fix(spec.name):
+        fix = f"Correct the listed options; `{program()} {spec.command} --help` shows what each takes."
+    else:
+        fix = cli_words(for_people(error.fix, getattr(error, "next_calls", [])), spec)
     for line in terminal.wrap(f"{err.style('Fix:', '1')} {fix}", err.width, "  ", commands=True):
         err.print(line)
+
+
+def _spec(name: str | None) -> Any:
+    try:
+        return registry.get(name) if name else None
+    except KeyError:
+        return None
+
+
+def _argument(path: str, spec: Any) -> str:
+    """An argument's path (``arguments.max_steps``, ``max_steps``, ``secrets.0``) as the command
+    line names it: ``--max-steps``, ``CONFIG_PATH`` (a positional), ``--secrets`` (an item of it)."""
+    field = path.removeprefix("arguments.").split(".")[0]
+    if spec is None or field not in spec.input_model.model_fields:
+        return path
+    return field.upper() if field in spec.positional else "--" + field.replace("_", "-")
+
+
+_ARGUMENT_PATH = re.compile(r"\barguments\.[a-z_]+(?:\.[\w.]+)?")
+#: An agent's words about JSON arguments, and what they mean on a command line (every value there
+#: is text, and leaving an option out is how it gets its default).
+_CLI_PHRASES = ((" or null (the default)", ""), ("null (the default) or ", ""), (", got a string", ""),
+                ("missing or null; ", ""), ("the input schema", "the command's --help"))
+#: In an argument's description (a command's --help), null is an option left out.
+_HELP_PHRASES = (("or null for", "or omit it for"), ("when null", "when omitted"), ("Null: ", "Omitted: "),
+                 ("null: ", "omitted: "), ("null = ", "omitted: "))
+
+
+def cli_words(text: str, spec: Any = None, *, help: bool = False) -> str:
+    """A message written for agents as a person at the command line reads it: an argument's
+    path as its option (``arguments.name`` is ``--name`` for ``spec``'s command), and phrases
+    about JSON values (``or null (the default)``, ``got a string``) in command-line terms; with
+    ``help`` (an argument's description), a null argument as an option left out. Tool names
+    become commands in :func:`for_people` (in help, in the CLI's own help formatter)."""
+    text = _ARGUMENT_PATH.sub(lambda m: _argument(m[0], spec), text)
+    for agents, people in _CLI_PHRASES + (_HELP_PHRASES if help else ()):
+        text = text.replace(agents, people)
+    return text
 
 
 def view_of(name: str, result: BaseModel) -> View:
@@ -341,7 +398,7 @@ def view_of(name: str, result: BaseModel) -> View:
         build(result, view)
     if not view.opening:
         first = next((t for t in view.tables if t.rows), None)
-        view.opening = [f"{len(first.rows)} {(first.title or first.name).replace('_', ' ')}." if first else
+        view.opening = [f"{_count(len(first.rows), _one((first.title or first.name).replace('_', ' ')))}." if first else
                         f"{registry.get(name).command}: nothing to list." if name in _LISTS else "Done."]
     return view
 
@@ -349,7 +406,7 @@ def view_of(name: str, result: BaseModel) -> View:
 def render(name: str, result: BaseModel) -> None:
     """Print ``result`` of tool ``name`` for a person."""
     if getattr(result, "error", False) is True and hasattr(result, "fix"):
-        render_error(result)
+        render_error(result, name=name)
         return
     show(view_of(name, result))
 
@@ -359,7 +416,15 @@ def render(name: str, result: BaseModel) -> None:
 
 
 def _count(n: int, what: str) -> str:
-    return f"{n} {what}" + ("" if n == 1 else "s")
+    """``n`` and the noun ``what`` (singular), pluralised: ``1 volume``, ``9 launches``, ``2,000 runs``."""
+    if n == 1:
+        return f"1 {what}"
+    return f"{n:,} {what}" + ("es" if what.endswith(("s", "sh", "ch", "x")) else "s")
+
+
+def _one(plural: str) -> str:
+    """The singular of a list's name (``launches``: launch, ``volumes``: volume)."""
+    return plural[:-2] if plural.endswith(("sses", "shes", "ches", "xes")) else plural.removesuffix("s")
 
 
 def _preflight(r: Any, v: View) -> None:
@@ -396,6 +461,8 @@ def _validate(r: Any, v: View) -> None:
     v.opening = [f"{name}: {verdict} ({r.mode.upper()}, {schema}): {_count(len(r.errors), 'error')}, "
                  f"{_count(len(r.warnings), 'warning')}."]
     v.drop("config_path", "valid")
+    if r.valid and not r.fallback_from:  # what the check left to the platform matters when it found or missed something
+        v.drop("schema_note")
     v.facts.insert(0, ("config_path", r.config_path))
     for issues in ("errors", "warnings"):
         table = v.table(issues)
@@ -455,11 +522,16 @@ def _get_run(r: Any, v: View) -> None:
 def _run_report(r: Any, v: View) -> None:
     v.opening = [f"Run {r.run_id} is {r.status}" + ("." if r.terminal else " (not ended: the report is provisional).")]
     v.facts, v.tables = [], []
-    v.text = r.markdown.splitlines()
+    v.text = [for_people(line, r.next_calls) for line in r.markdown.splitlines()]  # commands, not tool calls
 
 
 def _list_runs(r: Any, v: View) -> None:
-    if not r.runs:
+    if not r.runs and r.page > r.last_page and r.total:
+        v.opening = [f"No runs on page {r.page:,}: the {_count(r.total, 'run')} of the {r.owner} end on page "
+                     f"{r.last_page}."]
+        last = call("mf_list_runs", page=r.last_page if r.last_page > 1 else None)
+        v.hint(f"The last page: {last}.", last)
+    elif not r.runs:
         v.opening = [f"No runs for the {r.owner}." if r.page == 1 else f"No runs on page {r.page}."]
         first = call("mf_list_examples")
         v.hint(f"Start one from an example: {first}.", first)
@@ -472,10 +544,10 @@ def _list_runs(r: Any, v: View) -> None:
         if r.next_page:
             more = call("mf_list_runs", page=r.next_page)
             v.hint(f"More: {more}.", more)
-    v.drop("owner", "total", "page", "next_page", "scan_complete")
+    v.drop("owner", "total", "page", "next_page", "last_page", "scan_complete")
     table = v.table("runs")
     if table:
-        table.columns, table.keep = ["run_id", "status", "max_steps", "created_at", "model", "name"], 2
+        table.columns, table.keep = ["run_id", "status", "latest_step", "max_steps", "created_at", "model", "name"], 2
 
 
 def _check_progress(r: Any, v: View) -> None:
@@ -507,6 +579,8 @@ def _logs(r: Any, v: View) -> None:
                  + (f" ({r.hidden_progress_lines} progress lines hidden)" if r.hidden_progress_lines else "") + "."]
     if not r.available and r.note:
         v.opening.append(r.note)
+    elif r.note:  # which window a filtered read saw, and the command that widens it
+        v.hint(r.note, *r.next_calls)
     v.facts, v.tables = [], []
     v.text = [" ".join(p for p in (line.timestamp, line.level, line.message) if p) + (
         f"\n{line.exception}" if line.exception else "") for line in r.lines]
@@ -523,10 +597,8 @@ def _checkpoints(r: Any, v: View) -> None:
 
 def _list_traces(r: Any, v: View) -> None:
     v.opening = [f"{_count(r.count, r.kind.rstrip('s'))} of run {r.run_id} on this page."]
-    if r.next_cursor:
-        more = call("mf_list_traces", run_id=r.run_id, kind=r.kind if r.kind != "traces" else None,
-                    cursor=r.next_cursor)
-        v.hint(f"Next page: {more}.", more)
+    if r.next_calls:  # the same arguments: a cursor is valid only with them
+        v.hint(f"Next page: {r.next_calls[0]}.", r.next_calls[0])
     table = v.table("traces")
     if table:
         table.columns, table.keep = ["trace_id", "run_step", "reward", "outcome", "tokens", "size_bytes"], 2
@@ -546,8 +618,8 @@ def _download(r: Any, v: View) -> None:
         v.hint(f"Once the platform has uploaded the rest, the same command fetches what is missing: {again}.", again)
     v.facts = [(k, val) for k, val in v.facts if not k.startswith("missing.")]
     steps = r.missing.steps_without_traces
-    if steps:
-        v.facts.append(("steps_without_traces", steps))
+    if steps:  # the numbers of the steps, not how many
+        v.facts.append(("step_numbers_without_traces", steps))
 
 
 def _summarize_logs(r: Any, v: View) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -264,7 +265,7 @@ def test_a_bad_value_says_which_field_and_what_type_it_expects(env):
     assert [f["path"] for f in error["fields"]] == ["since_seconds"]
     assert "expected an integer" in error["fields"][0]["problem"]
     human = mf("get-logs", "crun", "--since-seconds", SECRET_LIKE, env=env)
-    assert human.returncode == EXIT_USAGE and "since_seconds" in human.stderr and "integer" in human.stderr
+    assert human.returncode == EXIT_USAGE and "--since-seconds" in human.stderr and "integer" in human.stderr
 
 
 @pytest.mark.parametrize(("args", "fields"), [
@@ -396,3 +397,120 @@ def test_a_read_command_against_a_stalled_api_ends_within_the_call_bound_and_say
     assert proc.returncode == EXIT_TOOL_ERROR and "within 3 s" in error["message"], error
     proc = mf("get-run", run.run_id, env={**env, "MODEL_FACTORY_CALL_SECONDS": "soon"}, timeout=60)
     assert proc.returncode == EXIT_USAGE and "MODEL_FACTORY_CALL_SECONDS" in proc.stderr and "soon" not in proc.stderr
+
+
+# -- a person's words at the command line ---------------------------------------------------------
+
+
+def start_run(emulator, env: dict[str, str], scenario: str | None = None, **params) -> str:
+    """A run created on the emulator (through our client), misbehaving as ``scenario`` says."""
+    import tomllib
+
+    from tools.core import Context
+    from tools.platform import wire
+
+    if scenario:
+        emulator.state.set_scenario(scenario, **params)
+    ctx = Context(env=env, home=Path(env["HOME"]), state_dir=Path(env["MODEL_FACTORY_STATE_DIR"]))
+    try:
+        return ctx.platform().create_run(wire.build_create_body(tomllib.loads(RT_RL.read_text()), name="cli")).run_id
+    finally:
+        ctx.close()
+
+
+def test_errors_name_options_and_commands_not_json_arguments_and_say_each_problem_once(env, tmp_path):
+    bad = mf("plan-run", str(RT_RL), "--team", "personal", "--max-steps", "abc", env=env, cwd=tmp_path)
+    assert bad.returncode == EXIT_USAGE
+    assert "--max-steps: expected an integer" in bad.stderr and bad.stderr.count("expected an integer") == 1
+    assert "plan-run --help" in bad.stderr
+    for agents in ("mf_", "input schema", "null", "got a string", "arguments."):
+        assert agents not in bad.stderr, (agents, bad.stderr)
+    secret = mf("plan-run", str(RT_RL), "--team", "personal", "--name", "hf_" + "FAKE" * 9, env=env, cwd=tmp_path)
+    assert "at --name" in secret.stderr and "- --name:" in secret.stderr and "arguments." not in secret.stderr
+    toml = tmp_path / "bad.toml"
+    toml.write_text("[trainer\nmax_steps = 3\n")
+    invalid = mf("validate-config", str(toml), env=env, cwd=tmp_path)
+    assert invalid.stderr.count("Expected ']'") == 1 and f"{toml}:1:9" in invalid.stderr, invalid.stderr
+    exists = mf("prepare-config", "basic/reverse-text/rl", str(toml), env=env, cwd=tmp_path)
+    assert "prepare-config never overwrites" in exists.stderr and "mf_" not in exists.stderr
+
+
+def test_help_says_omit_an_option_where_an_agent_would_pass_null(env):
+    proc = mf("plan-run", "--help", env=env)
+    assert "null" not in proc.stdout.lower() and "or omit it for the configured owner" in " ".join(proc.stdout.split())
+    team = mf("plan-run", str(RT_RL), "--team", "null", env=env)  # what the help used to suggest
+    assert team.returncode != 0  # not a team: the help no longer says to pass it
+
+
+def test_json_before_the_command_says_to_put_it_after(env):
+    proc = mf("--json", "get-run", "x", env=env)
+    assert proc.returncode == EXIT_USAGE and "put --json after the command" in proc.stdout
+
+
+def test_an_emulator_host_this_machine_does_not_have_is_named_as_the_problem(env):
+    proc = mf("emulator", "--host", "192.0.2.1", "--port", "18999", env=env, timeout=60)
+    assert proc.returncode == 1 and "pick another --host" in proc.stderr and "--port" not in proc.stderr.split(".")[-2]
+
+
+def test_list_runs_past_its_last_page_names_the_last_page_and_shows_latest_steps(env, emulator):
+    start_run(emulator, env)
+    emulator.state.advance(300)
+    past = mf("list-runs", "--page", "9223372036854775807", env=env)
+    assert past.returncode == 0 and "end on page 1" in past.stderr and "example" not in past.stderr, past.stderr
+    piped = mf("list-runs", env=env)
+    header, row = piped.stdout.splitlines()[:2]
+    assert header.split("\t")[2] == "latest_step" and row.split("\t")[2].isdigit(), piped.stdout
+
+
+def test_counts_read_in_the_singular_and_plural(env):
+    from skill.emulator import seed
+
+    proc = mf("list-volumes", "--team", seed.TEAM_RESEARCH_ID, env=env)
+    assert proc.returncode == 0 and proc.stderr.startswith("1 volume."), proc.stderr
+    launches = mf("list-launches", env=env)
+    assert "launchs" not in launches.stdout + launches.stderr
+
+
+def test_the_next_page_of_traces_keeps_the_options_of_the_first(env, emulator):
+    run_id = start_run(emulator, env)
+    emulator.state.advance(3600)
+    proc = mf("list-traces", run_id, "--limit", "2", env=env)
+    nxt = [line for line in proc.stderr.splitlines() if "Next page" in line]
+    assert nxt and "--limit 2" in nxt[0] and "--cursor" in nxt[0], proc.stderr
+
+
+def test_a_filtered_log_read_that_finds_nothing_says_the_window_in_hours_and_prints_the_wider_command(env, emulator):
+    run_id = start_run(emulator, env)
+    emulator.state.advance(7200)  # completed long ago: its lines are older than the 15 minutes a filtered read sees
+    quiet = mf("get-logs", run_id, "--level", "WARNING", env=env)
+    assert quiet.stderr.startswith("0 lines") and "the window of filtered reads" in quiet.stderr, quiet.stderr
+    wider = [line for line in quiet.stderr.splitlines() if "--since-seconds" in line]
+    assert wider and "--level WARNING" in wider[0], quiet.stderr
+    assert re.search(r"The run ended \d+\.\d h ago", quiet.stderr), quiet.stderr  # over 90 minutes: in hours
+
+
+def test_a_download_with_missing_uploads_names_the_step_numbers_field_honestly(env, emulator, tmp_path):
+    run_id = start_run(emulator, env, "missing_traces", steps=[2])
+    emulator.state.advance(3600)
+    proc = mf("download-traces", run_id, str(tmp_path / "traces"), env=env)
+    rows = dict(line.split("\t", 1) for line in proc.stdout.split("\n\n")[0].splitlines())
+    assert rows.get("step_numbers_without_traces") == "2" and "steps_without_traces" not in rows, proc.stdout
+
+
+def test_a_valid_config_leaves_out_the_long_schema_note(env):
+    proc = mf("validate-config", str(RT_RL), env=env)
+    assert proc.returncode == 0 and "schema_note" not in proc.stdout and "config_path" in proc.stdout
+
+
+def test_the_plan_summary_names_the_flags_for_more_steps_and_separates_thousands(env, tmp_path):
+    smoke = mf("plan-run", str(RT_RL), "--team", "personal", env=env, cwd=tmp_path)
+    assert "--run-kind full or --max-steps N" in smoke.stdout, smoke.stdout
+    big = mf("plan-run", str(RT_RL), "--team", "personal", "--max-steps", "10000000", env=env, cwd=tmp_path)
+    assert "Steps:         10,000,000 (" in big.stdout and re.search(r"\(~[\d,]+\.\d\d/", big.stdout), big.stdout
+
+
+def test_run_report_markdown_names_commands_when_called_from_the_command_line(env, emulator):
+    run_id = start_run(emulator, env)
+    emulator.state.advance(3600)
+    proc = mf("run-report", run_id, "--no-plot", env=env)
+    assert proc.returncode == 0 and "mf_" not in proc.stdout and "download-traces" in proc.stdout, proc.stdout

@@ -409,7 +409,7 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     elif args.run_kind == "smoke":
         cap = SMOKE_MAX_STEPS if from_config is None else min(from_config, SMOKE_MAX_STEPS)
         reason = (f"smoke run: min(config {from_config if from_config is not None else 'unset'}, "
-                  f"{SMOKE_MAX_STEPS}); a full run or max steps for more")
+                  f"{SMOKE_MAX_STEPS}); for more, plan with --run-kind full or --max-steps N")
     else:
         cap = from_config
         reason = "full run: the config's max_steps" if cap is not None else \
@@ -504,7 +504,7 @@ def summary_text(d: Draft, *, policy: str | None = None, policy_reasons: list[st
              if c.usd_per_gpu_hour is not None else "unknown per GPU-hour")
     cost = f"low {usd(c.usd_low)} / expected {usd(c.usd_expected)} / high {usd(c.usd_high)}"
     if c.hours_expected is not None:
-        cost += f" (~{c.hours_low:.2f}/{c.hours_expected:.2f}/{c.hours_high:.2f} h)"
+        cost += f" (~{c.hours_low:,.2f}/{c.hours_expected:,.2f}/{c.hours_high:,.2f} h)"
     runtime = d.runtime.note if d.runtime else "runtime not re-checked"
     lines = [
         f"Plan {d.plan_id}: nothing launched, nothing spent yet.",
@@ -517,7 +517,7 @@ def summary_text(d: Draft, *, policy: str | None = None, policy_reasons: list[st
         f"  Run name:      {d.run_name} (-{d.fingerprint} marks this plan, to find a launch whose answer is lost)",
         f"  GPUs:          {gpu}",
         f"  Price:         {price}",
-        f"  Steps:         {d.max_steps if d.max_steps is not None else 'no limit'} ({d.max_steps_reason})",
+        f"  Steps:         {f'{d.max_steps:,}' if d.max_steps is not None else 'no limit'} ({d.max_steps_reason})",
         f"  Cost estimate: {cost}",
         f"  Assumptions:   {c.assumptions}",
     ]

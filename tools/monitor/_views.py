@@ -11,9 +11,12 @@ from tools.platform import wire
 
 
 def minutes(seconds: float | None) -> str:
-    """``seconds`` in words: ``"95 s"`` below 90 s, else ``"12.3 min"``; ``"?"`` when unknown."""
+    """``seconds`` in words: ``"85 s"`` below 90 s, ``"12.3 min"`` below 90 minutes, else
+    ``"10.1 h"`` (``"1,234.5 h"``); ``"?"`` when unknown."""
     if seconds is None:
         return "?"
+    if seconds >= 90 * 60:
+        return f"{seconds / 3600:,.1f} h"
     return f"{seconds / 60:.1f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
 

@@ -185,6 +185,7 @@ class ListRunsResult(BaseModel):
     total: int = Field(description="Runs in all pages (matching status, when filtered).")
     page: int = Field(description="This page number.")
     next_page: int | None = Field(default=None, description="The next page number, null on the last page.")
+    last_page: int = Field(default=1, description="The last page holding runs at this limit (1 when there are none).")
     scan_complete: bool = Field(default=True, description=(
         "False when a status filter's scan stopped early: after the newest 1000 runs, or because the platform's "
         "paging repeated or emptied a page (note says which)."))
@@ -279,7 +280,8 @@ def list_runs(inp: ListRunsInput, ctx: Context) -> ListRunsResult:
         cut = len(rows) - k
         return ListRunsResult(
             owner=label, runs=rows[:k], total=total, page=inp.page,
-            next_page=inp.page + 1 if total > inp.page * inp.limit else None, scan_complete=complete, note=note,
+            next_page=inp.page + 1 if total > inp.page * inp.limit else None,
+            last_page=max(1, -(-total // inp.limit)), scan_complete=complete, note=note,
             truncated=cut > 0, omitted=cut,
             narrow_hint=f"Ask for limit={max(1, k)} per page (page numbers depend on limit)." if cut else None)
 

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tools.core import MAX_STEPS, OUTPUT_BUDGET_CHARS, Context, json_chars, not_found, tool
-from tools.errors import fail
+from tools.errors import Call, call, fail
 from tools.platform import wire
 from tools.platform.client import TracesClient
 from tools.platform.paging import CursorTrail, End, Walk
@@ -114,6 +114,9 @@ class ListTracesResult(BaseModel):
     episodes: list[EpisodeRow] = Field(default_factory=list, description="Episode rows (kind episodes), newest first.")
     eval_runs: list[EvalRunRow] = Field(default_factory=list, description=(
         "Eval runs (kind eval_runs), most recent first."))
+    next_calls: list[Call] = Field(default_factory=list, description=(
+        "The call for the next page: the same arguments (a cursor is valid only with them) and next_cursor; "
+        "empty on the last page."))
     count: int = Field(description="Rows on this page.")
     next_cursor: str | None = Field(default=None, description=(
         "Pass as cursor (same other arguments) for the next page; null when the listing ended (see complete)."))
@@ -338,8 +341,11 @@ def list_traces(inp: ListTracesInput, ctx: Context) -> ListTracesResult:
     def build(rows: list[Any], end: End | None, answered: str | None, after: _Position, limit: int) -> ListTracesResult:
         cut = limit < inp.limit
         walk = Walk(end=end, pages=after.trail.pages, last_cursor=answered, max_pages=MAX_WALK_PAGES)
+        cursor = None if end else _encode(after)
+        same = {**inp.model_dump(exclude_defaults=True), "cursor": cursor}
         return ListTracesResult(
-            run_id=inp.run_id, kind=inp.kind, count=len(rows), next_cursor=None if end else _encode(after),
+            run_id=inp.run_id, kind=inp.kind, count=len(rows), next_cursor=cursor,
+            next_calls=[call("mf_list_traces", **same)] if cursor else [],
             complete=walk.complete, note=walk.note(_WHAT[inp.kind]), truncated=cut,
             narrow_hint=f"Page shortened to {limit} rows to fit the output budget; follow next_cursor for more."
             if cut else None, **{inp.kind: rows})
