@@ -436,6 +436,8 @@ def _preflight(r: Any, v: View) -> None:
     for check in r.checks:
         if check.ok is False and check.fix:
             v.hint(f"{check.name}: {check.fix}")
+            # said once: in its Next line, not also in the opening line
+            v.opening = [" ".join(line.replace(check.fix, "").split()) for line in v.opening]
     if r.ok:
         v.hint(f"Start from a bundled example: {call('mf_list_examples')}.", call("mf_list_examples"))
 

@@ -514,3 +514,11 @@ def test_run_report_markdown_names_commands_when_called_from_the_command_line(en
     emulator.state.advance(3600)
     proc = mf("run-report", run_id, "--no-plot", env=env)
     assert proc.returncode == 0 and "mf_" not in proc.stdout and "download-traces" in proc.stdout, proc.stdout
+
+
+def test_preflight_says_a_failed_checks_fix_once_and_names_the_command_not_the_tool(env):
+    no_key = {k: v for k, v in env.items() if k != "PRIME_API_KEY"}
+    proc = mf("preflight", env=no_key)
+    assert proc.returncode == EXIT_CHECK_FAILED and proc.stderr.startswith("Not ready: api_key")
+    assert proc.stderr.count("Set PRIME_API_KEY") == 1 and "mf_" not in proc.stderr and " preflight` again" in \
+        proc.stderr, proc.stderr
