@@ -464,7 +464,8 @@ def top_parser() -> _Parser:
                      description="Train models on Prime Intellect's hosted Model Factory, with guardrails. "
                                  f"`{PROG} COMMAND --help` shows a command's arguments.",
                      epilog="Exit codes: 0 ok, 1 a check failed, 2 usage error, 3 tool error, 4 confirmation "
-                            "needed or refused, 5 ambiguous outcome (reconcile, never repeat), 130 interrupted.")
+                            "needed or refused, 5 ambiguous outcome (reconcile, never repeat), 130 interrupted, "
+                            "141 the reader closed the output early (| head).")
     workflow = parser.add_argument_group("commands")
     for command in COMMANDS.values():
         workflow.add_argument(command.name, help=command.summary)
