@@ -327,9 +327,9 @@ def render_error(error: Any, err: terminal.Terminal | None = None, name: str | N
     spec = _spec(name)
     message, fields = error.message, list(getattr(error, "fields", []))
     said = False
-    for problem in fields:
-        for repeated in (f"{problem.path}: {problem.problem}", problem.problem):
-            if problem.problem and repeated in message:
+    for problem in fields:  # a bare problem only when it is a sentence, not a word like "required"
+        for repeated in (f"{problem.path}: {problem.problem}", problem.problem if len(problem.problem) > 20 else None):
+            if problem.problem and repeated and repeated in message:
                 message, said = message.replace(repeated, "", 1), True
                 break
     if said:

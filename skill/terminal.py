@@ -133,7 +133,7 @@ _COMMAND = re.compile(r"(?P<before>[^`\s]*)`(?P<command>[^`]* [^`]*)`(?P<after>[
 _LABEL = re.compile(r"(?P<label>[^\s].*?:  +|[-*] )(?=\S)")
 
 
-def block(lines: list[str], width: int | None, *, commands: bool = False) -> list[str]:
+def block(lines: list[str], width: int | None) -> list[str]:
     """Preformatted ``lines`` (a plan summary, a report) wrapped to ``width``: each keeps its
     indent; after a label (``Config:       ``) or a bullet (``- ``) the text wraps under itself. A
     word too wide for that column starts its own line, indented as far as it can be and still fit.
@@ -151,7 +151,7 @@ def block(lines: list[str], width: int | None, *, commands: bool = False) -> lis
         if head and len(first) + len((words(rest) or [""])[0]) > width:  # the label on a line of its own
             out.append(first.rstrip())
             first = hanging
-        for text in wrap(rest, width, hanging, first_indent=first, commands=commands):
+        for text in wrap(rest, width, hanging, first_indent=first):
             piece = text.lstrip(" ")
             if len(text) > width and piece != text and len(words(piece)) == 1:  # as far right as it still fits
                 text = " " * max(0, min(len(text) - len(piece), width - len(piece))) + piece
