@@ -105,8 +105,10 @@ def wrap(text: str, width: int | None, indent: str = "", first_indent: str | Non
     first = indent if first_indent is None else first_indent
     out: list[str] = []
     for paragraph in text.split("\n"):
-        line, lead, after_command = "", first if not out else indent, False
-        for word in words(paragraph):
+        line, lead, after_command, end = "", first if not out else indent, False, 0
+        for match in _WORD.finditer(paragraph):
+            # words on one line keep the spaces between them (a path with two spaces stays that path)
+            word, gap, end = match[0], paragraph[end:match.start()] or " ", match.end()
             alone = _COMMAND.fullmatch(word) if commands and width is not None else None
             if alone:
                 before, command, after = alone["before"].rstrip("("), alone["command"], alone["after"]
@@ -116,11 +118,11 @@ def wrap(text: str, width: int | None, indent: str = "", first_indent: str | Non
                 out.append(command)
                 line, lead, after_command = after.lstrip(")").lstrip(".,;:"), indent, True
                 continue
-            if line and width is not None and len(lead) + len(line) + 1 + len(word) > width:
+            if line and width is not None and len(lead) + len(line) + len(gap) + len(word) > width:
                 out.append(lead + line)
                 line, lead = word, indent
             else:
-                line = f"{line} {word}" if line else word
+                line = f"{line}{gap}{word}" if line else word
             after_command = False
         if line or not after_command:
             out.append((lead + line).rstrip())
