@@ -17,6 +17,8 @@ from tools.core import Context
 from tools.errors import FieldProblem, ToolError, ToolFailure
 from tools.guardrails.secrets import (
     FORWARDABLE,
+    MEMO_CHARS,
+    MEMO_ENTRIES,
     EnvFileError,
     Scrubber,
     find_secret_values,
@@ -350,6 +352,37 @@ def test_scrub_text_leaves_no_fragment_of_overlapping_values():
     # a value overlapping itself
     s2 = Scrubber([("R", "abababab")])
     assert s2.scrub_text("ababababab!") == "[REDACTED:R]!"
+
+
+def test_a_value_added_later_is_redacted_in_text_scrubbed_before_it_was_known():
+    s = Scrubber()
+    line = f"run failed: key {CANARY} rejected"
+    assert s.scrub_text(line) == line  # unknown yet (and remembered as clean)
+    s.add("HF_TOKEN", CANARY)
+    assert s.scrub_text(line) == "run failed: key [REDACTED:HF_TOKEN] rejected"
+    long_line = line + " x" * MEMO_CHARS  # past the memo's length: scrubbed every time
+    assert "[REDACTED:HF_TOKEN]" in s.scrub_text(long_line) and CANARY not in s.scrub_text(long_line)
+
+
+def test_clean_text_and_models_come_back_as_the_same_objects_however_often_they_are_scrubbed():
+    class Item(BaseModel):
+        model: str
+        outcome: dict[str, str]
+
+    s = Scrubber([("HF_TOKEN", CANARY)])
+    items = [Item(model="PrimeIntellect/Qwen3-0.6B", outcome={"outcome": "done"}) for _ in range(3)]
+    for _ in range(2):  # the second pass is answered from the memo
+        assert all(s.scrub_obj(item) is item for item in items)
+    dirty = Item(model=f"m-{CANARY}", outcome={"outcome": "done"})
+    assert s.scrub_obj(dirty).model == "m-[REDACTED:HF_TOKEN]" and s.scrub_obj(dirty).model == "m-[REDACTED:HF_TOKEN]"
+
+
+def test_the_memo_stays_bounded_and_still_redacts_after_it_is_emptied():
+    s = Scrubber([("HF_TOKEN", CANARY)])
+    for n in range(MEMO_ENTRIES + 10):
+        s.scrub_text(f"trace-{n:06d}-of-a-long-run")
+    assert len(s._memo) <= MEMO_ENTRIES
+    assert s.scrub_text(f"again {CANARY}") == "again [REDACTED:HF_TOKEN]"
 
 
 def test_scrub_obj_walks_keys_values_lists_and_tuples():

@@ -26,6 +26,7 @@ from skill import registry
 from tools.core import OUTPUT_BUDGET_CHARS, Context
 from tools.errors import ToolError
 from tools.errors import call as tool_call
+from tools.platform import files as atomic_files
 from tools.platform import wire
 
 DONE = 60 + 90 + 30 * 20 + 10 + 5  # queued + start-up + 20 steps + finalize + ingest, simulated seconds
@@ -275,6 +276,44 @@ def test_connection_cut_leaves_no_partial_file_and_a_rerun_completes(ctx, emulat
     done = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
     assert done.complete and done.traces_on_disk == 320
     assert (done.skipped_existing, done.traces_downloaded) == (len(kept), 320 - len(kept))
+
+
+def _failing(first: bytes):
+    yield first
+    raise OSError("connection reset mid-file")
+
+
+@pytest.mark.parametrize("unnamed", [True, False], ids=["unnamed-file", "hidden-sibling"])
+def test_a_written_file_appears_whole_or_not_at_all(tmp_path, monkeypatch, unnamed):
+    if not unnamed:  # a file system that makes no unnamed files (not Linux, or without O_TMPFILE)
+        monkeypatch.setattr(atomic_files, "_unnamed_file", lambda folder: None)
+    target = tmp_path / "tr-1.json"
+    assert atomic_files.write_atomic(target, [b'{"a":', b" 1}"]) == (8, hashlib.sha256(b'{"a": 1}').hexdigest())
+    assert target.read_bytes() == b'{"a": 1}' and target.stat().st_mode & 0o777 == 0o600
+    with pytest.raises(OSError, match="mid-file"):
+        atomic_files.write_atomic(tmp_path / "tr-2.json", _failing(b'{"half'))
+    with pytest.raises(OSError, match="mid-file"):
+        atomic_files.write_atomic(target, _failing(b'{"other'))
+    assert [p.name for p in tmp_path.iterdir()] == ["tr-1.json"] and target.read_bytes() == b'{"a": 1}'
+    assert atomic_files.write_atomic(target, [b"[]"])[0] == 2 and target.read_bytes() == b"[]"  # replaced in one step
+    assert [p.name for p in tmp_path.iterdir()] == ["tr-1.json"]
+
+
+def test_a_process_killed_mid_write_leaves_nothing_behind(tmp_path):
+    code = ("import sys, time; from pathlib import Path; from tools.platform.files import write_atomic\n"
+            "def chunks():\n    yield b'{\"half'\n    print('writing', flush=True)\n    time.sleep(60)\n"
+            "    yield b'\"}'\n"
+            "write_atomic(Path(sys.argv[1]) / 'tr-1.json', chunks())\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parent.parent)
+    try:
+        assert proc.stdout.readline().strip() == "writing"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert list(tmp_path.iterdir()) == []  # no partial file, and no temporary one for the next call to clean
 
 
 def test_ctrl_c_saves_the_manifest_and_a_rerun_resumes(ctx, emulator, launch, tmp_path, mf_env):

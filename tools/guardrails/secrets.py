@@ -344,6 +344,10 @@ _ENV_NAME_VALUE = re.compile(r"^[A-Z][A-Z0-9_]*$|^\$\{[A-Za-z_][A-Za-z0-9_]*\}$"
 #: a W&B key in a log line. A bare 40-hex value is left alone (git commit shas look the same).
 _KEYED_HEX = re.compile(r"(?i)(?:api[_ -]?key|access[_ -]?key|secret|token|password)[\"' :=]{1,4}"
                         r"(?:local-)?([0-9a-f]{40})(?![0-9a-f])")
+#: The scrubber's memo of short strings: entries at most, and characters per string at most.
+MEMO_ENTRIES, MEMO_CHARS = 4096, 256
+#: Values :meth:`Scrubber.scrub_obj` passes on as they are (bytes: raw trace documents are never rewritten).
+_SCALARS = (bool, int, float, bytes)
 #: Every known key format, in one pass (:meth:`Scrubber.scrub_text` redacts them by shape).
 _ANY_FORMAT = re.compile("|".join(f"(?P<f{i}>{pattern.pattern})" for i, (_, pattern) in enumerate(_FORMATS)))
 
@@ -493,12 +497,15 @@ class Scrubber:
     line, a dict key. Values shaped like a known key format are redacted too, known or not
     (see :meth:`scrub_text`). Overlapping occurrences are merged so no fragment of a secret is
     left visible. Cost: one C-level substring scan per value and two compiled regex passes per
-    string (nothing quadratic).
+    string (nothing quadratic); short strings already scrubbed are answered from a bounded
+    memo (:data:`MEMO_ENTRIES` strings of at most :data:`MEMO_CHARS` characters, emptied when a
+    value is added), since pages of a listing repeat the same ids, names and models.
     """
 
     def __init__(self, pairs: Iterable[tuple[str, str]] = ()) -> None:
         self._names: dict[str, str] = {}  # value -> name
         self._ordered: list[tuple[str, str]] = []  # (value, name), longest first
+        self._memo: dict[str, str] = {}  # short text -> scrubbed text, for the values held now
         for name, value in pairs:
             self.add(name, value)
 
@@ -537,6 +544,7 @@ class Scrubber:
             return
         self._names[value] = name
         self._ordered = sorted(self._names.items(), key=lambda item: -len(item[0]))
+        self._memo = {}
         stripped = value.strip()
         if stripped != value:
             self.add(name, stripped)
@@ -568,6 +576,18 @@ class Scrubber:
         each value shaped like a known key format (:data:`_FORMATS`, or a 40-hex key right
         after "api key"/"token"/...) replaced by ``[REDACTED:<format>]`` even when its value
         is not known here (a key forwarded from another shell showing up in a run's log)."""
+        if not text or len(text) > MEMO_CHARS:
+            return self._scrub(text)
+        memo = self._memo
+        out = memo.get(text)
+        if out is None:
+            out = self._scrub(text)
+            if len(memo) >= MEMO_ENTRIES:
+                memo.clear()
+            memo[text] = out
+        return text if out == text else out  # unchanged text comes back as the same object
+
+    def _scrub(self, text: str) -> str:
         if not text:
             return text
         spans: list[tuple[int, int, str]] = []
@@ -602,6 +622,8 @@ class Scrubber:
         as the same object."""
         if isinstance(obj, str):
             return self.scrub_text(obj)
+        if obj is None or isinstance(obj, _SCALARS):  # the common case inside models: nothing to scrub
+            return obj
         if isinstance(obj, BaseModel):
             return self.scrub_model(obj)
         if isinstance(obj, dict):
@@ -622,8 +644,7 @@ class Scrubber:
         extra fields included) scrubbed. Built with ``model_copy(update=...)`` so it never
         fails validation on a redacted value; returns ``model`` itself when nothing changed."""
         update: dict[str, Any] = {}
-        for name in type(model).model_fields:
-            value = getattr(model, name, None)
+        for name, value in model.__dict__.items():  # the fields' values (extra fields are below)
             new = self.scrub_obj(value)
             if new is not value:
                 update[name] = new

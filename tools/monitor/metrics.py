@@ -243,8 +243,8 @@ def _render_png(target: Path, title: str, series: dict[str, list[tuple[int, floa
 def plot_metrics(inp: PlotMetricsInput, ctx: Context) -> PlotMetricsResult:
     """Render metrics over steps as a PNG (matplotlib, Agg, imported on first use).
 
-    Data: GET ``/rft/runs/{id}/metrics`` (every step). The file is written through a
-    temporary sibling and renamed (never a partial PNG). Errors: ``not_found``,
+    Data: GET ``/rft/runs/{id}/metrics`` (every step). The file appears whole or not
+    at all (never a partial PNG). Errors: ``not_found``,
     ``bad_arguments`` (dest, unknown metric, nothing to plot), ``dependency_missing``
     (matplotlib not installed), the platform codes.
     """

@@ -7,7 +7,7 @@
 - :mod:`tools.platform.wire` - pydantic wire models and the request-body builders
   (:func:`build_create_body`, :func:`build_prepare_body`).
 - :mod:`tools.platform.errors` - the typed error set.
-- :mod:`tools.platform.files` - :func:`~tools.platform.files.write_atomic` (temporary sibling + rename).
+- :mod:`tools.platform.files` - :func:`~tools.platform.files.write_atomic` (a file appears whole or not at all).
 - :mod:`tools.platform.paging` - walks over paged lists that always end (:class:`~tools.platform.paging.CursorWalk`,
   :class:`~tools.platform.paging.NumberedWalk`).
 

@@ -514,7 +514,7 @@ class TracesClient(BaseClient):
         """Stream the raw trace into ``dest`` and return the bytes written.
 
         ``dest`` is a binary file object (written as received), or a path: then the bytes
-        go to a temporary sibling that replaces ``dest`` only when complete (as the SDK).
+        go to ``dest`` only when complete (:func:`~tools.platform.files.write_atomic`; as the SDK).
         """
         chunks = self.stream_raw_trace(trace_id, team_id=team_id)
         if not hasattr(dest, "write"):

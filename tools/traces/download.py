@@ -486,8 +486,8 @@ def download_traces(inp: DownloadTracesInput, ctx: Context) -> DownloadTracesRes
 
     Layout: ``dest/traces/<trace_id>.json`` (raw documents, GET ``/traces/{id}?raw=true``),
     ``dest/episodes/<episode_id>.json`` (raw envelopes), ``dest/manifest.jsonl`` (:mod:`._manifest`).
-    Every file goes through a hidden temporary sibling and an atomic rename: no partial files,
-    ever. Interruptions: the manifest is started (``state: in_progress``) before any other file and
+    Every file appears whole or not at all (:func:`~tools.platform.files.write_atomic`): no
+    partial files, ever. Interruptions: the manifest is started (``state: in_progress``) before any other file and
     each file's line is appended as it lands; Ctrl-C stops the running files, records those that
     finished and appends ``interrupted`` before the KeyboardInterrupt propagates; a killed process
     leaves the journal as it was. The next call resumes: files in the manifest are sha256-checked,
