@@ -86,7 +86,13 @@ def _line(record: dict[str, Any]) -> bytes:
 
 
 class Record:
-    """One download's manifest and index. Used from one thread (the index is SQLite's)."""
+    """One download's manifest and index. Used from one thread (the index is SQLite's).
+
+    Few statements per file: the files of this call are indexed in batches of :data:`BATCH`
+    (``executemany``), and a download that starts from nothing never looks a file up (only an
+    earlier call's files can be there). Each statement hands the interpreter's lock to the
+    download threads and waits to get it back, so statements per file cost throughput.
+    """
 
     def __init__(self, dest: Path, run_id: str, source: str, *, resume: bool) -> None:
         self.dest, self.run_id, self.source, self.resume = dest, run_id, source, resume
@@ -98,11 +104,14 @@ class Record:
         self._db.execute("BEGIN")  # one transaction for the index's whole life: nothing is written per statement
         self._journal: IO[bytes] | None = None
         self._flush_due = 0.0
+        self._rows: list[tuple[Any, ...]] = []  # entries not yet in the index (at most BATCH)
         self._legacy = (dest / LEGACY_MANIFEST).is_file() and not self.path.is_file()
         if self.path.is_file():
             self._read_journal()
         elif self._legacy:
             self._read_legacy()
+        self._index_rows()
+        self._earlier = self._db.execute("SELECT 1 FROM entry LIMIT 1").fetchone() is not None
 
     # -- reading what an earlier call left ---------------------------------------------------
     def _refuse(self, why: str) -> None:
@@ -152,9 +161,16 @@ class Record:
         if not isinstance(identifier, str) or not isinstance(record.get("sha256"), str):
             return
         outcome = {k: record[k] for k in OUTCOME_KEYS[kind] if k in record}
-        self._db.execute("INSERT OR REPLACE INTO entry VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                         (kind, identifier, record.get("file"), record.get("episode_id"), record.get("run_step"),
-                          record.get("bytes"), record["sha256"], json.dumps(outcome) if outcome else None))
+        self._rows.append((kind, identifier, record.get("file"), record.get("episode_id"), record.get("run_step"),
+                           record.get("bytes"), record["sha256"], json.dumps(outcome) if outcome else None))
+        if len(self._rows) >= BATCH:
+            self._index_rows()
+
+    def _index_rows(self) -> None:
+        """Write the pending entries to the index, in order (a later one for a file replaces an earlier one)."""
+        if self._rows:
+            self._db.executemany("INSERT OR REPLACE INTO entry VALUES (?, ?, ?, ?, ?, ?, ?, ?)", self._rows)
+            self._rows = []
 
     # -- writing -------------------------------------------------------------------------------
     def begin(self, expected: dict[str, Any]) -> None:
@@ -187,7 +203,10 @@ class Record:
             self._flush_due = now + FLUSH_SECONDS
 
     def entry(self, kind: Kind, identifier: str) -> tuple[int, str] | None:
-        """(bytes, sha256) of the file recorded for ``identifier``, or None."""
+        """(bytes, sha256) of the file an earlier call recorded for ``identifier``, or None (this call
+        fetches each file once: its own records are never looked up)."""
+        if not self._earlier:
+            return None
         row = self._db.execute("SELECT bytes, sha256 FROM entry WHERE kind = ? AND id = ?",
                                (kind, identifier)).fetchone()
         return (row[0], row[1]) if row else None
@@ -247,6 +266,7 @@ class Record:
                 handle.write(_line({"kind": "state", "state": state, "at": now_text()}))
 
     def _document(self, expected: dict[str, Any], missing: dict[str, Any] | None, state: State) -> Iterator[bytes]:
+        self._index_rows()
         yield _line({"kind": "header", "format": FORMAT, "run_id": self.run_id, "source": self.source,
                      "created_at": now_text()})
         yield _line({"kind": "expected", **expected})
