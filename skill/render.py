@@ -531,8 +531,7 @@ def _list_runs(r: Any, v: View) -> None:
     if not r.runs and r.page > r.last_page and r.total:
         v.opening = [f"No runs on page {r.page:,}: the {_count(r.total, 'run')} of the {r.owner} end on page "
                      f"{r.last_page}."]
-        last = call("mf_list_runs", page=r.last_page if r.last_page > 1 else None)
-        v.hint(f"The last page: {last}.", last)
+        v.hint(f"The last page: {r.next_calls[0]}.", *r.next_calls)  # with the same team, limit and status
     elif not r.runs:
         v.opening = [f"No runs for the {r.owner}." if r.page == 1 else f"No runs on page {r.page}."]
         first = call("mf_list_examples")
@@ -543,9 +542,8 @@ def _list_runs(r: Any, v: View) -> None:
                      + (f" (page {r.page})" if r.page > 1 or r.next_page else "") + "."]
         nxt = call("mf_get_run", run_id=r.runs[0].run_id)
         v.hint(f"Details of the newest: {nxt}.", nxt)
-        if r.next_page:
-            more = call("mf_list_runs", page=r.next_page)
-            v.hint(f"More: {more}.", more)
+        if r.next_calls:  # the next page, with the same team, limit and status
+            v.hint(f"More: {r.next_calls[0]}.", *r.next_calls)
     v.drop("owner", "total", "page", "next_page", "last_page", "scan_complete")
     table = v.table("runs")
     if table:

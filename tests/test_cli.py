@@ -462,6 +462,38 @@ def test_list_runs_past_its_last_page_names_the_last_page_and_shows_latest_steps
     assert header.split("\t")[2] == "latest_step" and row.split("\t")[2].isdigit(), piped.stdout
 
 
+def hinted(proc: subprocess.CompletedProcess, label: str) -> str:
+    """The command a ``Next: <label> `...`.`` hint of ``proc`` prints, as a person copies it."""
+    found = re.search(rf"Next: {label} `([^`]+)`", " ".join(proc.stderr.split()))
+    assert found, proc.stderr
+    return found[1]
+
+
+def pasted(command: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_list_runs_page_hints_keep_the_limit_and_filters_and_paste_as_printed(env, emulator):
+    emulator.state.set_speed(0)  # every run stays QUEUED
+    made = {start_run(emulator, env) for _ in range(5)}
+
+    def ids(proc: subprocess.CompletedProcess) -> list[str]:
+        assert proc.returncode == 0, proc.stderr
+        return [line.split("\t")[0] for line in proc.stdout.splitlines()[1:]]  # piped: a header row, then the runs
+
+    first = mf("list-runs", "--team", "personal", "--status", "queued", "--limit", "2", env=env)
+    more = hinted(first, "More:")
+    assert "--limit 2" in more and "--team personal" in more and "--status QUEUED" in more, more
+    second = pasted(more, env)
+    last = pasted(hinted(second, "More:"), env)  # page 3 at 2 runs a page: the fifth run, and no further page
+    assert len(ids(first)) == len(ids(second)) == 2 and len(ids(last)) == 1 and "More:" not in last.stderr
+    assert set(ids(first) + ids(second) + ids(last)) == made
+    past = mf("list-runs", "--limit", "2", "--page", "7", env=env)
+    back = hinted(past, "The last page:")
+    assert "--limit 2" in back and "--page 3" in back, back
+    assert ids(pasted(back, env)) == ids(last)
+
+
 def test_counts_read_in_the_singular_and_plural(env):
     from skill.emulator import seed
 

@@ -195,6 +195,9 @@ class ListRunsResult(BaseModel):
         "True when rows of this page were left out to fit the output budget."))
     omitted: int = Field(default=0, description="Rows of this page left out.")
     narrow_hint: str | None = Field(default=None, description="How to ask for less.")
+    next_calls: list[Call] = Field(default_factory=list, description=(
+        "The call for the next page, or past the last page the call for the last page: the same team, limit and "
+        "status (page numbers depend on limit); empty otherwise."))
 
 
 _STATUS_SCAN_PAGES = 10
@@ -243,7 +246,8 @@ def list_runs(inp: ListRunsInput, ctx: Context) -> ListRunsResult:
     The owner is resolved like the CLI (:func:`tools.core.resolve_owner`). With ``status``
     the newest pages (up to 1000 runs) are read and filtered here; the scan ends early, with a
     note, on a page the platform repeats or answers empty (:class:`~tools.platform.paging.NumberedWalk`).
-    A backend that ignores paging (no ``total``) is paged locally, as the CLI does. Errors: ``invalid_team``,
+    A backend that ignores paging (no ``total``) is paged locally, as the CLI does. ``next_calls``: the
+    next page (past the end: the last page) with the same team, limit and status. Errors: ``invalid_team``,
     the platform codes.
     """
     owner = resolve_owner(ctx, inp.team)
@@ -275,14 +279,17 @@ def list_runs(inp: ListRunsInput, ctx: Context) -> ListRunsResult:
         if unread:
             note = " ".join(filter(None, [note, f"The latest step of {unread} run(s) could not be read in time."]))
     label = f"{owner.label} (from {owner.source})"
+    next_page = inp.page + 1 if total > inp.page * inp.limit else None
+    last_page = max(1, -(-total // inp.limit))
+    to = next_page if runs else last_page if total and inp.page > last_page else None
+    same = inp.model_dump(exclude_defaults=True, exclude={"page"})  # team, limit, status: pages depend on limit
+    turn = [call("mf_list_runs", **same, page=to if to > 1 else None)] if to else []
 
     def build(k: int) -> ListRunsResult:
         cut = len(rows) - k
         return ListRunsResult(
-            owner=label, runs=rows[:k], total=total, page=inp.page,
-            next_page=inp.page + 1 if total > inp.page * inp.limit else None,
-            last_page=max(1, -(-total // inp.limit)), scan_complete=complete, note=note,
-            truncated=cut > 0, omitted=cut,
+            owner=label, runs=rows[:k], total=total, page=inp.page, next_page=next_page, last_page=last_page,
+            scan_complete=complete, note=note, next_calls=turn, truncated=cut > 0, omitted=cut,
             narrow_hint=f"Ask for limit={max(1, k)} per page (page numbers depend on limit)." if cut else None)
 
     return fit_largest(build, len(rows))
