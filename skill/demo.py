@@ -31,7 +31,6 @@ scenario's verdict was reached, 1 otherwise.
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import json
 import os
 import tempfile
@@ -124,13 +123,10 @@ class _Emulator:
 def running_emulator(env: dict[str, str] | os._Environ[str]) -> str | None:
     """``PRIME_API_BASE_URL`` when it is a loopback URL where an emulator answers its admin
     route (``GET /_emulator/state``), else None. Never a remote host."""
+    from skill.emulator import is_loopback
+
     url = (env.get("PRIME_API_BASE_URL") or "").rstrip("/")
-    host = urlsplit(url).hostname or ""
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
+    if not is_loopback(urlsplit(url).hostname or ""):
         return None
     import httpx
 

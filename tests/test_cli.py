@@ -452,6 +452,36 @@ def test_an_emulator_host_this_machine_does_not_have_is_named_as_the_problem(env
     assert proc.returncode == 1 and "pick another --host" in proc.stderr and "--port" not in proc.stderr.split(".")[-2]
 
 
+@pytest.mark.parametrize(("host", "warned"), [("0.0.0.0", True), ("127.0.0.1", False), ("localhost", False)])
+def test_an_emulator_listening_beyond_the_loopback_warns_that_other_machines_can_use_its_fixed_key(env, host, warned):
+    import socket
+
+    import httpx
+
+    from skill.emulator import DEFAULT_API_KEY
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "skill", "emulator", "--host", host, "--port", str(port)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        banner = [proc.stderr.readline() for _ in range(3)]  # the address, the exports, the pages
+        assert "Ctrl-C stops." in banner[2], banner
+        # it serves (through the loopback): everything it prints before serving has been printed
+        assert httpx.get(f"http://127.0.0.1:{port}/_emulator/state", timeout=30).status_code == 200
+    finally:
+        proc.terminate()
+        rest = proc.communicate(timeout=30)[1]
+    said = " ".join(rest.split())
+    if warned:
+        assert said.startswith(f"Warning: listening on {host}, not the loopback"), rest
+        assert "other machines" in said and DEFAULT_API_KEY in said and "for testing only" in said, rest
+        assert all(len(line) <= 80 for line in rest.splitlines()), rest
+    else:
+        assert "Warning" not in rest, rest
+
+
 def test_list_runs_past_its_last_page_names_the_last_page_and_shows_latest_steps(env, emulator):
     start_run(emulator, env)
     emulator.state.advance(300)

@@ -17,6 +17,7 @@ from .app import create_app
 from .dashboard import DASHBOARD_PATH, dashboard_url
 from .faults import KINDS as FAULT_KINDS
 from .faults import FaultInjector, FaultRule, Seen, route_path
+from .routes_admin import is_loopback
 from .scenarios import SCENARIOS
 from .scenarios import SUMMARIES as SCENARIO_SUMMARIES
 from .seed import (
@@ -39,5 +40,6 @@ __all__ = [
     "DASHBOARD_PATH", "DEFAULT_API_KEY", "DEFAULT_SPEED", "DEFAULT_USER_ID", "DEMO_SPEED", "FAULT_KINDS",
     "OTHER_API_KEY", "OTHER_USER_ID", "SCENARIOS", "SCENARIO_SUMMARIES", "TEAM_EVALS_ID", "TEAM_RESEARCH_ID",
     "ClosedPort", "EmulatorServer", "EmulatorState", "FaultInjector", "FaultRule", "Seed", "Seen", "SimRun",
-    "Timing", "TraceShape", "closed_port", "create_app", "dashboard_url", "default_seed", "route_path", "serve",
+    "Timing", "TraceShape", "closed_port", "create_app", "dashboard_url", "default_seed", "is_loopback", "route_path",
+    "serve",
 ]

@@ -23,14 +23,19 @@ from .scenarios import DEFAULTS, SUMMARIES
 from .state import EmulatorState
 
 
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and a loopback address (127.0.0.0/8, ``::1``, bracketed or not); False for
+    anything else, ``0.0.0.0`` and ``::`` (every interface) included. A name is not resolved."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host.lower() == "localhost"
+
+
 def loopback_only(request: Request) -> None:
     """403 unless the client is on the loopback."""
     host = request.client.host if request.client else ""
-    try:
-        ok = ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        ok = host in ("localhost", "testclient")
-    if not ok:
+    if not (is_loopback(host) or host == "testclient"):
         raise ApiError(403, "Admin routes answer loopback clients only")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import sys
+import textwrap
 import threading
 import time
 from collections.abc import Mapping
@@ -15,6 +16,7 @@ import uvicorn
 from .app import create_app
 from .dashboard import dashboard_url
 from .faults import FaultInjector
+from .routes_admin import is_loopback
 from .seed import DEFAULT_API_KEY, DEFAULT_SPEED
 from .state import EmulatorState
 
@@ -122,7 +124,9 @@ def serve(host: str = "127.0.0.1", port: int = 8765, speed: float | None = None,
     applies to every run created; other keyword arguments go to
     :class:`~skill.emulator.state.EmulatorState` (``timing``, ``shape``, ...). Raises
     ``ValueError`` for an unknown scenario or parameter and ``OSError`` when the address
-    cannot be bound (port taken, bad host), both before printing anything.
+    cannot be bound (port taken, bad host), both before printing anything. A ``host`` other than
+    the loopback (``0.0.0.0``, a network address) gets a warning: other machines can reach the
+    emulator, and its API key is the fixed, published one.
     """
     state = EmulatorState(DEFAULT_SPEED if speed is None else speed, scenario=scenario, **state_options)
     sock = _listening_socket(host, port)
@@ -136,6 +140,13 @@ def serve(host: str = "127.0.0.1", port: int = 8765, speed: float | None = None,
           f"PRIME_API_KEY={DEFAULT_API_KEY} PRIME_DISABLE_VERSION_CHECK=1\n"
           f"  runs: {base}/dashboard/training   admin: {base}/_emulator/state (loopback clients only). "
           "Ctrl-C stops.", file=sys.stderr, flush=True)
+    if not is_loopback(host):
+        warning = (f"Warning: listening on {host}, not the loopback: other machines that reach this one can use the "
+                   f"emulator, with the fixed key {DEFAULT_API_KEY} that anyone can read. It is for testing only: "
+                   "keep real keys and data out of it, and leave --host at 127.0.0.1 (the default) unless another "
+                   "machine must reach it.")
+        print(textwrap.fill(warning, 80, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False),
+              file=sys.stderr, flush=True)
     uvicorn.Server(_config(app, host, port)).run(sockets=[sock])
 
 
