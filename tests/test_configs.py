@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -518,7 +519,11 @@ def test_report_stays_within_the_output_budget(tmp_path: Path, ctx: Context):
 
 def test_a_folder_and_a_byte_order_mark(tmp_path: Path, ctx: Context):
     folder = validate_config(ValidateConfigInput(config_path=str(tmp_path)), ctx)
-    assert isinstance(folder, ToolError) and folder.code == "config_not_found" and "is a folder" in folder.message
+    assert isinstance(folder, ToolError) and folder.code == "bad_arguments" and "is a folder" in folder.message
+    assert [f.path for f in folder.fields] == ["config_path"] and "not a folder" in folder.fix
+    shutil.copy(EXAMPLES / "basic/reverse-text/rl.toml", tmp_path / "rl.toml")
+    holding = validate_config(ValidateConfigInput(config_path=str(tmp_path)), ctx)  # the fix names the file to pass
+    assert holding.code == "bad_arguments" and f"e.g. {tmp_path / 'rl.toml'}" in holding.fix, holding.fix
     bom = tmp_path / "bom.toml"
     bom.write_bytes(b"\xef\xbb\xbf" + (EXAMPLES / "basic/reverse-text/rl.toml").read_bytes())
     assert validate(bom, ctx).valid

@@ -36,30 +36,36 @@ def mf_json(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any]]:
 
 
 @pytest.fixture(params=["dev_zero", "fifo", "folder", "sparse_1gb"])
-def not_a_config(request, tmp_path: Path) -> tuple[Path, str]:
-    """Paths that must be refused before reading: (path, what the message says)."""
+def not_a_config(request, tmp_path: Path) -> tuple[Path, str, str]:
+    """Paths that must be refused before reading: (path, what the message says, error code). A path that is not a
+    file at all is a wrong argument (bad_arguments, exit 2); a file too large to be a config is config_not_found."""
     if request.param == "dev_zero":
-        return Path("/dev/zero"), "not a regular file"
+        return Path("/dev/zero"), "not a regular file", "bad_arguments"
     if request.param == "fifo":
         path = tmp_path / "pipe.toml"
         os.mkfifo(path)  # nobody writes: an open without O_NONBLOCK, or a read, would wait forever
-        return path, "not a regular file"
+        return path, "not a regular file", "bad_arguments"
     if request.param == "folder":
         path = tmp_path / "folder.toml"
         path.mkdir()
-        return path, "is a folder"
+        return path, "is a folder", "bad_arguments"
     path = tmp_path / "huge.toml"
     with open(path, "wb") as handle:  # sparse: 1 GB long, no disk used
         handle.truncate(1024**3)
-    return path, "larger than 1,048,576 bytes"
+    return path, "larger than 1,048,576 bytes", "config_not_found"
 
 
 def test_anything_but_a_regular_config_file_is_refused_before_reading(mf_env, not_a_config):
-    path, said = not_a_config
-    for args in (("validate-config", str(path)), ("plan-run", str(path), "--team", "personal"),
-                 ("prepare-config", str(path), str(path.parent / "copy.toml"))):
+    path, said, code_expected = not_a_config
+    exit_expected = 2 if code_expected == "bad_arguments" else 3
+    for args, argument in ((("validate-config", str(path)), "config_path"),
+                           (("plan-run", str(path), "--team", "personal"), "config_path"),
+                           (("prepare-config", str(path), str(path.parent / "copy.toml")), "example")):
         code, error = mf_json(mf_env, *args)
-        assert (code, error["code"]) == (3, "config_not_found") and said in error["message"], error
+        assert (code, error["code"]) == (exit_expected, code_expected) and said in error["message"], error
+        if code_expected == "bad_arguments":  # the argument that named it, and what to pass instead
+            assert [f["path"] for f in error["fields"]] == [argument], error
+            assert error["fix"].startswith("Pass the path of a .toml file"), error
     assert not (path.parent / "copy.toml").exists()
 
 

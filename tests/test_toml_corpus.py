@@ -113,9 +113,9 @@ def refused(tmp_path: Path) -> dict[str, tuple[str, str, str]]:
         handle.truncate(MAX_CONFIG_BYTES + 1)
     binary = tmp_path / "binary.toml"
     binary.write_bytes(b"max_steps = 20\n\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
-    return {"folder": (str(folder), "config_not_found", "is a folder"),
-            "fifo": (str(fifo), "config_not_found", "not a regular file"),
-            "device": ("/dev/zero", "config_not_found", "not a regular file"),
+    return {"folder": (str(folder), "bad_arguments", "is a folder"),
+            "fifo": (str(fifo), "bad_arguments", "not a regular file"),
+            "device": ("/dev/zero", "bad_arguments", "not a regular file"),
             "too large": (str(large), "config_not_found", f"larger than {MAX_CONFIG_BYTES:,} bytes"),
             "binary": (str(binary), "invalid_toml", "a binary file")}
 
@@ -129,7 +129,8 @@ def test_what_is_refused_before_parsing_says_why_each_in_its_own_words(ctx, tmp_
         with pytest.raises(SystemExit) as ended:
             main(["validate-config", path, "--json"])
         cli = json.loads(capsys.readouterr().out)
-        assert ended.value.code == 3 and (cli["code"], cli["message"]) == (code, result.message)
+        assert ended.value.code == (2 if code == "bad_arguments" else 3) and (cli["code"], cli["message"]) == (
+            code, result.message)
         seen.add(says)
     assert len(seen) == 4  # fifo and device share "not a regular file"; the rest each have their own
     binary = registry.call_tool("mf_validate_config", {"config_path": cases["binary"][0]}, ctx)

@@ -252,7 +252,8 @@ def validate_config(inp: ValidateConfigInput, ctx: Context) -> ValidationReport:
     ``config_path`` may also be a bundled example id (``basic/reverse-text/rl``, see
     mf_list_examples) when no file has that path.
 
-    Errors: ``config_not_found``, ``invalid_toml`` (line and column in ``fields``).
+    Errors: ``config_not_found``, ``bad_arguments`` (a folder, FIFO or device), ``invalid_toml`` (line and
+    column in ``fields``).
     """
     path = ctx.resolve_path(inp.config_path)
     if not path.exists():
@@ -313,7 +314,7 @@ def prepare_config(inp: PrepareConfigInput, ctx: Context) -> PreparedConfig:
 
     Errors: ``config_not_found`` (unknown example), ``invalid_toml``, ``dest_exists``,
     ``bad_arguments`` (dest not .toml, its folder missing (never created), GPU counts on a multi_node
-    example), ``write_failed``,
+    example, an example path that is a folder, FIFO or device), ``write_failed``,
     ``secret_in_input`` (the source holds a secret-looking value; nothing is written).
     """
     source, label = resolve_example(inp.example, ctx)
@@ -329,7 +330,7 @@ def prepare_config(inp: PrepareConfigInput, ctx: Context) -> PreparedConfig:
                    "(a mistyped path would scatter files).",
                    "Create the folder first (or pick an existing one), then call mf_prepare_config again.",
                    fields=[FieldProblem(path="dest", problem="its folder does not exist")])
-    raw, data = read_config(source)
+    raw, data = read_config(source, argument="example")
     for env_path in toml_env_files(data, source):
         ctx.scrubber.add_env_file(env_path, ctx.env)
     # Never copy a secret into a new file: refuse the source as mf_plan_run would (locations only).

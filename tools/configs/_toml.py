@@ -1,14 +1,16 @@
 """Reading a prime-rl TOML: its bytes and their parse, and the small accessors every rule uses.
 
 TOML dates and times become ISO strings so a config can travel as JSON. Errors (ToolFailure):
-``config_not_found`` (also: not a regular file, over :data:`MAX_CONFIG_BYTES`), ``invalid_toml``
-(with line and column; nesting deeper than :data:`MAX_NESTING`).
+``config_not_found`` (also: over :data:`MAX_CONFIG_BYTES`), ``bad_arguments`` (a folder, FIFO or
+device given as the config), ``invalid_toml`` (with line and column; nesting deeper than
+:data:`MAX_NESTING`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
+import itertools
 import os
 import re
 import stat
@@ -20,7 +22,7 @@ from typing import Any
 import tomlkit
 from tomlkit.exceptions import ParseError
 
-from tools.errors import FieldProblem, call, fail
+from tools.errors import FieldProblem, ToolFailure, call, fail
 
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 _EXAMPLES = call("mf_list_examples")
@@ -32,13 +34,39 @@ MAX_CONFIG_BYTES = 1024 * 1024
 MAX_NESTING = 64
 
 
-def read_bounded(path: Path, limit: int = MAX_CONFIG_BYTES) -> bytes:
+#: Entries of a folder passed as a config path that are looked at for .toml files to name instead.
+_FOLDER_SCAN = 1000
+
+
+def _not_a_file(path: Path, folder: bool, argument: str) -> ToolFailure:
+    """``bad_arguments`` for a config path that is a folder (naming a .toml file in it, when it has one) or
+    another file that is not regular (a FIFO, device or socket: never read, it could block or never end)."""
+    examples = f"or make one from a bundled example: {_EXAMPLES} lists them, mf_prepare_config copies one."
+    if folder:
+        try:
+            with os.scandir(path) as entries:
+                tomls = sorted(e.name for e in itertools.islice(entries, _FOLDER_SCAN)
+                               if e.name.endswith(".toml") and e.is_file())
+        except OSError:
+            tomls = []
+        inside = (f"e.g. {path / tomls[0]}" + (f" (the folder holds {len(tomls)})" if len(tomls) > 1 else "")
+                  if tomls else "not a folder")
+        return fail("bad_arguments", f"{path} is a folder, not a config file.",
+                    f"Pass the path of a .toml file, {inside}, {examples}", next_calls=[_EXAMPLES],
+                    fields=[FieldProblem(path=argument, problem="must be a .toml file, not a folder")])
+    return fail("bad_arguments", f"{path} is not a regular file (a pipe, device or socket); it was not read.",
+                f"Pass the path of a .toml file (text from a pipe or a <(...) substitution: write it to a file "
+                f"first), {examples}", next_calls=[_EXAMPLES],
+                fields=[FieldProblem(path=argument, problem="must be a regular .toml file, not a pipe or device")])
+
+
+def read_bounded(path: Path, limit: int = MAX_CONFIG_BYTES, argument: str = "config_path") -> bytes:
     """The bytes of ``path``, which must be a regular file of at most ``limit`` bytes: checked on
     the opened file (non-blocking, so a FIFO cannot hang the open) before reading, and at most
-    ``limit + 1`` bytes are read, so a file growing meanwhile is refused too. Raises ToolFailure
-    ``config_not_found`` (missing, a folder, a device or FIFO, unreadable, too large)."""
-    fix = (f"Pass the path of a .toml file, or make one from a bundled example: {_EXAMPLES} lists them, "
-           "mf_prepare_config copies one.")
+    ``limit + 1`` bytes are read, so a file growing meanwhile is refused too. Every tool reads a
+    config path through here. Raises ToolFailure ``config_not_found`` (missing, unreadable, too
+    large) or ``bad_arguments`` (a folder, FIFO, device or socket; ``argument`` is the input field
+    that named the path, for ``fields``)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except (FileNotFoundError, NotADirectoryError):
@@ -46,17 +74,14 @@ def read_bounded(path: Path, limit: int = MAX_CONFIG_BYTES) -> bytes:
                    f"Check the path, or make one from a bundled example: {_EXAMPLES} lists them, "
                    "mf_prepare_config copies one.", next_calls=[_EXAMPLES]) from None
     except IsADirectoryError:
-        raise fail("config_not_found", f"{path} is a folder, not a config file.", fix, next_calls=[_EXAMPLES]) from None
+        raise _not_a_file(path, True, argument) from None
     except OSError as exc:
         raise fail("config_not_found", f"Config file {path} cannot be read: {exc.strerror}",
                    "Check the file's permissions, then call again.") from None
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise fail("config_not_found", f"{path} is a folder, not a config file.", fix, next_calls=[_EXAMPLES])
-        raise fail("config_not_found", f"{path} is not a regular file (a device, pipe or socket); it was not read.",
-                   fix, next_calls=[_EXAMPLES])
+        raise _not_a_file(path, stat.S_ISDIR(info.st_mode), argument)
     with os.fdopen(fd, "rb") as handle:
         too_big = fail("config_not_found", f"{path} is larger than {limit:,} bytes; a config is a few kilobytes, so "
                        "it was not read.", "Pass the path of the prime-rl .toml config itself.")
@@ -205,11 +230,12 @@ def parse_toml_text(raw: bytes, path: Path) -> tuple[str, dict[str, Any]]:
     return text, _jsonable(data)
 
 
-def read_config(path: Path) -> tuple[bytes, dict[str, Any]]:
+def read_config(path: Path, argument: str = "config_path") -> tuple[bytes, dict[str, Any]]:
     """The bytes of ``path`` (:func:`read_bounded`: a regular file of at most
-    :data:`MAX_CONFIG_BYTES`) and their parse (:func:`parse_toml_text`). Raises ToolFailure
-    ``config_not_found`` / ``invalid_toml``."""
-    raw = read_bounded(path)
+    :data:`MAX_CONFIG_BYTES`; ``argument`` names the input field that gave it) and their parse
+    (:func:`parse_toml_text`). Raises ToolFailure ``config_not_found`` / ``bad_arguments`` /
+    ``invalid_toml``."""
+    raw = read_bounded(path, argument=argument)
     return raw, parse_toml_text(raw, path)[1]
 
 
