@@ -104,6 +104,33 @@ def test_a_run_this_ledger_did_not_launch_is_reported_without_a_plan(ctx, emulat
     assert ok(ctx, "mf_get_run", run_id=run_id).secret_names is None
 
 
+def test_the_report_advises_adding_ckpt_only_to_a_run_whose_config_has_none(ctx, emulator, examples_dir):
+    import tomllib
+
+    from tools.platform import wire
+
+    def report_of(example: str, edit=None, steps: int = 3) -> str:
+        config = tomllib.loads((examples_dir / example).read_text())
+        if edit:
+            edit(config)
+        run_id = ctx.platform().create_run(wire.build_create_body(config, name="ckpt")).run_id
+        emulator.state.advance(QUEUE + STARTUP + steps * STEP)
+        line = [t for t in ok(ctx, "mf_run_report", run_id=run_id, plot=False).markdown.splitlines()
+                if t.startswith("- Checkpoints:")]
+        assert len(line) == 1
+        return line[0]
+
+    bare = report_of("basic/reverse-text/rl.toml")  # a bare [ckpt]: one checkpoint at the end, none before
+    assert bare == "- Checkpoints: none yet (the config's `[ckpt]` saves them at the end of the run).", bare
+    every = report_of("basic/reverse-text/rl.toml", lambda c: c.update(ckpt={"interval": 5}))
+    assert "none yet (the config's `[ckpt]` saves them every 5 steps)" in every, every
+    trainer = report_of("basic/reverse-text/rl.toml", lambda c: (c.pop("ckpt"), c["trainer"].update(
+        ckpt={"interval": 8})))  # the trainer's own table, another TOML level
+    assert "`[trainer.ckpt]` saves them every 8 steps" in trainer, trainer
+    without = report_of("basic/hendrycks-sanity/rl.toml", steps=30)  # no [ckpt] at all: the advice is due
+    assert "the config has no `[ckpt]`" in without and "add one" in without, without
+
+
 def test_spend_past_the_plans_high_estimate_is_a_warning(ctx, emulator, launched):
     emulator.state.set_scenario("stall", at_step=2)
     plan, run_id = launched(seconds_per_step=1)  # an estimate far too low for a run that stalls

@@ -38,6 +38,7 @@ from tools.configs._facts import (
     CLI_OPTIONS,
     SFT_ONLINE_EVAL_KEYS,
     Mode,
+    checkpoint_of,
     sniff_mode,
 )
 from tools.configs._positions import key_positions
@@ -99,6 +100,7 @@ __all__ = [
     "check_schema",
     "check_snapshot_schema",
     "checkout_problem",
+    "checkpoint_of",
     "cli_config",
     "close_schema_workers",
     "dotted",

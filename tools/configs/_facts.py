@@ -212,3 +212,16 @@ def wandb_project_of(c: Config) -> str | None:
             project = table.get("project", "prime-rl")
             return project if isinstance(project, str) else None
     return None
+
+
+def checkpoint_of(data: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, str | None]:
+    """The checkpoint table a run saves weights with, and its key: the shared ``ckpt`` (RL and SFT),
+    else ``trainer.ckpt`` (RL); ``(None, None)`` when neither is a table (absent, or ``"None"``:
+    disabled). A bare ``[ckpt]`` saves at the end of the run; ``interval`` every that many steps.
+    Source: reference/prime-rl.md §3.1 (``ckpt``), §3.2 (shared ``ckpt`` filled into trainer and
+    orchestrator), §4 (SFT's ``ckpt``)."""
+    for key in ("ckpt", "trainer.ckpt"):
+        table = value_at(data, key)
+        if isinstance(table, Mapping):
+            return table, key
+    return None, None

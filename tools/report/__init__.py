@@ -20,6 +20,9 @@ Decisions where the platform is silent:
   (where the platform writes a run's outputs; the prime CLI is needed: no HTTP tool here moves
   files off a volume); a run without a volume keeps them in
   platform storage, which ``prime`` 0.18.0 lists (``prime train checkpoints``) but does not download.
+- No checkpoint: the report advises adding ``[ckpt]`` only when the run's config (``runConfig``
+  of GET ``/rft/runs/{id}``, the config as sent) has none (:func:`tools.configs.checkpoint_of`);
+  with one it says when the run saves them.
 - Each part that cannot be read says so in its line; only the run itself is required
   (``not_found`` otherwise).
 """
@@ -27,10 +30,12 @@ Decisions where the platform is silent:
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools import monitor
+from tools.configs import checkpoint_of
 from tools.core import RUN_ID, Context, require_run, tool
 from tools.errors import Call, ToolError, ToolFailure, call
 from tools.platform import errors as perr
@@ -119,20 +124,34 @@ def _metrics(ctx: Context, run_id: str) -> str:
     return "; ".join(parts) or f"{len(records)} steps logged (no reward, loss or entropy)"
 
 
-def _checkpoints(ctx: Context, run: monitor.GetRunResult) -> str:
+def _none_saved(run: monitor.GetRunResult, config: dict[str, Any] | None) -> str:
+    """No checkpoint yet, and why, from the run's config as the platform holds it: advice to add a
+    ``[ckpt]`` only when the config has none."""
+    if config is None:
+        return "none (the platform gave no config for this run; without `[ckpt]` a run saves no weights)"
+    table, key = checkpoint_of(config)
+    if table is None:
+        return "none: the config has no `[ckpt]`, so the run saves no weights (add one to the config of the next run)"
+    every = table.get("interval")
+    when = f"every {every} steps" if isinstance(every, int) and not isinstance(every, bool) and every > 0 else \
+        "at the end of the run"
+    return f"none{'' if run.terminal else ' yet'} (the config's `[{key}]` saves them {when})"
+
+
+def _checkpoints(ctx: Context, run: monitor.GetRunResult, config: dict[str, Any] | None) -> str:
     listed = _result(monitor.list_checkpoints(monitor.ListCheckpointsInput(run_id=run.run_id), ctx))
     if listed is None:
         return "not readable now."
     ready = [c for c in listed.checkpoints if (c.status or "").upper() == "READY"]
     busy = [c for c in listed.checkpoints if (c.status or "").upper() in ("PENDING", "UPLOADING")]
     if not ready and not busy and not run.volume_name:
-        return "none (keep `[ckpt]` in the config to save weights)."
+        return _none_saved(run, config) + "."
     steps = ", ".join(str(c.step) for c in ready[:MAX_CHECKPOINTS_LISTED])
     more = f" and {len(ready) - MAX_CHECKPOINTS_LISTED} more" if len(ready) > MAX_CHECKPOINTS_LISTED else ""
     size = sum(c.size_bytes or 0 for c in ready)
     text = f"{len(ready)} READY (steps {steps}{more}; {size / 1e9:.1f} GB)" if ready else "none READY yet"
     if not ready and not busy:
-        text = "none yet"
+        text = _none_saved(run, config)
     if busy:
         text += f"; {len(busy)} still uploading: wait until they are READY before fetching"
     if run.volume_name:
@@ -236,7 +255,8 @@ def run_report(inp: RunReportInput, ctx: Context) -> RunReport:
     except perr.PlatformError:
         step = None
     launch = monitor.launch_of(ctx, run.run_id)
-    spend = monitor.spend_so_far(ctx, require_run(ctx, run.run_id))
+    platform_run = require_run(ctx, run.run_id)
+    spend = monitor.spend_so_far(ctx, platform_run)
     plot_path = None
     if inp.plot:
         plotted = _result(monitor.plot_metrics(monitor.PlotMetricsInput(run_id=run.run_id), ctx))
@@ -252,7 +272,7 @@ def run_report(inp: RunReportInput, ctx: Context) -> RunReport:
         f"- Outcome: {_outcome(run, step)}",
         f"- Cost so far: {spend.words()}" + (f". {spend.warning}" if spend.warning else ""),
         f"- Metrics: {_metrics(ctx, run.run_id)}" + (f"; plot {plot_path}" if plot_path else ""),
-        f"- Checkpoints: {_checkpoints(ctx, run)}",
+        f"- Checkpoints: {_checkpoints(ctx, run, platform_run.run_config)}",
         f"- Traces: {traces.text}",
     ]
     if launch is not None:
