@@ -524,7 +524,8 @@ def _get_run(r: Any, v: View) -> None:
 def _run_report(r: Any, v: View) -> None:
     v.opening = [f"Run {r.run_id} is {r.status}" + ("." if r.terminal else " (not ended: the report is provisional).")]
     v.facts, v.tables = [], []
-    v.text = [for_people(line, r.next_calls) for line in r.markdown.splitlines()]  # commands, not tool calls
+    quoted = [c for c in r.next_calls if str(c) in r.markdown]  # the rest are in the Next: hint, once
+    v.text = for_people(r.markdown, quoted).splitlines()  # commands, not tool calls
 
 
 def _list_runs(r: Any, v: View) -> None:

@@ -578,6 +578,17 @@ def test_run_report_markdown_names_commands_when_called_from_the_command_line(en
     assert proc.returncode == 0 and "mf_" not in proc.stdout and "download-traces" in proc.stdout, proc.stdout
 
 
+def test_run_report_of_a_run_still_going_prints_each_line_once_and_its_next_commands_only_in_the_hint(env, emulator):
+    run_id = start_run(emulator, env)
+    emulator.state.advance(300)  # RUNNING: the report is provisional, its Next: names wait-for-run and download-traces
+    proc = mf("run-report", run_id, "--no-plot", env=env)
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0 and lines[0].startswith(f"## Run {run_id}"), proc.stdout
+    assert all(line.startswith("- ") for line in lines[1:]) and "wait-for-run" not in proc.stdout, proc.stdout
+    assert sum("download-traces" in line for line in lines) == 1, proc.stdout  # in the Traces line, where it is quoted
+    assert "Next: The run has not ended:" in proc.stderr and "wait-for-run" in proc.stderr, proc.stderr
+
+
 def test_preflight_says_a_failed_checks_fix_once_and_names_the_command_not_the_tool(env):
     no_key = {k: v for k, v in env.items() if k != "PRIME_API_KEY"}
     proc = mf("preflight", env=no_key)
