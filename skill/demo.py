@@ -19,13 +19,17 @@ route answers), the demo uses it, so the commands it prints keep working afterwa
 Otherwise an emulator runs in this process and stops with the demo. Never anything else: the
 demo does not talk to the real platform.
 
+A stalled run's logs are read as check-progress says next (``mf_summarize_logs``: every component,
+since the run started), and the diagnosis says whether they explain the stall and what to do
+(:func:`stall_finding`).
+
 Output: progress on stderr; the outcome (what happened, the evidence, the next commands) on
 stdout; ``--json``: one object with ``scenario``, ``emulator`` (its URL), ``embedded_emulator``,
 ``verdict``, ``reached``, ``evidence``, ``status``, ``run_id``, ``plan_id``, ``steps_completed``,
-``next_step``/``next_calls``, ``timeline`` and,
-
-when traces were downloaded, ``traces_downloaded``, ``dest``, ``missing``. Exit 0 when the
-scenario's verdict was reached, 1 otherwise.
+``next_step``/``next_calls``, ``timeline``, for a stall ``logs`` (``finding``, ``distinct_errors``,
+``covers_whole_run``, ``next_step``, ``next_calls``) and, when traces were downloaded,
+``traces_downloaded``, ``dest``, ``missing``. Exit 0 when the scenario's verdict was reached, 1
+otherwise.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from urllib.parse import urlsplit
 
 from skill import registry, render, terminal
 from tools.configs import EXAMPLES_DIR
-from tools.errors import ToolError
+from tools.errors import Call, ToolError, call
 
 DEMO_CONFIG = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
 DEFAULT_SPEED = 100.0
@@ -168,6 +172,7 @@ class Outcome:
     plan_id: str = ""
     progress: Any = None
     download: Any = None
+    logs: Any = None
     final_reward: float | None = None
     timeline: list[dict[str, Any]] = field(default_factory=list)
 
@@ -182,6 +187,12 @@ class Outcome:
             if p.failure_analysis else None, "env_servers": [e.model_dump() for e in p.env_servers],
             "next_step": p.next_step, "next_calls": [c.model_dump() for c in p.next_calls], "timeline": self.timeline,
             "approval_channel": "host_callback (demo auto-approval)"}
+        finding = stall_finding(self)
+        if finding is not None:
+            text, step, calls = finding
+            out["logs"] = {"finding": text, "distinct_errors": len(self.logs.errors),
+                           "covers_whole_run": self.logs.covers_whole_run, "next_step": step,
+                           "next_calls": [c.model_dump() for c in calls]}
         if self.download is not None:
             d = self.download
             out.update(traces_downloaded=d.traces_downloaded, dest=d.dest, traces_complete=d.complete,
@@ -286,6 +297,8 @@ def _workflow(ctx: Any, say: Any, emu: _Emulator, dest: Path | None, outcome: Ou
         if troubled >= 2:
             break
 
+    if progress.verdict == "stalled":  # what check-progress names next: do the logs say why?
+        outcome.logs = _call("logs", "mf_summarize_logs", {"run_id": run_id}, ctx)
     if progress.verdict in ("completed", "stopped", "failed") and progress.latest_step:
         metrics = _call("metrics", "mf_get_metrics", {"run_id": run_id}, ctx)
         key = progress.reward_metric or "reward/all/mean"
@@ -306,6 +319,11 @@ def _show(outcome: Outcome, emu: _Emulator, reached: bool) -> None:
     view.opening.insert(0, head)
     if outcome.final_reward is not None:
         view.facts.insert(0, ("final_reward", outcome.final_reward))
+    finding = stall_finding(outcome)
+    if finding is not None:  # the logs were read as check-progress said: what they say replaces its hint
+        text, step, calls = finding
+        view.opening.append(text)
+        view.next = [(step, calls)]
     render.show(view)
     if outcome.download is not None:
         render.show(render.view_of("mf_download_traces", outcome.download))
@@ -319,3 +337,36 @@ def _show(outcome: Outcome, emu: _Emulator, reached: bool) -> None:
         note = f"The run stays on your emulator at {emu.base_url}: the commands above work in this shell."
     for line in terminal.wrap(render.for_people(note), err.width, commands=True):
         err.print(line)
+
+
+
+# -- what the logs say about a stall ----------------------------------------------------------------
+
+
+def stall_finding(outcome: Outcome) -> tuple[str, str, list[Call]] | None:
+    """What ``mf_summarize_logs`` (every component, since the run started) found about a stalled run:
+    ``(finding, next_step, next_calls)``: whether its logs explain the stall, in words, then what to
+    do (None: no stall, or its logs were not read)."""
+    logs = outcome.logs
+    if logs is None:
+        return None
+    run_id = outcome.run_id
+    summary, stop = call("mf_summarize_logs", run_id=run_id), call("mf_stop_run", run_id=run_id)
+    stop_it = f"stop the run so it stops costing money: {stop} (a person approves the stop)"
+    if logs.errors:
+        top = max(logs.errors, key=lambda s: s.count)
+        hint, calls = render.view_of("mf_summarize_logs", logs).next[0]  # the most frequent error's lines
+        return (f"The logs may explain the stall: {len(logs.errors)} distinct error(s) since the run started; the "
+                f"most frequent, {top.count}x in {top.component}: {top.pattern}",
+                f"{hint} If the run does not recover, {stop_it}.", [*calls, stop])
+    if logs.covers_whole_run:
+        tail = call("mf_get_logs", run_id=run_id, component="trainer")
+        components = ", ".join(s.component for s in logs.streams)
+        return (f"The logs do not explain the stall: mf_summarize_logs read every component ({components}) since "
+                "the run started and found no error.",
+                f"{stop_it[0].upper()}{stop_it[1:]}; {tail} shows the trainer's last lines before it went quiet.",
+                [stop, tail])
+    cut = (logs.caps or [s.note for s in logs.streams if s.note] or ["a cap of the logs API"])[0]
+    return (f"The logs read hold no error, but they do not cover the whole run ({cut.rstrip('.')}): they do not "
+            "explain the stall so far.",
+            f"{summary} shows where the reading stopped; {stop_it}.", [summary, stop])

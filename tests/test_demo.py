@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -66,6 +67,13 @@ def test_demo_scenario_json_gives_the_verdict_and_its_evidence(scenario, tmp_pat
         assert logs["tool"] == "mf_get_logs" and logs["arguments"]["component"] == "env-server"
     if scenario == "failed":
         assert out["failure_analysis"]["root_cause"] and out["status"] == "FAILED"
+    if scenario == "stalled":  # the logs were read, whole, and hold nothing that explains it
+        logs = out["logs"]
+        assert logs["finding"].startswith("The logs do not explain the stall") and logs["distinct_errors"] == 0
+        assert logs["covers_whole_run"] is True and logs["next_calls"][0] == {
+            "tool": "mf_stop_run", "arguments": {"run_id": out["run_id"]}}
+    else:
+        assert "logs" not in out
     if scenario == "image-pull-slow":
         assert "starting" in [p["verdict"] for p in out["timeline"]]
     if scenario == "healthy":
@@ -121,3 +129,17 @@ def test_the_demo_never_uses_a_remote_api_url(tmp_path):
     assert running_emulator({"PRIME_API_BASE_URL": "https://api.primeintellect.ai"}) is None
     assert running_emulator({"PRIME_API_BASE_URL": "http://10.0.0.1:8765"}) is None
     assert running_emulator({}) is None
+
+
+def test_a_stalled_run_whose_logs_say_nothing_is_diagnosed_so_and_the_printed_stop_command_works(served, tmp_path):
+    base, env = served
+    proc = demo("--scenario", "stalled", env=env, cwd=tmp_path)
+    said = " ".join(proc.stderr.split())
+    assert proc.returncode == 0 and "The logs do not explain the stall" in said, proc.stderr
+    assert "found no error" in said and "env-server/reverse-text" in said, proc.stderr
+    stop = re.search(r"Next: Stop the run so it stops costing money: `([^`]+ stop-run (\w+))`", said)
+    assert stop, proc.stderr
+    pasted = subprocess.run(["bash", "-c", stop[1]], env=env, cwd=tmp_path, capture_output=True, text=True,
+                            timeout=120)
+    # the stop is planned for that run and waits for a person's approval (exit 4), as every stop does
+    assert pasted.returncode == 4 and f"stop run {stop[2]}" in pasted.stderr, pasted.stderr
