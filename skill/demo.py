@@ -21,15 +21,18 @@ demo does not talk to the real platform.
 
 A stalled run's logs are read as check-progress says next (``mf_summarize_logs``: every component,
 since the run started), and the diagnosis says whether they explain the stall and what to do
-(:func:`stall_finding`).
+(:func:`stall_finding`). Interrupted (Ctrl-C, SIGTERM) on a person's emulator, the demo stops the
+run it launched there, or prints the command that does (:func:`_interrupted`); the launch request
+itself is not cut in the middle (:func:`_interrupts_held`).
 
 Output: progress on stderr; the outcome (what happened, the evidence, the next commands) on
 stdout; ``--json``: one object with ``scenario``, ``emulator`` (its URL), ``embedded_emulator``,
 ``verdict``, ``reached``, ``evidence``, ``status``, ``run_id``, ``plan_id``, ``steps_completed``,
 ``next_step``/``next_calls``, ``timeline``, for a stall ``logs`` (``finding``, ``distinct_errors``,
 ``covers_whole_run``, ``next_step``, ``next_calls``) and, when traces were downloaded,
-``traces_downloaded``, ``dest``, ``missing``. Exit 0 when the scenario's verdict was reached, 1
-otherwise.
+``traces_downloaded``, ``dest``, ``missing``; interrupted, ``status`` INTERRUPTED with ``run_id``,
+``run_stopped`` and ``next_calls``. Exit 0 when the scenario's verdict was reached, 1 otherwise,
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -37,7 +40,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -175,6 +180,7 @@ class Outcome:
     logs: Any = None
     final_reward: float | None = None
     timeline: list[dict[str, Any]] = field(default_factory=list)
+    dispatching: bool = False
 
     def as_json(self) -> dict[str, Any]:
         p = self.progress
@@ -218,8 +224,12 @@ def run_demo(*, as_json: bool = False, dest: Path | None = None, speed: float | 
     home = Path(tempfile.mkdtemp(prefix="model-factory-demo-home-"))
 
     def approver(request: Any) -> bool:
-        say("4. Approve: automatic in the demo (channel: host callback). With a real account a person approves "
-            "here, or runs the approve command the plan prints.")
+        if request.action == "stop":  # after Ctrl-C, the demo's own run on a person's emulator (_interrupted)
+            say(f"Interrupted: stopping run {request.run_id}, which the demo launched on your emulator (approved "
+                "automatically, as its launch was).")
+        else:
+            say("4. Approve: automatic in the demo (channel: host callback). With a real account a person approves "
+                "here, or runs the approve command the plan prints.")
         return True
 
     outcome = Outcome(scenario)
@@ -238,6 +248,9 @@ def run_demo(*, as_json: bool = False, dest: Path | None = None, speed: float | 
                 print(json.dumps({"scenario": scenario, "status": "DEMO_FAILED", "step": failed.step,
                                   "error": failed.error.model_dump()}))
             return 1
+        except KeyboardInterrupt:
+            _interrupted(ctx, emu, outcome, say, as_json)
+            raise
         finally:
             ctx.close()
     reached = outcome.progress.verdict in SCENARIOS[scenario].stop_at
@@ -246,6 +259,66 @@ def run_demo(*, as_json: bool = False, dest: Path | None = None, speed: float | 
     else:
         _show(outcome, emu, reached)
     return 0 if reached else 1
+
+
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Ctrl-C (or SIGTERM) during the block waits for its end: a launch then either was not sent or has
+    its run id, which an interrupted demo stops. A second one goes through at once (a person who insists).
+    In the main thread only (signal handlers live there)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+
+    def hold(signum: int, frame: Any) -> None:
+        if held:
+            raise KeyboardInterrupt
+        held.append(signum)
+
+    before = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+    if held:
+        raise KeyboardInterrupt
+
+
+def _interrupted(ctx: Any, emu: _Emulator, outcome: Outcome, say: Any, as_json: bool) -> None:
+    """After Ctrl-C: a run the demo launched on a person's emulator (one it did not start itself) is
+    stopped with ``mf_stop_run`` (the demo owns the run, the emulator bills nobody; the stop is
+    approved automatically, as the launch was); when that fails, the command that stops it is
+    printed. An embedded emulator ends with the demo, and its runs with it. Under ``--json`` one
+    object: ``status`` INTERRUPTED, ``run_id``, ``run_stopped``, ``next_calls``."""
+    stopped, calls = False, []
+    if not emu.embedded and outcome.run_id:
+        ctx.close()  # a request cut by the interrupt may have left a connection half-read: new ones
+        stop = call("mf_stop_run", run_id=outcome.run_id)
+        try:
+            result = registry.call_tool("mf_stop_run", {"run_id": outcome.run_id, "timeout_seconds": 10}, ctx)
+            # still tearing down: the stop may not have been taken (its answer can be lost), so say how to stop it
+            problem = result.message if registry.is_error(result) or result.outcome == "still_tearing_down" else None
+        except KeyboardInterrupt:  # interrupted again: leave it to the person
+            problem = "the stop was interrupted"
+        stopped = problem is None
+        if stopped:
+            say(result.message)
+        else:
+            calls = [stop]
+            say(render.for_people(f"Run {outcome.run_id}, which the demo launched on your emulator at {emu.base_url}, "
+                                  f"may still be running; the demo's stop: {problem.rstrip('.')}. Stop it with "
+                                  f"{stop}.", calls))
+    elif not emu.embedded and outcome.dispatching:
+        calls = [call("mf_list_runs")]
+        say(render.for_people(f"Interrupted while launching plan {outcome.plan_id}: a run may have been created on "
+                              f"your emulator at {emu.base_url}. {calls[0]} lists its runs, newest first; stop that "
+                              "one with the stop-run command and its id.", calls))
+    if as_json:
+        print(json.dumps({"scenario": outcome.scenario, "status": "INTERRUPTED", "emulator": emu.base_url,
+                          "embedded_emulator": emu.embedded, "run_id": outcome.run_id or None,
+                          "run_stopped": stopped, "next_calls": [c.model_dump() for c in calls]}))
 
 
 def _workflow(ctx: Any, say: Any, emu: _Emulator, dest: Path | None, outcome: Outcome) -> None:
@@ -272,8 +345,11 @@ def _workflow(ctx: Any, say: Any, emu: _Emulator, dest: Path | None, outcome: Ou
 
     if sc.emulator:
         emu.set_scenario(sc.emulator)
-    dispatched = _call("dispatch", "mf_dispatch_run", {"plan_id": plan.plan_id}, ctx)
-    run_id = outcome.run_id = dispatched.run_id
+    outcome.dispatching = True
+    with _interrupts_held():  # its run id known, an interrupted demo can stop the run it launched
+        dispatched = _call("dispatch", "mf_dispatch_run", {"plan_id": plan.plan_id}, ctx)
+        run_id = outcome.run_id = dispatched.run_id
+    outcome.dispatching = False
     say(f"5. Dispatch: run {run_id} {dispatched.status}.")
 
     say("6. Monitor (wait-for-run for a second, then check-progress):")

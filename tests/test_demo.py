@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -143,3 +144,79 @@ def test_a_stalled_run_whose_logs_say_nothing_is_diagnosed_so_and_the_printed_st
                             timeout=120)
     # the stop is planned for that run and waits for a person's approval (exit 4), as every stop does
     assert pasted.returncode == 4 and f"stop run {stop[2]}" in pasted.stderr, pasted.stderr
+
+
+@pytest.fixture
+def persons_emulator(tmp_path):
+    """``model-factory emulator`` at real-time speed in its own process (a person's): a demo's run stays
+    alive on it; returns (base URL, env with its exports)."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "skill", "emulator", "--port", str(port), "--speed", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stderr.readline()
+    exports = proc.stderr.readline().split("export ", 1)[1].split()
+    yield f"http://127.0.0.1:{port}", {**plain_env(tmp_path), **dict(e.split("=", 1) for e in exports)}
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def run_status(base: str, run_id: str) -> str:
+    answer = httpx.get(f"{base}/api/v1/rft/runs/{run_id}", headers={"Authorization": f"Bearer {DEFAULT_API_KEY}"})
+    return answer.json()["run"]["status"]
+
+
+def interrupted_demo(env: dict[str, str], cwd: Path, signum: int, at: str, *args: str) -> subprocess.CompletedProcess:
+    """The demo on ``env``'s emulator, sent ``signum`` once its progress shows a line starting with ``at`` (as
+    a person presses Ctrl-C while it works); returns the finished process."""
+    proc = subprocess.Popen([sys.executable, "-m", "skill", "demo", "--speed", "1", *args], env=env, cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as in a terminal
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if line.startswith(at):
+            break
+    assert seen and seen[-1].startswith(at), "".join(seen)
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, "".join(seen) + err)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_demo_stops_the_run_it_launched_on_a_persons_emulator(persons_emulator, tmp_path, signum):
+    base, env = persons_emulator
+    done = interrupted_demo(env, tmp_path, signum, "5. Dispatch")
+    run_id = re.search(r"5\. Dispatch: run (\w+) created", done.stderr)[1]
+    assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr
+    assert f"Run {run_id} stopped." in done.stderr and run_status(base, run_id) == "STOPPED", done.stderr
+
+
+def test_an_interrupt_while_the_demo_launches_waits_for_the_answer_then_stops_that_run(persons_emulator, tmp_path):
+    base, env = persons_emulator
+    rule = {"kind": "delay", "method": "POST", "path": "training/runs", "delay": 3}  # the answer comes late
+    httpx.post(f"{base}/_emulator/faults", json=rule).raise_for_status()
+    done = interrupted_demo(env, tmp_path, signal.SIGINT, "4. Approve")  # approved: the create is being sent
+    assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr
+    runs = httpx.get(f"{base}/api/v1/rft/runs", headers={"Authorization": f"Bearer {DEFAULT_API_KEY}"}).json()["runs"]
+    assert [r["status"] for r in runs] == ["STOPPED"] and f"Run {runs[0]['id']} stopped." in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("status", [403, 500])  # refused, or its answer lost (the stop may not have been taken)
+def test_an_interrupted_demo_that_cannot_stop_its_run_prints_the_command_that_does(persons_emulator, tmp_path,
+                                                                                   status):
+    base, env = persons_emulator
+    rule = {"kind": "status", "method": "PUT", "path": "rft/runs/*/stop", "status": status, "times": None}
+    httpx.post(f"{base}/_emulator/faults", json=rule).raise_for_status()
+    done = interrupted_demo(env, tmp_path, signal.SIGINT, "5. Dispatch", "--json")
+    run_id = re.search(r"5\. Dispatch: run (\w+) created", done.stderr)[1]
+    said = " ".join(done.stderr.split())
+    assert done.returncode == 130 and "may still be running" in said, done.stderr
+    assert run_status(base, run_id) in ("QUEUED", "RUNNING")
+    out = json.loads(done.stdout)
+    assert (out["status"], out["run_id"], out["run_stopped"]) == ("INTERRUPTED", run_id, False)
+    assert out["next_calls"] == [{"tool": "mf_stop_run", "arguments": {"run_id": run_id}}]
+    command = re.search(r"Stop it with `([^`]+)`", said)[1]
+    httpx.delete(f"{base}/_emulator/faults").raise_for_status()
+    pasted = subprocess.run(["bash", "-c", command], env=env, cwd=tmp_path, capture_output=True, text=True,
+                            timeout=120)
+    assert pasted.returncode == 4 and f"stop run {run_id}" in pasted.stderr, pasted.stderr  # a person approves it
