@@ -472,7 +472,8 @@ def test_an_emulator_listening_beyond_the_loopback_warns_that_other_machines_can
         assert httpx.get(f"http://127.0.0.1:{port}/_emulator/state", timeout=30).status_code == 200
     finally:
         proc.terminate()
-        rest = proc.communicate(timeout=30)[1]
+        rest = proc.stderr.read()  # through the reader the banner came from: it may hold the next lines already
+        proc.wait(timeout=30)
     said = " ".join(rest.split())
     if warned:
         assert said.startswith(f"Warning: listening on {host}, not the loopback"), rest

@@ -178,8 +178,9 @@ def interrupted_demo(env: dict[str, str], cwd: Path, signum: int, at: str, *args
             break
     assert seen and seen[-1].startswith(at), "".join(seen)
     proc.send_signal(signum)
-    out, err = proc.communicate(timeout=120)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, "".join(seen) + err)
+    err = proc.stderr.read()  # through the reader the lines so far came from: it may hold more already
+    out = proc.stdout.read()
+    return subprocess.CompletedProcess(proc.args, proc.wait(timeout=120), out, "".join(seen) + err)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
