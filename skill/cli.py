@@ -544,6 +544,7 @@ def main(argv: list[str] | None = None) -> None:
         except KeyboardInterrupt:
             print(_interrupted_hint(argv), file=sys.stderr)
             code = EXIT_INTERRUPTED
+            _forget_unhandled_interrupt()
         sys.stdout.flush()
     except BrokenPipeError:  # `model-factory preflight | head -1`: the reader has what it wanted
         code = _pipe_closed()
@@ -569,6 +570,14 @@ def _pipe_closed() -> int:
 
 def _terminate(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
+
+
+def _forget_unhandled_interrupt() -> None:
+    """Exit with :data:`EXIT_INTERRUPTED` even when the interrupt came inside code that ``exec`` ran from a
+    string (dataclasses make their methods so, while a module is imported): CPython then marks the
+    KeyboardInterrupt as unhandled although it was caught, and at exit kills the process with SIGINT in place
+    of its exit code. Running any code string clears that mark."""
+    exec("")  # an empty string: nothing runs, the mark is cleared
 
 
 def _interrupted_hint(argv: list[str]) -> str:

@@ -154,6 +154,19 @@ def test_ctrl_c_during_a_dispatch_says_how_to_reconcile(env, emulator, tmp_path)
     assert f"model-factory dispatch-run {plan['plan_id']}" in err and "do not plan again" in err
 
 
+def test_an_interrupt_inside_code_run_from_a_string_still_exits_130(env, tmp_path):
+    """Dataclasses make their methods with exec while a module is imported (a command imports its tool's module
+    on first use): a Ctrl-C landing there is caught like any other, and ``python -m skill`` still exits 130."""
+    (tmp_path / "interrupted_in_exec.py").write_text(
+        "import tools.core  # imported already, as in a command that has run a while\n"
+        "from skill import cli\n"
+        "cli._run = lambda argv: exec('raise KeyboardInterrupt')  # where the signal lands\n"
+        "cli.main(['list-runs'])\n")
+    proc = subprocess.run([sys.executable, "-m", "interrupted_in_exec"], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 130 and proc.stderr.strip() == "Interrupted.", proc
+
+
 def test_help_of_a_tool_command(env):
     proc = mf("plan-run", "--help", env=env)
     no_traceback(proc)
