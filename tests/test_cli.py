@@ -54,6 +54,15 @@ def tool_error(proc: subprocess.CompletedProcess, code: str) -> dict:
     return error
 
 
+def test_a_path_folder_that_cannot_be_looked_into_is_skipped_not_a_traceback(env):
+    # what an unreadable folder on PATH does to a person running as another user (sudo -u with root's PATH);
+    # as root, a folder name longer than the system allows fails the same way
+    odd = "/" + "x" * 300 + "/bin"
+    proc = mf("list-runs", env={**env, "PATH": os.pathsep.join([odd, env["PATH"]])})
+    no_traceback(proc)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_missing_config_file(env, tmp_path):
     proc = mf("validate-config", str(tmp_path / "nope.toml"), "--json", env=env)
     assert proc.returncode == EXIT_TOOL_ERROR

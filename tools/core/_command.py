@@ -46,8 +46,14 @@ def console_script() -> Path | None:
 
 
 def _a_persons_folder(entry: str) -> bool:
-    """A PATH entry a person's own shell would have: absolute, not a virtual environment's bin."""
-    return bool(entry) and os.path.isabs(entry) and not (Path(entry).parent / "pyvenv.cfg").is_file()
+    """A PATH entry a person's own shell would have: absolute, not a virtual environment's bin. An
+    entry that cannot be looked into (unreadable, a name too long) is not one: skipped, never an error."""
+    if not entry or not os.path.isabs(entry):
+        return False
+    try:
+        return not (Path(entry).parent / "pyvenv.cfg").is_file()
+    except OSError:
+        return False
 
 
 def program(env: Mapping[str, str] | None = None) -> str:
