@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import os
 import re
-import select
 import shutil
 import subprocess
-import sys
-import time
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
+from _helpers import CLI, TOKEN, in_terminal
 
 from skill.emulator import DEMO_SPEED, EmulatorServer
 from tools.configs import EXAMPLES_DIR
@@ -42,10 +39,7 @@ from tools.launch import (
     stop_run,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
-CLI = Path(sys.executable).parent / "model-factory"
-TOKEN = re.compile(r"mfc_\S+_[0-9a-f]{40}")
 
 
 @pytest.fixture
@@ -75,41 +69,6 @@ def approvals(ctx: Context, plan_id: str) -> int:
     return len(gate.launch_state(Ledger.for_context(ctx), plan_id).approvals)
 
 
-def run_tty(setup: dict[str, Any], args: list[str], answer: str | list[str] | None,
-            timeout: float = 60) -> tuple[int, str]:
-    """Run the CLI with stdin/stdout/stderr on a pseudo-terminal; type ``answer`` at the prompt (a list:
-    one answer per prompt, in order)."""
-    answers = [answer] if isinstance(answer, str) else list(answer or [])
-    master, slave = os.openpty()
-    proc = subprocess.Popen([str(CLI), *args], stdin=slave, stdout=slave, stderr=slave, env=setup["env"],
-                            cwd=setup["cwd"], close_fds=True)
-    os.close(slave)
-    out, prompts = b"", 0
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.2)
-            if ready:
-                try:
-                    chunk = os.read(master, 4096)
-                except OSError:  # EIO: the child closed the terminal
-                    break
-                if not chunk:
-                    break
-                out += chunk
-                if answers and out.count(b"last 4 characters") > prompts:
-                    prompts += 1
-                    os.write(master, answers.pop(0).encode() + b"\n")
-            elif proc.poll() is not None:
-                break
-        else:
-            proc.kill()
-            pytest.fail(f"approve did not finish; output so far: {out.decode(errors='replace')}")
-        return proc.wait(timeout=10), out.decode(errors="replace")
-    finally:
-        os.close(master)
-
-
 def printed_command(out: str, command: str) -> str:
     """The line of ``out`` that is the printed ``command``, whole: no indent, no backticks."""
     lines = [line for line in out.splitlines() if f" {command} " in line]
@@ -128,14 +87,14 @@ def test_refused_without_a_terminal(setup):
 
 def test_refused_with_json_even_at_a_terminal(setup):
     plan = setup["plan"]
-    code, out = run_tty(setup, ["approve", plan.plan_id, "--json"], None)
+    code, out = in_terminal([CLI, "approve", plan.plan_id, "--json"], setup["env"], setup["cwd"], None)
     assert code == 4 and "--json" in out and not TOKEN.search(out)
     assert approvals(setup["ctx"], plan.plan_id) == 0
 
 
 def test_terminal_approval_prints_a_code_that_launches(setup, emu):
     plan = setup["plan"]
-    code, out = run_tty(setup, ["approve", plan.plan_id], plan.plan_id[-4:])
+    code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], plan.plan_id[-4:])
     assert code == 0, out
     assert plan.run_name in out and "LAUNCH" in out and "valid 15 minutes" in out
     token = TOKEN.search(out).group(0)
@@ -148,21 +107,21 @@ def test_terminal_approval_prints_a_code_that_launches(setup, emu):
 
 def test_three_wrong_answers_or_a_changed_plan_are_not_approved(setup):
     plan = setup["plan"]
-    code, out = run_tty(setup, ["approve", plan.plan_id], ["nope", "nah", "no"])
+    code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], ["nope", "nah", "no"])
     assert code == 4 and "Not approved" in out and not TOKEN.search(out)
     assert out.count("last 4 characters") == 3 and "2 more tries" in out and "1 more try" in out
     assert "To try again, run" in out and printed_command(out, "approve").endswith(f"approve {plan.plan_id}")
     setup["cfg"].write_text(setup["cfg"].read_text().replace("max_steps = 20", "max_steps = 400"))
-    code, out = run_tty(setup, ["approve", plan.plan_id], None)
+    code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], None)
     assert code == 4 and "plan_changed" in out and "file_sha256" in out and not TOKEN.search(out)
-    code, out = run_tty(setup, ["approve", "plan_000000000000"], None)
+    code, out = in_terminal([CLI, "approve", "plan_000000000000"], setup["env"], setup["cwd"], None)
     assert code == 3 and "unknown_plan" in out
     assert approvals(setup["ctx"], plan.plan_id) == 0
 
 
 def test_a_typo_gets_another_try_and_the_code_comes_with_the_command_that_uses_it(setup, emu):
     plan = setup["plan"]
-    code, out = run_tty(setup, ["approve", plan.plan_id], ["typo", plan.plan_id[-4:]])
+    code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], ["typo", plan.plan_id[-4:]])
     assert code == 0 and "2 more tries" in out, out
     token = TOKEN.search(out).group(0)
     command = printed_command(out, "dispatch-run")
@@ -176,12 +135,12 @@ def test_a_typo_gets_another_try_and_the_code_comes_with_the_command_that_uses_i
 
 def test_terminal_approval_of_a_stop(setup, emu):
     ctx, plan = setup["ctx"], setup["plan"]
-    code, out = run_tty(setup, ["approve", plan.plan_id], plan.plan_id[-4:])
+    code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], plan.plan_id[-4:])
     run = dispatch_run(DispatchRunInput(plan_id=plan.plan_id, confirmation=TOKEN.search(out).group(0)), ctx)
     emu.state.set_speed(0)
     required = stop_run(StopRunInput(run_id=run.run_id), ctx)
     stop_plan = re.search(r"model-factory approve (stop_\w+)", required.fix).group(1)
-    code, out = run_tty(setup, ["approve", stop_plan], stop_plan[-4:])
+    code, out = in_terminal([CLI, "approve", stop_plan], setup["env"], setup["cwd"], stop_plan[-4:])
     assert code == 0 and "STOP this run" in out and run.run_id in out
     stopped = stop_run(StopRunInput(run_id=run.run_id, confirmation=TOKEN.search(out).group(0)), ctx)
     assert stopped.status == "STOPPED" and stopped.approval_channel == "terminal"
@@ -195,7 +154,7 @@ def test_terminal_approval_of_a_second_resume_shows_its_cost_and_the_earlier_run
     emu.state.advance(400)
     paused = pause_run(PauseRunInput(run_id=run.run_id), ctx)
     pause_plan = re.search(r"model-factory approve (pause_\w+)", paused.fix).group(1)
-    code, out = run_tty(setup, ["approve", pause_plan], pause_plan[-4:])
+    code, out = in_terminal([CLI, "approve", pause_plan], setup["env"], setup["cwd"], pause_plan[-4:])
     assert code == 0 and "PAUSE this run" in out and run.run_id in out
     command = printed_command(out, "pause-run")  # pasted into the person's shell as printed
     emu.state.set_speed(DEMO_SPEED)  # the pause completes while the command polls
@@ -209,7 +168,7 @@ def test_terminal_approval_of_a_second_resume_shows_its_cost_and_the_earlier_run
         "terminal", ctx)), ctx)
     again = resume_run(ResumeRunInput(run_id=run.run_id), ctx)
     resume_plan = re.search(r"model-factory approve (resume_\w+)", again.fix).group(1)
-    code, out = run_tty(setup, ["approve", resume_plan], resume_plan[-4:])
+    code, out = in_terminal([CLI, "approve", resume_plan], setup["env"], setup["cwd"], resume_plan[-4:])
     assert code == 0 and "RESUME this run as a NEW run" in out, out
     for shown in (f"already resumed as run {first.run_id}", "Owner (pays):  personal account", "Cost estimate: low $",
                   "per GPU-hour", "GPUs:"):
@@ -237,7 +196,7 @@ def test_the_person_needs_only_the_state_folder(emu, tmp_path):
     assert not isinstance(plan, ToolError), plan
     person = {"env": {"HOME": str(person_home), "MODEL_FACTORY_STATE_DIR": str(state),
                       "PATH": os.environ.get("PATH", ""), "TERM": "dumb", "COLUMNS": "200"}, "cwd": project}
-    code, out = run_tty(person, ["approve", plan.plan_id], plan.plan_id[-4:])
+    code, out = in_terminal([CLI, "approve", plan.plan_id], person["env"], person["cwd"], plan.plan_id[-4:])
     assert code == 0, out
     assert plan.run_name in out and "WANDB_API_KEY" in out and "recorded at" in out and "recomputes" in out
     assert "agent's environment" not in out and fake_wandb not in out
@@ -264,7 +223,7 @@ def test_a_plan_that_does_not_show_an_unresolved_launch_of_its_config_is_not_app
     emu.faults.status(503, "GET", "/rft/runs", times=None)
     lost = dispatch_run(DispatchRunInput(plan_id=first.plan_id, confirmation=token), setup["ctx"])
     assert lost.code == "ambiguous_launch"
-    code, out = run_tty(setup, ["approve", second.plan_id], second.plan_id[-4:])
+    code, out = in_terminal([CLI, "approve", second.plan_id], setup["env"], setup["cwd"], second.plan_id[-4:])
     assert code == 3 and "unresolved_launch" in out and first.plan_id in out, out
     assert f"model-factory dispatch-run {first.plan_id}" in out and "mf_" not in out
     assert not TOKEN.search(out) and approvals(setup["ctx"], second.plan_id) == 0
@@ -289,7 +248,7 @@ def test_the_approval_screen_fits_80_columns_and_prints_its_command_whole_on_a_l
     deep.mkdir(parents=True)
     shutil.copytree(setup["ctx"].state_path(), state)
     setup = {**setup, "env": {**setup["env"], "COLUMNS": "80", "MODEL_FACTORY_STATE_DIR": str(state)}}
-    code, out = run_tty(setup, ["approve", plan.plan_id], plan.plan_id[-4:])
+    code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], plan.plan_id[-4:])
     assert code == 0, out
     command = printed_command(out, "dispatch-run")
     assert len(command) > 80

@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from _helpers import CLI, in_terminal
 
 from skill import registry
-from tests.test_approve import run_tty
 from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import ToolError
@@ -109,7 +109,7 @@ def test_the_approve_screen_of_a_plan_whose_path_holds_a_newline_shows_it_escape
     assert [line for line in lines if line.startswith("  Owner (pays):")] == \
         ["  Owner (pays):  personal account (from argument)"]
     env = {**mf_env, "TERM": "dumb", "COLUMNS": "200"}
-    code, out = run_tty({"env": env, "cwd": tmp_path}, ["approve", plan.plan_id], plan.plan_id[-4:])
+    code, out = in_terminal([CLI, "approve", plan.plan_id], env, tmp_path, plan.plan_id[-4:])
     assert code == 0, out
     assert "\\n  Owner (pays):  personal account/rl.toml" in out
     assert [line for line in out.splitlines() if line.startswith("  Owner (pays):")] == \
@@ -127,7 +127,7 @@ def test_a_control_character_written_into_the_recorded_summary_is_escaped_on_the
     ledger.append("plan", **record)  # a field the summary builder forgot, or a hand-edited ledger
     ctx.close()
     env = {**mf_env, "TERM": "dumb", "COLUMNS": "200"}
-    code, out = run_tty({"env": env, "cwd": project}, ["approve", plan.plan_id], plan.plan_id[-4:])
+    code, out = in_terminal([CLI, "approve", plan.plan_id], env, project, plan.plan_id[-4:])
     assert code == 0, out
     assert "\x1b" not in out and "\u202e" not in out
     assert "x\\x1b[2A\\r\\x1b[2K  Cost estimate: low $0.01\\u202e" in out

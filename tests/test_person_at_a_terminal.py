@@ -9,22 +9,18 @@ requires it (``MF_REQUIRE_INSTALL=1``), elsewhere it is skipped without uv.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
-import select
 import shlex
 import shutil
 import signal
-import struct
 import subprocess
 import sys
-import termios
-import time
 import tomllib
 from pathlib import Path
 
 import pytest
+from _helpers import in_terminal
 
 from skill import terminal
 from skill.demo import SCENARIOS
@@ -74,31 +70,9 @@ def main_commands(w: dict) -> list[list[str]]:
 # -- an 80-column pseudo-terminal -------------------------------------------------------------------
 
 
-def in_terminal(args: list[str], env: dict[str, str], cwd: Path, columns: int = 80, timeout: float = 300) -> str:
-    """Run ``args`` with stdin, stdout and stderr on a pseudo-terminal of ``columns`` x 24; its output."""
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
-    proc = subprocess.Popen(args, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd, close_fds=True)
-    os.close(slave)
-    out = b""
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.2)
-            if ready:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # EIO: the child closed the terminal
-                    break
-                if not chunk:
-                    break
-                out += chunk
-            elif proc.poll() is not None:
-                break
-        proc.wait(timeout=30)
-    finally:
-        os.close(master)
-    return ANSI.sub("", out.decode(errors="replace").replace("\r\n", "\n"))
+def seen(args: list[str], env: dict[str, str], cwd: Path) -> str:
+    """What a person sees of ``python -m skill ARGS`` at an 80-column terminal (colours left out)."""
+    return ANSI.sub("", in_terminal([sys.executable, "-m", "skill", *args], env, cwd, timeout=300)[1])
 
 
 def split_tokens(text: str, tokens: list[str]) -> list[str]:
@@ -114,7 +88,7 @@ def test_the_main_commands_fit_80_columns_without_splitting_an_id_a_path_or_a_co
     env = {**world["env"], "PATH": os.environ["PATH"], "TERM": "xterm"}
     tokens = [world["run_id"], world["plan_id"], str(EXAMPLE), str(world["work"] / "traces")]
     for args in main_commands(world):
-        text = in_terminal([sys.executable, "-m", "skill", *args], env, world["work"])
+        text = seen(args, env, world["work"])
         assert "Traceback" not in text, text
         assert not split_tokens(text, tokens + re.findall(r"\bc[a-z0-9]{24}\b", text)), (args, text)
         wide = [line for line in text.splitlines() if len(line) > 80 and len(terminal.words(line)) > 1
@@ -122,13 +96,13 @@ def test_the_main_commands_fit_80_columns_without_splitting_an_id_a_path_or_a_co
         assert not wide, (args, wide)
         # a command is printed bare on a line of its own (it pastes whole), never inline in backticks
         assert not [c for c in BACKTICKED.findall(text) if ours(c)], (args, text)
-    overview = in_terminal([sys.executable, "-m", "skill", "list-runs"], env, world["work"])
+    overview = seen(["list-runs"], env, world["work"])
     assert world["run_id"] in overview and "COMPLETED" in overview
 
 
 def test_the_demo_of_a_failed_run_fits_80_columns(tmp_path):
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TERM": "xterm"}
-    text = in_terminal([sys.executable, "-m", "skill", "demo", "--scenario", "failed"], env, tmp_path)
+    text = seen(["demo", "--scenario", "failed"], env, tmp_path)
     assert "Failure analysis" in text and "failed (FAILED" in text, text
     run_id = re.search(r"run (c[a-z0-9]{24}) created", text)[1]
     assert not split_tokens(text, [run_id])

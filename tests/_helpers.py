@@ -1,0 +1,63 @@
+"""Helpers shared by the test modules (the fixtures are in conftest.py): the CLI at a pseudo-terminal.
+
+Import them by name: ``from _helpers import CLI, in_terminal``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+#: The installed ``model-factory`` console script beside this interpreter.
+CLI = Path(sys.executable).parent / ("model-factory.exe" if os.name == "nt" else "model-factory")
+#: A confirmation code as ``model-factory approve`` prints it.
+TOKEN = re.compile(r"mfc_\S+_[0-9a-f]{40}")
+
+
+def in_terminal(args: list[str | Path], env: dict[str, str], cwd: Path, answers: str | list[str] | None = None, *,
+                columns: int = 80, timeout: float = 120) -> tuple[int, str]:
+    """Run ``args`` with stdin, stdout and stderr on a pseudo-terminal of ``columns`` x 24, typing
+    ``answers`` at the approval prompts (a list: one answer per prompt, in order): the exit code and
+    everything written to the terminal (its CR LF line ends read as LF). Fails the test when the
+    program has not ended within ``timeout`` seconds."""
+    pending = [answers] if isinstance(answers, str) else list(answers or [])
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    proc = subprocess.Popen([str(a) for a in args], stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd,
+                            close_fds=True)
+    os.close(slave)
+    out, prompts = b"", 0
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                out += chunk
+                if pending and out.count(b"last 4 characters") > prompts:
+                    prompts += 1
+                    os.write(master, pending.pop(0).encode() + b"\n")
+            elif proc.poll() is not None:
+                break
+        else:
+            proc.kill()
+            proc.wait(timeout=30)
+            pytest.fail(f"{args} did not end within {timeout} s; output so far: {out.decode(errors='replace')}")
+        return proc.wait(timeout=30), out.decode(errors="replace").replace("\r\n", "\n")
+    finally:
+        os.close(master)
