@@ -1,4 +1,5 @@
-"""Helpers shared by the test modules (the fixtures are in conftest.py): the CLI at a pseudo-terminal.
+"""Helpers shared by the test modules (the fixtures are in conftest.py): the bundled example, tool
+results, and the CLI at a pseudo-terminal.
 
 Import them by name: ``from _helpers import CLI, in_terminal``.
 """
@@ -15,13 +16,49 @@ import sys
 import termios
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from skill import registry
+from tools.configs import EXAMPLES_DIR
+from tools.core import Context
+from tools.errors import ToolError
+
+#: The reverse-text RL example (20 steps, 2 GPUs), as bundled.
+EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
 #: The installed ``model-factory`` console script beside this interpreter.
 CLI = Path(sys.executable).parent / ("model-factory.exe" if os.name == "nt" else "model-factory")
 #: A confirmation code as ``model-factory approve`` prints it.
 TOKEN = re.compile(r"mfc_\S+_[0-9a-f]{40}")
+
+
+
+# -- tool results -----------------------------------------------------------------------------------
+
+
+def call(ctx: Context, name: str, **arguments: Any) -> Any:
+    """Tool ``name`` called through the registry, as every surface calls it: its result or ToolError."""
+    return registry.call_tool(name, arguments, ctx)
+
+
+def ok(result: Any) -> Any:
+    """``result``, asserted not to be a ToolError."""
+    assert not isinstance(result, ToolError), result
+    return result
+
+
+def progress(ctx: Context, run_id: str, **arguments: Any) -> Any:
+    """mf_check_progress of ``run_id`` (asserted not an error)."""
+    return ok(call(ctx, "mf_check_progress", run_id=run_id, **arguments))
+
+
+def size(result: Any) -> int:
+    """Characters of ``result`` as JSON: what the output budget counts."""
+    return len(result.model_dump_json())
+
+
+# -- the CLI at a pseudo-terminal ---------------------------------------------------------------------
 
 
 def in_terminal(args: list[str | Path], env: dict[str, str], cwd: Path, answers: str | list[str] | None = None, *,

@@ -1,21 +1,25 @@
 """Fixtures shared by the whole suite: the emulator on loopback, an env pointing at it, the
-examples, and :class:`Recorder` (what the emulator received)."""
+examples, runs created on it, and :class:`Recorder` (what the emulator received). Plain helpers
+shared by test modules are in tests/_helpers.py."""
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+import tomllib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
 import pytest
+from _helpers import EXAMPLE
 
 from skill.emulator import DEMO_SPEED, EmulatorServer
 from tools.configs import EXAMPLES_DIR
 from tools.core import Context
+from tools.platform import wire
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The schema environments and helpers (tests/_schema_env.py), for the schema tests.
@@ -89,6 +93,33 @@ def fake_time(frozen_ctx: Context, emulator: EmulatorServer) -> FakeTime:
 def examples_dir() -> Path:
     """``tools/configs/examples``: the verbatim prime-rl example configs bundled with the package."""
     return EXAMPLES_DIR
+
+
+@pytest.fixture
+def rl_config() -> dict[str, Any]:
+    """The parsed reverse-text RL example (``basic/reverse-text/rl.toml``: 20 steps, 2 GPUs)."""
+    return tomllib.loads(EXAMPLE.read_text())
+
+
+@pytest.fixture
+def launch(frozen_ctx: Context, emulator: EmulatorServer, rl_config: dict[str, Any]) -> Callable[..., str]:
+    """``launch(scenario=None, *, after=0, config=None, team_id=None, wandb_api_key=None, **params)``:
+    the id of a run created straight on the platform (no plan in the ledger) from ``rl_config`` (or
+    ``config``), misbehaving as ``scenario`` (with ``params``) says; the frozen clock is then moved
+    ``after`` simulated seconds."""
+
+    def start(scenario: str | None = None, *, after: float = 0.0, config: dict[str, Any] | None = None,
+              team_id: str | None = None, wandb_api_key: str | None = None, **params: Any) -> str:
+        if scenario:
+            emulator.state.set_scenario(scenario, **params)
+        body = wire.build_create_body(config or rl_config, name="test-run", team_id=team_id,
+                                      wandb_api_key=wandb_api_key)
+        run_id = frozen_ctx.platform().create_run(body).run_id
+        if after:
+            emulator.state.advance(after)
+        return run_id
+
+    return start
 
 
 @dataclass(frozen=True)

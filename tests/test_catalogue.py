@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _helpers import ok
 
 from skill.emulator import OTHER_API_KEY, TEAM_EVALS_ID, TEAM_RESEARCH_ID, EmulatorServer
 from skill.emulator.seed import Model
@@ -35,11 +36,6 @@ def ctx(mf_env: dict[str, str], tmp_path: Path) -> Context:
 
 def context(env: dict[str, str], tmp_path: Path, **extra: str) -> Context:
     return Context(env={**env, **extra}, home=tmp_path / "home", state_dir=tmp_path / "state")
-
-
-def ok(result):
-    assert not isinstance(result, ToolError), result
-    return result
 
 
 def test_gpu_prices_join_on_demand_offers(ctx: Context, emulator: EmulatorServer):

@@ -424,22 +424,6 @@ def test_a_read_command_against_a_stalled_api_ends_within_the_call_bound_and_say
 # -- a person's words at the command line ---------------------------------------------------------
 
 
-def start_run(emulator, env: dict[str, str], scenario: str | None = None, **params) -> str:
-    """A run created on the emulator (through our client), misbehaving as ``scenario`` says."""
-    import tomllib
-
-    from tools.core import Context
-    from tools.platform import wire
-
-    if scenario:
-        emulator.state.set_scenario(scenario, **params)
-    ctx = Context(env=env, home=Path(env["HOME"]), state_dir=Path(env["MODEL_FACTORY_STATE_DIR"]))
-    try:
-        return ctx.platform().create_run(wire.build_create_body(tomllib.loads(RT_RL.read_text()), name="cli")).run_id
-    finally:
-        ctx.close()
-
-
 def test_errors_name_options_and_commands_not_json_arguments_and_say_each_problem_once(env, tmp_path):
     bad = mf("plan-run", str(RT_RL), "--team", "personal", "--max-steps", "abc", env=env, cwd=tmp_path)
     assert bad.returncode == EXIT_USAGE
@@ -505,8 +489,8 @@ def test_an_emulator_listening_beyond_the_loopback_warns_that_other_machines_can
         assert "Warning" not in rest, rest
 
 
-def test_list_runs_past_its_last_page_names_the_last_page_and_shows_latest_steps(env, emulator):
-    start_run(emulator, env)
+def test_list_runs_past_its_last_page_names_the_last_page_and_shows_latest_steps(env, emulator, launch):
+    launch()
     emulator.state.advance(300)
     past = mf("list-runs", "--page", "9223372036854775807", env=env)
     assert past.returncode == 0 and "end on page 1" in past.stderr and "example" not in past.stderr, past.stderr
@@ -526,9 +510,9 @@ def pasted(command: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=120)
 
 
-def test_list_runs_page_hints_keep_the_limit_and_filters_and_paste_as_printed(env, emulator):
+def test_list_runs_page_hints_keep_the_limit_and_filters_and_paste_as_printed(env, emulator, launch):
     emulator.state.set_speed(0)  # every run stays QUEUED
-    made = {start_run(emulator, env) for _ in range(5)}
+    made = {launch() for _ in range(5)}
 
     def ids(proc: subprocess.CompletedProcess) -> list[str]:
         assert proc.returncode == 0, proc.stderr
@@ -556,16 +540,17 @@ def test_counts_read_in_the_singular_and_plural(env):
     assert "launchs" not in launches.stdout + launches.stderr
 
 
-def test_the_next_page_of_traces_keeps_the_options_of_the_first(env, emulator):
-    run_id = start_run(emulator, env)
+def test_the_next_page_of_traces_keeps_the_options_of_the_first(env, emulator, launch):
+    run_id = launch()
     emulator.state.advance(3600)
     proc = mf("list-traces", run_id, "--limit", "2", env=env)
     nxt = [line for line in proc.stderr.splitlines() if "Next page" in line]
     assert nxt and "--limit 2" in nxt[0] and "--cursor" in nxt[0], proc.stderr
 
 
-def test_a_filtered_log_read_that_finds_nothing_says_the_window_in_hours_and_prints_the_wider_command(env, emulator):
-    run_id = start_run(emulator, env)
+def test_a_filtered_log_read_that_finds_nothing_says_the_window_in_hours_and_prints_the_wider_command(
+        env, emulator, launch):
+    run_id = launch()
     emulator.state.advance(7200)  # completed long ago: its lines are older than the 15 minutes a filtered read sees
     quiet = mf("get-logs", run_id, "--level", "WARNING", env=env)
     assert quiet.stderr.startswith("0 lines") and "the window of filtered reads" in quiet.stderr, quiet.stderr
@@ -574,8 +559,8 @@ def test_a_filtered_log_read_that_finds_nothing_says_the_window_in_hours_and_pri
     assert re.search(r"The run ended \d+\.\d h ago", quiet.stderr), quiet.stderr  # over 90 minutes: in hours
 
 
-def test_a_download_with_missing_uploads_names_the_step_numbers_field_honestly(env, emulator, tmp_path):
-    run_id = start_run(emulator, env, "missing_traces", steps=[2])
+def test_a_download_with_missing_uploads_names_the_step_numbers_field_honestly(env, emulator, launch, tmp_path):
+    run_id = launch("missing_traces", steps=[2])
     emulator.state.advance(3600)
     proc = mf("download-traces", run_id, str(tmp_path / "traces"), env=env)
     rows = dict(line.split("\t", 1) for line in proc.stdout.split("\n\n")[0].splitlines())
@@ -594,15 +579,16 @@ def test_the_plan_summary_names_the_flags_for_more_steps_and_separates_thousands
     assert "Steps:         10,000,000 (" in big.stdout and re.search(r"\(~[\d,]+\.\d\d/", big.stdout), big.stdout
 
 
-def test_run_report_markdown_names_commands_when_called_from_the_command_line(env, emulator):
-    run_id = start_run(emulator, env)
+def test_run_report_markdown_names_commands_when_called_from_the_command_line(env, emulator, launch):
+    run_id = launch()
     emulator.state.advance(3600)
     proc = mf("run-report", run_id, "--no-plot", env=env)
     assert proc.returncode == 0 and "mf_" not in proc.stdout and "download-traces" in proc.stdout, proc.stdout
 
 
-def test_run_report_of_a_run_still_going_prints_each_line_once_and_its_next_commands_only_in_the_hint(env, emulator):
-    run_id = start_run(emulator, env)
+def test_run_report_of_a_run_still_going_prints_each_line_once_and_its_next_commands_only_in_the_hint(
+        env, emulator, launch):
+    run_id = launch()
     emulator.state.advance(300)  # RUNNING: the report is provisional, its Next: names wait-for-run and download-traces
     proc = mf("run-report", run_id, "--no-plot", env=env)
     lines = proc.stdout.splitlines()

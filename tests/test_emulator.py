@@ -75,11 +75,6 @@ def admin(emu: EmulatorServer):
         yield client
 
 
-@pytest.fixture
-def rl_config(examples_dir: Path) -> dict[str, Any]:
-    return tomllib.loads((examples_dir / "basic" / "reverse-text" / "rl.toml").read_text())
-
-
 def create(api: httpx.Client, config: dict[str, Any], **body: Any) -> str:
     response = api.post("/training/runs", json={"config": config, **body})
     assert response.status_code == 200, response.text

@@ -19,7 +19,7 @@ from test_emulator import _client, at_step, completed_run, create
 from skill.emulator import EmulatorServer, closed_port
 
 # the fixtures of tests/test_emulator.py: a frozen clock, clients of the default user and of the admin routes
-emu, api, admin, rl_config = test_emulator.emu, test_emulator.api, test_emulator.admin, test_emulator.rl_config
+emu, api, admin = test_emulator.emu, test_emulator.api, test_emulator.admin
 
 
 def short_timeout(emu: EmulatorServer, read: float) -> httpx.Client:

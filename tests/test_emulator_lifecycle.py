@@ -15,7 +15,7 @@ from test_emulator import T, _client, at_step, create, done_after, get_run, logs
 
 from skill.emulator import TEAM_RESEARCH_ID, EmulatorServer, create_app, serve
 
-emu, api, admin, rl_config = test_emulator.emu, test_emulator.api, test_emulator.admin, test_emulator.rl_config
+emu, api, admin = test_emulator.emu, test_emulator.api, test_emulator.admin
 PODS = T.pod_schedule_seconds  # of the start-up, the time pods are Pending
 
 

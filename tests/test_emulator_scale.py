@@ -18,7 +18,7 @@ from test_emulator import T, at_step, create, get_run, logs
 
 from skill.emulator import EmulatorServer
 
-emu, api, rl_config = test_emulator.emu, test_emulator.api, test_emulator.rl_config
+emu, api = test_emulator.emu, test_emulator.api
 DAY = 86400
 
 

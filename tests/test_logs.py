@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 
 import pytest
+from _helpers import call, size
 
-from skill import registry
 from skill.emulator.logs import make_line
 from tools import monitor
-from tools.core import OUTPUT_BUDGET_CHARS, Context
+from tools.core import OUTPUT_BUDGET_CHARS
 from tools.errors import ToolError
-from tools.platform import wire
 
 QUEUE, STARTUP, STEP = 60.0, 90.0, 30.0
 
@@ -32,26 +30,6 @@ def at_step(k: int) -> float:
 @pytest.fixture
 def ctx(frozen_ctx):
     return frozen_ctx
-
-
-@pytest.fixture
-def launch(ctx, emulator, examples_dir):
-    config = tomllib.loads((examples_dir / "basic" / "reverse-text" / "rl.toml").read_text())
-
-    def start(scenario: str | None = None, **params) -> str:
-        if scenario:
-            emulator.state.set_scenario(scenario, **params)
-        return ctx.platform().create_run(wire.build_create_body(config, name="logs-test")).run_id
-
-    return start
-
-
-def call(ctx: Context, name: str, **arguments):
-    return registry.call_tool(name, arguments, ctx)
-
-
-def size(result) -> int:
-    return len(result.model_dump_json())
 
 
 # -- parsing (pure) ---------------------------------------------------------------------------

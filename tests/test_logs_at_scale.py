@@ -11,16 +11,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import tomllib
 
 import pytest
+from _helpers import call, ok
 
 from skill import registry
 from skill.emulator.logvolume import SIGNATURES, STORM_MESSAGE
-from tools.core import Context
 from tools.errors import ToolError
 from tools.monitor import normalise
-from tools.platform import wire
 
 QUEUE, STARTUP, FINALIZE = 60.0, 90.0, 10.0
 HOUR, DAY = 3600.0, 86400.0
@@ -33,28 +31,19 @@ def ctx(frozen_ctx):
 
 
 @pytest.fixture
-def long_run(ctx, emulator, examples_dir):
+def long_run(launch, emulator):
     """``long_run(hours=..., **params)``: a COMPLETED run stretched over ``hours``, ``after`` seconds after its end."""
-    config = tomllib.loads((examples_dir / "basic" / "reverse-text" / "rl.toml").read_text())
 
     def start(hours: float, *, after: float = 60.0, scenarios: tuple[str, ...] = (), wandb_key: str | None = None,
               **params) -> str:
         emulator.state.set_scenario("long_run", hours=hours, **params)
         for name in scenarios:
             emulator.state.set_scenario(name)
-        body = wire.build_create_body(config, name="long-logs", wandb_api_key=wandb_key)
-        run_id = ctx.platform().create_run(body).run_id
-        emulator.state.advance(QUEUE + STARTUP + hours * HOUR + FINALIZE + after)
+        run_id = launch(after=QUEUE + STARTUP + hours * HOUR + FINALIZE + after, wandb_api_key=wandb_key)
         assert emulator.state.run(run_id).status == "COMPLETED"
         return run_id
 
     return start
-
-
-def ok(ctx: Context, name: str, **arguments):
-    result = registry.call_tool(name, arguments, ctx)
-    assert not isinstance(result, ToolError), result
-    return result
 
 
 # -- mf_summarize_logs -----------------------------------------------------------------------------
@@ -62,7 +51,7 @@ def ok(ctx: Context, name: str, **arguments):
 
 def test_a_day_long_run_s_digest_names_every_signature_with_counts_times_and_tracebacks(ctx, long_run):
     run_id = long_run(23)  # 210,000 lines within the API's 24 h window
-    result = ok(ctx, "mf_summarize_logs", run_id=run_id)
+    result = ok(call(ctx, "mf_summarize_logs", run_id=run_id))
     assert len(result.model_dump_json()) <= 6000
     assert result.covers_whole_run and result.looked_back_seconds >= 23 * HOUR
     expected = {normalise(sig.message.format(step=1, n=1, v=1, tokens=1)): sig for sig in SIGNATURES}
@@ -81,7 +70,7 @@ def test_a_day_long_run_s_digest_names_every_signature_with_counts_times_and_tra
 
 def test_errors_beyond_one_read_s_cap_are_counted_exactly_by_time_slices(ctx, long_run):
     run_id = long_run(23, storm=12000, storm_seconds=HOUR)
-    result = ok(ctx, "mf_summarize_logs", run_id=run_id, components=["orchestrator"])
+    result = ok(call(ctx, "mf_summarize_logs", run_id=run_id, components=["orchestrator"]))
     storm = next(s for s in result.errors if s.pattern.startswith(STORM_MESSAGE.split("{")[0]))
     assert (storm.count, storm.count_is_lower_bound) == (12000, False)
     assert result.covers_whole_run and not any("ERROR" in cap for cap in result.caps)
@@ -91,7 +80,7 @@ def test_errors_beyond_one_read_s_cap_are_counted_exactly_by_time_slices(ctx, lo
 
 def test_a_minute_no_read_can_cover_is_a_cap_whose_counts_are_lower_bounds(ctx, long_run):
     run_id = long_run(23, storm=12000, storm_seconds=10)
-    result = ok(ctx, "mf_summarize_logs", run_id=run_id, components=["orchestrator"])
+    result = ok(call(ctx, "mf_summarize_logs", run_id=run_id, components=["orchestrator"]))
     storm = next(s for s in result.errors if s.pattern.startswith(STORM_MESSAGE.split("{")[0]))
     assert storm.count_is_lower_bound and 5000 <= storm.count < 12000
     assert not result.covers_whole_run
@@ -102,7 +91,7 @@ def test_a_minute_no_read_can_cover_is_a_cap_whose_counts_are_lower_bounds(ctx, 
 
 def test_a_run_longer_than_a_day_says_its_first_hours_are_beyond_the_api(ctx, long_run):
     run_id = long_run(30)  # the OOMs (4-10% of 30 h) happened more than 24 h ago
-    result = ok(ctx, "mf_summarize_logs", run_id=run_id)
+    result = ok(call(ctx, "mf_summarize_logs", run_id=run_id))
     assert result.looked_back_seconds == DAY and not result.covers_whole_run
     assert any("lines older than 24 h" in cap for cap in result.caps)
     assert not any(s.pattern.startswith("torch.OutOfMemoryError") for s in result.errors)
@@ -111,7 +100,7 @@ def test_a_run_longer_than_a_day_says_its_first_hours_are_beyond_the_api(ctx, lo
 
 def test_a_run_that_ended_days_ago_is_digested_from_its_newest_lines(ctx, long_run):
     run_id = long_run(2, after=3 * DAY)
-    result = ok(ctx, "mf_summarize_logs", run_id=run_id)
+    result = ok(call(ctx, "mf_summarize_logs", run_id=run_id))
     assert result.looked_back_seconds is None and not result.covers_whole_run
     assert any("ended" in cap and "newest 5,000 lines" in cap for cap in result.caps)
     assert all(r.requests == 1 for r in result.streams)
@@ -136,7 +125,7 @@ def test_export_writes_every_line_of_every_component_scrubbed_with_a_true_manife
     reports = []
     ctx.progress = lambda done, total, message: reports.append((done, total))
     dest = tmp_path / "logs"
-    result = ok(ctx, "mf_export_logs", run_id=run_id, dest=str(dest))
+    result = ok(call(ctx, "mf_export_logs", run_id=run_id, dest=str(dest)))
     assert result.complete and reports == [(1, 4), (2, 4), (3, 4), (4, 4)]
     names = {"orchestrator": ("orchestrator", None), "trainer": ("trainer", None), "inference": ("inference", None),
              "env-server/reverse-text": ("env-server", "reverse-text")}
@@ -159,7 +148,7 @@ def test_export_writes_every_line_of_every_component_scrubbed_with_a_true_manife
 
 def test_a_stream_over_the_read_cap_is_exported_whole_in_time_slices(ctx, emulator, long_run, tmp_path):
     run_id = long_run(3, lines=60000)  # the trainer logs 18,000 lines: over 5,000 in an hour
-    result = ok(ctx, "mf_export_logs", run_id=run_id, dest=str(tmp_path / "logs"), components=["trainer"])
+    result = ok(call(ctx, "mf_export_logs", run_id=run_id, dest=str(tmp_path / "logs"), components=["trainer"]))
     [stream] = result.streams
     assert stream.complete and stream.requests > 4 and "time slices" in stream.note
     assert stream.lines == emulator_lines(emulator, run_id, "trainer", None) > 18000
@@ -175,10 +164,10 @@ def test_an_interrupted_export_resumes_keeping_the_files_it_finished(ctx, emulat
     kept = json.loads((dest / "manifest.json").read_text())["streams"]
     assert [s["component"] for s in kept] == ["orchestrator", "trainer"]
     emulator.faults.clear()
-    done = ok(ctx, "mf_export_logs", run_id=run_id, dest=str(dest))
+    done = ok(call(ctx, "mf_export_logs", run_id=run_id, dest=str(dest)))
     assert done.complete and [s.kept_from_earlier for s in done.streams] == [True, True, False, False]
     (dest / "trainer.log").write_text("edited\n")  # a file changed since: read again, never trusted
-    again = ok(ctx, "mf_export_logs", run_id=run_id, dest=str(dest))
+    again = ok(call(ctx, "mf_export_logs", run_id=run_id, dest=str(dest)))
     assert [s.kept_from_earlier for s in again.streams] == [True, False, True, True]
     assert (dest / "trainer.log").read_text() != "edited\n" and again.bytes_written == again.streams[1].bytes
 

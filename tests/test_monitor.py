@@ -15,10 +15,10 @@ import json
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+from _helpers import call, ok, progress, size
 
 from skill import registry
 from skill.emulator import TEAM_EVALS_ID, EmulatorServer, TraceShape
@@ -37,40 +37,9 @@ def at_step(k: int) -> float:
     return QUEUE + STARTUP + STEP * k + 1.0
 
 
-def size(result) -> int:
-    return len(result.model_dump_json())
-
-
-@pytest.fixture
-def config(examples_dir) -> dict:
-    return tomllib.loads((examples_dir / "basic" / "reverse-text" / "rl.toml").read_text())
-
-
 @pytest.fixture
 def ctx(frozen_ctx):
     return frozen_ctx
-
-
-@pytest.fixture
-def launch(ctx, emulator, config):
-    def start(scenario: str | None = None, *, cfg: dict | None = None, team_id: str | None = None, **params) -> str:
-        if scenario:
-            emulator.state.set_scenario(scenario, **params)
-        body = wire.build_create_body(cfg or config, name="monitor-test", team_id=team_id)
-        return ctx.platform().create_run(body).run_id
-
-    return start
-
-
-def call(ctx: Context, name: str, **arguments):
-    result = registry.call_tool(name, arguments, ctx)
-    return result
-
-
-def ok(ctx: Context, name: str, **arguments):
-    result = call(ctx, name, **arguments)
-    assert not isinstance(result, ToolError), result
-    return result
 
 
 # -- mf_get_run / mf_list_runs ----------------------------------------------------------------------
@@ -79,7 +48,7 @@ def ok(ctx: Context, name: str, **arguments):
 def test_get_run_reads_the_wire_run(ctx, emulator, launch):
     run_id = launch()
     emulator.state.advance(at_step(3))
-    run = ok(ctx, "mf_get_run", run_id=run_id)
+    run = ok(call(ctx, "mf_get_run", run_id=run_id))
     assert (run.run_id, run.status, run.terminal, run.mode) == (run_id, "RUNNING", False, "rl")
     assert run.model == "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT" and run.environments == ["reverse-text"]
     assert (run.max_steps, run.batch_size, run.owner) == (20, 128, "personal account")
@@ -94,7 +63,7 @@ def test_the_dashboard_link_on_the_emulator_opens_the_emulators_page_for_the_run
     launch()
     run_id = next(iter(emulator.state.runs))
     linked = Context(env={**mf_env, "PRIME_FRONTEND_URL": emulator.base_url}, home=tmp_path / "home")
-    url = ok(linked, "mf_get_run", run_id=run_id).dashboard_url
+    url = ok(call(linked, "mf_get_run", run_id=run_id)).dashboard_url
     linked.close()
     assert url == f"{emulator.base_url}/dashboard/training/{run_id}"
     page = httpx.get(url)
@@ -104,7 +73,7 @@ def test_the_dashboard_link_on_the_emulator_opens_the_emulators_page_for_the_run
 def test_get_run_of_a_failed_run_has_the_failure_analysis(ctx, emulator, launch):
     run_id = launch("fail", at_step=4)
     emulator.state.advance(at_step(5))
-    run = ok(ctx, "mf_get_run", run_id=run_id)
+    run = ok(call(ctx, "mf_get_run", run_id=run_id))
     assert run.status == "FAILED" and run.terminal and run.error_message == "trainer pod OOMKilled"
     assert run.failure_analysis.root_cause == "CUDA OOM in trainer at step 4"
     assert run.failure_analysis.confidence == 0.86 and len(run.failure_analysis.evidence) == 2
@@ -116,7 +85,7 @@ def test_get_run_clips_long_server_texts(ctx, emulator, launch):
     run = emulator.state.run(run_id)
     run.error_message = "E" * 50_000
     run.failure_analysis["evidence"] = ["line " * 2000] * 40
-    result = ok(ctx, "mf_get_run", run_id=run_id)
+    result = ok(call(ctx, "mf_get_run", run_id=run_id))
     assert size(result) <= OUTPUT_BUDGET_CHARS
     assert len(result.error_message) <= 600 and len(result.failure_analysis.evidence) == 8
     assert size(progress(ctx, run_id)) <= OUTPUT_BUDGET_CHARS
@@ -133,12 +102,12 @@ def test_list_runs_pages_newest_first_and_filters_status(ctx, emulator, launch):
         ids.append(launch())
         emulator.state.advance(5)
     ctx.platform().stop_run(ids[1])
-    first = ok(ctx, "mf_list_runs", limit=2)
-    second = ok(ctx, "mf_list_runs", limit=2, page=2)
+    first = ok(call(ctx, "mf_list_runs", limit=2))
+    second = ok(call(ctx, "mf_list_runs", limit=2, page=2))
     assert [r.run_id for r in first.runs + second.runs] == ids[::-1]
     assert (first.total, first.next_page, second.next_page) == (3, 2, None)
     assert first.owner.startswith("personal account")
-    stopped = ok(ctx, "mf_list_runs", status="stopped")
+    stopped = ok(call(ctx, "mf_list_runs", status="stopped"))
     assert [(r.run_id, r.status, r.terminal) for r in stopped.runs] == [(ids[1], "STOPPED", True)]
     assert stopped.total == 1 and stopped.scan_complete
 
@@ -146,8 +115,8 @@ def test_list_runs_pages_newest_first_and_filters_status(ctx, emulator, launch):
 def test_list_runs_owner_is_explicit(ctx, launch):
     team_run = launch(team_id=TEAM_EVALS_ID)
     personal_run = launch()
-    assert [r.run_id for r in ok(ctx, "mf_list_runs", team=TEAM_EVALS_ID).runs] == [team_run]
-    assert [r.run_id for r in ok(ctx, "mf_list_runs", team="personal").runs] == [personal_run]
+    assert [r.run_id for r in ok(call(ctx, "mf_list_runs", team=TEAM_EVALS_ID)).runs] == [team_run]
+    assert [r.run_id for r in ok(call(ctx, "mf_list_runs", team="personal")).runs] == [personal_run]
     bad = call(ctx, "mf_list_runs", team="not-a-team")
     assert isinstance(bad, ToolError) and bad.code == "invalid_team"
 
@@ -155,17 +124,13 @@ def test_list_runs_owner_is_explicit(ctx, launch):
 def test_list_runs_stays_in_budget(ctx, emulator, launch):
     for _ in range(60):
         launch()
-    result = ok(ctx, "mf_list_runs", limit=100)
+    result = ok(call(ctx, "mf_list_runs", limit=100))
     assert size(result) <= OUTPUT_BUDGET_CHARS
     assert result.truncated and result.omitted == 60 - len(result.runs) > 0
     assert f"limit={len(result.runs)}" in result.narrow_hint
 
 
 # -- mf_check_progress: one test per verdict ---------------------------------------------------------
-
-
-def progress(ctx, run_id, **extra):
-    return ok(ctx, "mf_check_progress", run_id=run_id, **extra)
 
 
 def calls(result) -> list[tuple[str, dict]]:
@@ -243,8 +208,8 @@ def test_verdict_crash_looping(ctx, emulator, launch):
                                                 "env_name": "reverse-text", "level": "ERROR"})
 
 
-def test_verdict_failing_on_recent_error_lines(ctx, emulator, launch, config):
-    run_id = launch(cfg={**config, "max_steps": 100})
+def test_verdict_failing_on_recent_error_lines(ctx, emulator, launch, rl_config):
+    run_id = launch(config={**rl_config, "max_steps": 100})
     emulator.state.advance(at_step(5))
     now = emulator.state.now()
     emulator.state.run(run_id).logs.append(
@@ -304,7 +269,7 @@ def test_metrics_downsample_keeps_first_and_last(ctx, emulator, launch):
     run_id = launch()
     emulator.state.advance(at_step(20) + FINALIZE)
     stored = {m["step"]: m for m in emulator.state.run(run_id).metrics}
-    result = ok(ctx, "mf_get_metrics", run_id=run_id, max_points=5)
+    result = ok(call(ctx, "mf_get_metrics", run_id=run_id, max_points=5))
     steps = [int(row[0]) for row in result.rows]
     assert len(steps) == 5 and steps[0] == 1 and steps[-1] == 20 and steps == sorted(steps)
     assert result.steps_available == 20 and result.omitted == 15 and result.truncated
@@ -320,7 +285,7 @@ def test_metrics_downsample_keeps_first_and_last(ctx, emulator, launch):
 def test_metrics_range_and_names(ctx, emulator, launch):
     run_id = launch()
     emulator.state.advance(at_step(12))
-    result = ok(ctx, "mf_get_metrics", run_id=run_id, min_step=5, max_step=9, names=["reward", "loss"])
+    result = ok(call(ctx, "mf_get_metrics", run_id=run_id, min_step=5, max_step=9, names=["reward", "loss"]))
     assert result.columns == ["step", "reward/all/mean", "reward/all/std", "loss"]
     assert [int(r[0]) for r in result.rows] == [5, 6, 7, 8, 9] and not result.truncated
     assert set(result.final) == {"reward/all/mean", "reward/all/std", "loss"}
@@ -328,15 +293,15 @@ def test_metrics_range_and_names(ctx, emulator, launch):
     assert isinstance(bad, ToolError) and bad.code == "bad_arguments" and "reward/all/mean" in bad.message
 
 
-def test_metrics_of_a_long_run_stay_in_budget(tmp_path, mf_env, config):
-    long = {**config, "max_steps": 500}
+def test_metrics_of_a_long_run_stay_in_budget(tmp_path, mf_env, rl_config):
+    long = {**rl_config, "max_steps": 500}
     shape = TraceShape(episodes_per_step=1, traces_per_episode=1, eval_interval=0)
     with EmulatorServer(speed=0, shape=shape) as emu:
         env = {**mf_env, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url}
         context = Context(env=env, home=tmp_path / "home", state_dir=tmp_path / "state")
         run_id = context.platform().create_run(wire.build_create_body(long)).run_id
         emu.state.advance(at_step(500))
-        result = ok(context, "mf_get_metrics", run_id=run_id, max_points=500)
+        result = ok(call(context, "mf_get_metrics", run_id=run_id, max_points=500))
         context.close()
     steps = [int(row[0]) for row in result.rows]
     assert size(result) <= OUTPUT_BUDGET_CHARS
@@ -349,13 +314,13 @@ def test_metrics_of_a_long_run_stay_in_budget(tmp_path, mf_env, config):
 def test_plot_writes_a_png(ctx, emulator, launch, tmp_path):
     run_id = launch()
     emulator.state.advance(at_step(10))
-    result = ok(ctx, "mf_plot_metrics", run_id=run_id)
+    result = ok(call(ctx, "mf_plot_metrics", run_id=run_id))
     data = Path(result.path).read_bytes()
     assert data[:8] == PNG_SIGNATURE and len(data) == result.size_bytes > 1000
     assert result.path.startswith(str((tmp_path / "state").resolve()))
     assert result.metrics == ["reward/all/mean", "loss", "entropy"]
     assert (result.steps, result.first_step, result.last_step) == (10, 1, 10)
-    chosen = ok(ctx, "mf_plot_metrics", run_id=run_id, names=["grad_norm"], dest=str(tmp_path / "out" / "g.png"))
+    chosen = ok(call(ctx, "mf_plot_metrics", run_id=run_id, names=["grad_norm"], dest=str(tmp_path / "out" / "g.png")))
     other = Path(chosen.path).read_bytes()
     assert chosen.metrics == ["grad_norm"] and other[:8] == PNG_SIGNATURE and other != data
     assert not list((tmp_path / "out").glob(".*partial"))
@@ -379,15 +344,15 @@ def test_plot_never_replaces_a_non_png(ctx, emulator, launch, tmp_path):
 # -- mf_list_checkpoints ------------------------------------------------------------------------------
 
 
-def test_checkpoints_newest_first_with_status(ctx, emulator, launch, config):
-    run_id = launch(cfg={**config, "ckpt": {"interval": 5}})
+def test_checkpoints_newest_first_with_status(ctx, emulator, launch, rl_config):
+    run_id = launch(config={**rl_config, "ckpt": {"interval": 5}})
     emulator.state.advance(at_step(10))  # step 10's checkpoint is 1 s old: still uploading (15 s)
-    result = ok(ctx, "mf_list_checkpoints", run_id=run_id)
+    result = ok(call(ctx, "mf_list_checkpoints", run_id=run_id))
     assert [(c.step, c.status) for c in result.checkpoints] == [(10, "UPLOADING"), (5, "READY")]
     assert result.latest_ready_step == 5 and result.checkpoints[1].uploaded_at is not None
     assert result.total_size_bytes == sum(c.size_bytes for c in result.checkpoints) > 0
     assert all(c.storage_url.endswith(f"step_{c.step}") for c in result.checkpoints)
-    ready = ok(ctx, "mf_list_checkpoints", run_id=run_id, status="READY")
+    ready = ok(call(ctx, "mf_list_checkpoints", run_id=run_id, status="READY"))
     assert [c.step for c in ready.checkpoints] == [5]
 
 
@@ -398,7 +363,7 @@ def wait_until(ctx, run_id: str, **arguments):
     """Loop on short waits, as the skill tells agents to: until reached (or the run ends)."""
     results = []
     while not results or not (results[-1].reached or results[-1].terminal):
-        results.append(ok(ctx, "mf_wait_for_run", run_id=run_id, **arguments))
+        results.append(ok(call(ctx, "mf_wait_for_run", run_id=run_id, **arguments)))
         assert len(results) < 50
     return results
 
@@ -406,7 +371,7 @@ def wait_until(ctx, run_id: str, **arguments):
 def test_wait_is_bounded_on_a_stalled_run(ctx, emulator, launch, fake_time):
     run_id = launch("stall", at_step=1)
     emulator.state.advance(at_step(1))
-    result = ok(ctx, "mf_wait_for_run", run_id=run_id)
+    result = ok(call(ctx, "mf_wait_for_run", run_id=run_id))
     assert result.waited_seconds == sum(fake_time.slept) == 40  # 45 s, the last poll 5 s before the end
     assert fake_time.slept[:3] == [2.0, 3.0, 4.5] and max(fake_time.slept) <= 15
     assert (result.status, result.terminal, result.reached, result.latest_step) == ("RUNNING", False, False, 1)
@@ -420,7 +385,7 @@ def test_a_wait_on_a_run_whose_step_is_long_overdue_says_so_and_names_check_prog
                                                                                       fake_time):
     run_id = launch("stall", at_step=2)
     emulator.state.advance(at_step(2) + 360)
-    result = ok(ctx, "mf_wait_for_run", run_id=run_id, step=20)
+    result = ok(call(ctx, "mf_wait_for_run", run_id=run_id, step=20))
     assert (result.reached, result.latest_step, result.step_overdue) == (False, 2, True)
     assert result.last_step_age_seconds == pytest.approx(401, abs=1)  # 361 s before the wait, 40 s during it
     # the server's clock has one-second steps: 400 or 401 s
@@ -430,7 +395,7 @@ def test_a_wait_on_a_run_whose_step_is_long_overdue_says_so_and_names_check_prog
     assert all(str(c) in result.next_step for c in result.next_calls)
     healthy = launch()
     emulator.state.advance(at_step(3))
-    moving = ok(ctx, "mf_wait_for_run", run_id=healthy, step=20)
+    moving = ok(call(ctx, "mf_wait_for_run", run_id=healthy, step=20))
     assert (moving.reached, moving.step_overdue, moving.last_step_age_seconds) == (False, None, None)
 
 
@@ -476,7 +441,7 @@ def test_wait_until_terminal_reports_progress(ctx, emulator, launch, fake_time):
 
 def test_wait_until_running_and_until_step(ctx, emulator, launch, fake_time):
     queued = launch("stay_queued")
-    result = ok(ctx, "mf_wait_for_run", run_id=queued, until="running", timeout_seconds=30)
+    result = ok(call(ctx, "mf_wait_for_run", run_id=queued, until="running", timeout_seconds=30))
     assert (result.status, result.reached, result.latest_step, result.waited_seconds) == ("QUEUED", False, None, 25)
     run_id = launch()
     result = wait_until(ctx, run_id, until="step", step=3)[-1]
@@ -489,7 +454,7 @@ def test_wait_rides_out_a_transient_outage(ctx, emulator, launch, fake_time):
     run_id = launch()
     emulator.state.advance(at_step(20) + FINALIZE)
     emulator.faults.status(503, "GET", f"/rft/runs/{run_id}", times=1)
-    result = ok(ctx, "mf_wait_for_run", run_id=run_id, timeout_seconds=10)
+    result = ok(call(ctx, "mf_wait_for_run", run_id=run_id, timeout_seconds=10))
     assert (result.status, result.reached, result.polls, fake_time.slept) == ("COMPLETED", True, 2, [2.0])
     missing = call(ctx, "mf_wait_for_run", run_id="cnope000000000000000000000", timeout_seconds=5)
     assert isinstance(missing, ToolError) and missing.code == "not_found"
@@ -502,7 +467,7 @@ def test_an_unknown_status_filter_is_refused_with_the_accepted_statuses(ctx):
     error = call(ctx, "mf_list_runs", status="bogus")
     assert isinstance(error, ToolError) and error.code == "bad_arguments"
     assert [f.path for f in error.fields] == ["status"] and "RUNNING" in error.fields[0].problem
-    assert ok(ctx, "mf_list_runs", status="running").runs == []  # any case
+    assert ok(call(ctx, "mf_list_runs", status="running")).runs == []  # any case
 
 
 def test_an_empty_reward_range_is_refused(ctx, launch):
@@ -514,7 +479,7 @@ def test_an_empty_reward_range_is_refused(ctx, launch):
 def test_a_step_alone_means_waiting_for_that_step(ctx, emulator, launch):
     run_id = launch()
     emulator.state.advance(at_step(2))
-    result = ok(ctx, "mf_wait_for_run", run_id=run_id, step=1, timeout_seconds=1)
+    result = ok(call(ctx, "mf_wait_for_run", run_id=run_id, step=1, timeout_seconds=1))
     assert (result.until, result.reached) == ("step", True)
     refused = call(ctx, "mf_wait_for_run", run_id=run_id, step=1, until="running")
     assert isinstance(refused, ToolError) and refused.code == "bad_arguments"
@@ -523,9 +488,9 @@ def test_a_step_alone_means_waiting_for_that_step(ctx, emulator, launch):
 def test_metric_names_match_by_the_start_of_the_full_name_and_every_match_is_shown(ctx, emulator, launch):
     run_id = launch()
     emulator.state.advance(at_step(3))
-    grad = ok(ctx, "mf_get_metrics", run_id=run_id, names=["grad"])
+    grad = ok(call(ctx, "mf_get_metrics", run_id=run_id, names=["grad"]))
     assert grad.columns == ["step", "grad_norm"]
-    reward = ok(ctx, "mf_get_metrics", run_id=run_id, names=["reward"])
+    reward = ok(call(ctx, "mf_get_metrics", run_id=run_id, names=["reward"]))
     assert len(reward.columns) > 2 and all(c.startswith("reward") for c in reward.columns[1:])
     assert set(reward.columns[1:]) == {n for n in reward.metric_names if n.startswith("reward")}
     none = call(ctx, "mf_get_metrics", run_id=run_id, names=["nope"])
@@ -555,7 +520,7 @@ def test_a_wait_that_recovers_before_its_end_reports_a_fresh_status(ctx, emulato
     run_id = launch()
     emulator.state.advance(at_step(3))
     emulator.faults.status(503, "GET", f"/rft/runs/{run_id}*", skip=2, times=3)  # an outage of three polls
-    result = ok(ctx, "mf_wait_for_run", run_id=run_id, timeout_seconds=55)
+    result = ok(call(ctx, "mf_wait_for_run", run_id=run_id, timeout_seconds=55))
     assert result.status == "RUNNING" and result.latest_step == 3 + round(sum(fake_time.slept) // STEP)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +13,8 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from skill import registry
-from skill.emulator import EmulatorServer
-from tools.configs import EXAMPLES_DIR
 from tools.core import Context, tool
 from tools.errors import ToolError
-from tools.platform import wire
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_FACTORY = str(Path(sys.executable).parent / "model-factory")
@@ -33,12 +29,8 @@ def ctx(mf_env: dict[str, str], tmp_path: Path) -> Context:
 
 
 @pytest.fixture
-def run_id(emulator: EmulatorServer, ctx: Context) -> str:
-    config = tomllib.loads((EXAMPLES_DIR / "basic/reverse-text/rl.toml").read_text())
-    created = ctx.platform().create_run(wire.build_create_body(config, name="registry-test"))
-    emulator.state.set_speed(0)
-    emulator.state.advance(300)
-    return created.run_id
+def run_id(launch) -> str:
+    return launch(after=300)
 
 
 def problems(result: Any) -> dict[str, str]:

@@ -10,20 +10,13 @@ import json
 import shutil
 
 import pytest
+from _helpers import call, ok
 
-from skill import registry
 from skill.emulator import TEAM_RESEARCH_ID
-from tools.errors import ToolError
 from tools.errors import call as tool_call
 from tools.monitor import PNG_SIGNATURE
 
 QUEUE, STARTUP, STEP, FINALIZE = 60.0, 90.0, 30.0, 10.0
-
-
-def ok(ctx, name: str, **arguments):
-    result = registry.call_tool(name, arguments, ctx)
-    assert not isinstance(result, ToolError), result
-    return result
 
 
 @pytest.fixture
@@ -41,8 +34,8 @@ def launched(ctx, emulator, examples_dir, tmp_path):
     def launch(**plan_arguments):
         config = tmp_path / f"rl-{len(list(tmp_path.glob('rl-*.toml')))}.toml"
         shutil.copy(examples_dir / "basic" / "reverse-text" / "rl.toml", config)
-        plan = ok(ctx, "mf_plan_run", config_path=str(config), **{"team": "personal", **plan_arguments})
-        return plan, ok(ctx, "mf_dispatch_run", plan_id=plan.plan_id).run_id
+        plan = ok(call(ctx, "mf_plan_run", config_path=str(config), **{"team": "personal", **plan_arguments}))
+        return plan, ok(call(ctx, "mf_dispatch_run", plan_id=plan.plan_id)).run_id
 
     return launch
 
@@ -50,8 +43,8 @@ def launched(ctx, emulator, examples_dir, tmp_path):
 def test_the_report_of_a_finished_run_has_every_part_a_person_asks_for(ctx, emulator, launched):
     plan, run_id = launched(secrets=["WANDB_API_KEY"])
     emulator.state.advance(QUEUE + STARTUP + 20 * STEP + FINALIZE + 60)
-    ok(ctx, "mf_download_traces", run_id=run_id, dest="traces")
-    report = ok(ctx, "mf_run_report", run_id=run_id, traces_dir="traces")
+    ok(call(ctx, "mf_download_traces", run_id=run_id, dest="traces"))
+    report = ok(call(ctx, "mf_run_report", run_id=run_id, traces_dir="traces"))
     text = report.markdown
     assert (report.status, report.terminal, report.traces_complete) == ("COMPLETED", True, True)
     assert f"## Run {run_id} ({plan.run_name})" in text and "Owner: personal account" in text
@@ -71,7 +64,7 @@ def test_a_failed_run_reports_the_platforms_failure_analysis(ctx, emulator, laun
     emulator.state.set_scenario("fail", at_step=4)
     _, run_id = launched()
     emulator.state.advance(QUEUE + STARTUP + 5 * STEP)
-    report = ok(ctx, "mf_run_report", run_id=run_id, plot=False)
+    report = ok(call(ctx, "mf_run_report", run_id=run_id, plot=False))
     assert "Outcome: failed after 4 of 20 steps" in report.markdown or "Outcome: failed after 3 of 20" in \
         report.markdown
     assert "CUDA OOM in trainer at step 4" in report.markdown and "confidence 86%" in report.markdown
@@ -83,7 +76,7 @@ def test_a_failed_run_reports_the_platforms_failure_analysis(ctx, emulator, laun
 def test_a_run_still_going_gets_a_provisional_report_and_the_calls_that_finish_it(ctx, emulator, launched):
     _, run_id = launched(volume="research-data", team=TEAM_RESEARCH_ID)
     emulator.state.advance(QUEUE + STARTUP + 6 * STEP)
-    report = ok(ctx, "mf_run_report", run_id=run_id, plot=False)
+    report = ok(call(ctx, "mf_run_report", run_id=run_id, plot=False))
     assert not report.terminal and "Outcome: still RUNNING" in report.markdown
     assert report.next_calls[0] == tool_call("mf_wait_for_run", run_id=run_id)
     assert f"Owner: team {TEAM_RESEARCH_ID}" in report.markdown
@@ -91,31 +84,22 @@ def test_a_run_still_going_gets_a_provisional_report_and_the_calls_that_finish_i
     assert "needs the prime CLI" in report.markdown
 
 
-def test_a_run_this_ledger_did_not_launch_is_reported_without_a_plan(ctx, emulator, examples_dir):
-    import tomllib
-
-    from tools.platform import wire
-
-    config = tomllib.loads((examples_dir / "basic" / "reverse-text" / "rl.toml").read_text())
-    run_id = ctx.platform().create_run(wire.build_create_body(config, name="from-the-dashboard")).run_id
-    emulator.state.advance(QUEUE + STARTUP + 3 * STEP)
-    report = ok(ctx, "mf_run_report", run_id=run_id, plot=False)
+def test_a_run_this_ledger_did_not_launch_is_reported_without_a_plan(ctx, launch):
+    run_id = launch(after=QUEUE + STARTUP + 3 * STEP)
+    report = ok(call(ctx, "mf_run_report", run_id=run_id, plot=False))
     assert "not in this state folder's ledger" in report.markdown and "usage" in report.markdown
-    assert ok(ctx, "mf_get_run", run_id=run_id).secret_names is None
+    assert ok(call(ctx, "mf_get_run", run_id=run_id)).secret_names is None
 
 
-def test_the_report_advises_adding_ckpt_only_to_a_run_whose_config_has_none(ctx, emulator, examples_dir):
+def test_the_report_advises_adding_ckpt_only_to_a_run_whose_config_has_none(ctx, launch, examples_dir):
     import tomllib
-
-    from tools.platform import wire
 
     def report_of(example: str, edit=None, steps: int = 3) -> str:
         config = tomllib.loads((examples_dir / example).read_text())
         if edit:
             edit(config)
-        run_id = ctx.platform().create_run(wire.build_create_body(config, name="ckpt")).run_id
-        emulator.state.advance(QUEUE + STARTUP + steps * STEP)
-        line = [t for t in ok(ctx, "mf_run_report", run_id=run_id, plot=False).markdown.splitlines()
+        run_id = launch(config=config, after=QUEUE + STARTUP + steps * STEP)
+        line = [t for t in ok(call(ctx, "mf_run_report", run_id=run_id, plot=False)).markdown.splitlines()
                 if t.startswith("- Checkpoints:")]
         assert len(line) == 1
         return line[0]
@@ -135,7 +119,7 @@ def test_spend_past_the_plans_high_estimate_is_a_warning(ctx, emulator, launched
     emulator.state.set_scenario("stall", at_step=2)
     plan, run_id = launched(seconds_per_step=1)  # an estimate far too low for a run that stalls
     emulator.state.advance(6 * 3600)
-    report = ok(ctx, "mf_run_report", run_id=run_id, plot=False)
+    report = ok(call(ctx, "mf_run_report", run_id=run_id, plot=False))
     assert f"Spend so far passes the plan's high estimate of ${plan.cost.usd_high:,.2f}" in report.markdown
     assert "reported by the platform's usage (priced per token)" in report.markdown
     assert "from running time" in report.markdown
@@ -143,9 +127,9 @@ def test_spend_past_the_plans_high_estimate_is_a_warning(ctx, emulator, launched
 
 def test_get_run_and_list_launches_show_the_secret_names_a_run_was_launched_with(ctx, emulator, launched):
     plan, run_id = launched(secrets=["WANDB_API_KEY"])
-    run = ok(ctx, "mf_get_run", run_id=run_id)
+    run = ok(call(ctx, "mf_get_run", run_id=run_id))
     assert (run.secret_names, run.plan_id) == (["WANDB_API_KEY"], plan.plan_id)
-    entry = next(e for e in ok(ctx, "mf_list_launches").launches if e.plan_id == plan.plan_id)
+    entry = next(e for e in ok(call(ctx, "mf_list_launches")).launches if e.plan_id == plan.plan_id)
     assert entry.secret_names == ["WANDB_API_KEY"] and entry.run_id == run_id
 
 
@@ -160,7 +144,7 @@ def test_a_plan_validated_against_another_prime_rl_commit_than_the_run_uses_says
                                                                                     tmp_path):
     config = tmp_path / "rl.toml"
     shutil.copy(examples_dir / "basic" / "reverse-text" / "rl.toml", config)
-    plan = ok(ctx, "mf_plan_run", config_path=str(config), team="personal")
+    plan = ok(call(ctx, "mf_plan_run", config_path=str(config), team="personal"))
     validated, runs_on = plan.validation.schema_commit, plan.runtime.schema_commit
     assert validated and runs_on and validated != runs_on  # the emulator's image is not the snapshot's commit
     mismatch = [w for w in plan.warnings if w.startswith("Validated against")]
@@ -168,7 +152,7 @@ def test_a_plan_validated_against_another_prime_rl_commit_than_the_run_uses_says
         mismatch[0] and "validating with schema prime" in mismatch[0]
     assert mismatch[0] in plan.summary
     # pinned to the commit it was validated against: no warning
-    pinned = ok(ctx, "mf_plan_run", config_path=str(config), team="personal", source_ref=validated)
+    pinned = ok(call(ctx, "mf_plan_run", config_path=str(config), team="personal", source_ref=validated))
     assert pinned.runtime.schema_commit == validated and not any("Validated against" in w for w in pinned.warnings)
 
 
@@ -193,13 +177,13 @@ def test_list_runs_reads_the_latest_step_of_page_one_with_one_request_per_starte
     queued = launched()[1]
     emulator.state.advance(QUEUE + STARTUP + 4 * STEP)
     recorder = Recorder.install(emulator)
-    page = ok(ctx, "mf_list_runs", limit=2)
+    page = ok(call(ctx, "mf_list_runs", limit=2))
     steps = {r.run_id: r.latest_step for r in page.runs}
     progress = [r for r in recorder.requests if r.path.endswith("/progress")]
     assert len(page.runs) == 2 and len(progress) == sum(1 for r in page.runs if r.status != "QUEUED")
     assert all(steps[r] == 4 for r in started if r in steps) and steps.get(queued) is None
     recorder.requests.clear()
-    second = ok(ctx, "mf_list_runs", limit=2, page=2)
+    second = ok(call(ctx, "mf_list_runs", limit=2, page=2))
     assert [r for r in recorder.requests if r.path.endswith("/progress")] == []
     assert all(r.latest_step is None for r in second.runs)
 
@@ -207,7 +191,7 @@ def test_list_runs_reads_the_latest_step_of_page_one_with_one_request_per_starte
 def test_the_report_counts_failed_rollouts_and_names_their_most_common_error(ctx, emulator, launched, tmp_path):
     _, run_id = launched()
     emulator.state.advance(QUEUE + STARTUP + 20 * STEP + FINALIZE + 60)
-    ok(ctx, "mf_download_traces", run_id=run_id, dest="traces")
+    ok(call(ctx, "mf_download_traces", run_id=run_id, dest="traces"))
     # what the downloaded files themselves say: episode envelopes with ok false, traces scored null
     envelopes = [json.loads(p.read_text()) for p in (tmp_path / "traces" / "episodes").glob("*.json")]
     documents = [json.loads(p.read_text()) for p in (tmp_path / "traces" / "traces").glob("*.json")]
@@ -216,7 +200,7 @@ def test_the_report_counts_failed_rollouts_and_names_their_most_common_error(ctx
     assert failed and unscored and len(envelopes) == 80 and len(documents) == 320
     errors = collections.Counter(f"{e['errors'][0]['type']}: {e['errors'][0]['message']}" for e in failed)
     (error, count), = errors.most_common(1)
-    report = ok(ctx, "mf_run_report", run_id=run_id, traces_dir="traces", plot=False)
+    report = ok(call(ctx, "mf_run_report", run_id=run_id, traces_dir="traces", plot=False))
     traces_line = next(line for line in report.markdown.splitlines() if line.startswith("- Traces:"))
     assert f"Failed rollouts: {len(failed)}/80 episodes" in traces_line
     assert f"{len(unscored)} unscored (no reward)" in traces_line
@@ -224,7 +208,7 @@ def test_the_report_counts_failed_rollouts_and_names_their_most_common_error(ctx
     assert (report.failed_episodes, report.unscored_traces) == (len(failed), len(unscored))
     assert len(report.model_dump_json()) < 4000
     # without the download: the traces host's failed episodes, in one request
-    host = ok(ctx, "mf_run_report", run_id=run_id, plot=False)
+    host = ok(call(ctx, "mf_run_report", run_id=run_id, plot=False))
     assert f"320 traces on the traces host, {len(failed)} failed episode(s); most common error ({count}x): {error}" \
         in host.markdown
     assert (host.failed_episodes, host.unscored_traces) == (len(failed), None)

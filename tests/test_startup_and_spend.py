@@ -12,14 +12,12 @@ emulator timing: 60 s queued, 90 s start-up of which 45 s pods Pending, 30 s per
 from __future__ import annotations
 
 import shutil
-import tomllib
 
 import pytest
+from _helpers import call, ok, progress
 
-from skill import registry
 from skill.emulator.logs import make_line
 from tools.core import Context
-from tools.errors import ToolError
 from tools.launch import approve_plan
 from tools.monitor.progress import (
     IMAGE_PULL_GRACE_SECONDS,
@@ -27,7 +25,6 @@ from tools.monitor.progress import (
     POD_SCHEDULING_GRACE_SECONDS,
     STARTUP_GRACE_SECONDS,
 )
-from tools.platform import wire
 
 QUEUE, STARTUP, SCHEDULE, STEP = 60.0, 90.0, 45.0, 30.0
 
@@ -35,32 +32,6 @@ QUEUE, STARTUP, SCHEDULE, STEP = 60.0, 90.0, 45.0, 30.0
 @pytest.fixture
 def ctx(frozen_ctx):
     return frozen_ctx
-
-
-@pytest.fixture
-def config(examples_dir) -> dict:
-    return tomllib.loads((examples_dir / "basic" / "reverse-text" / "rl.toml").read_text())
-
-
-@pytest.fixture
-def launch(ctx, emulator, config):
-    """A run created straight on the platform (no plan in the ledger), under ``scenario``."""
-    def start(scenario: str | None = None, **params) -> str:
-        if scenario:
-            emulator.state.set_scenario(scenario, **params)
-        return ctx.platform().create_run(wire.build_create_body(config, name="startup")).run_id
-
-    return start
-
-
-def ok(ctx: Context, name: str, **arguments):
-    result = registry.call_tool(name, arguments, ctx)
-    assert not isinstance(result, ToolError), result
-    return result
-
-
-def progress(ctx: Context, run_id: str):
-    return ok(ctx, "mf_check_progress", run_id=run_id)
 
 
 # -- start-up: normal within its allowance, then a problem ------------------------------------------
@@ -136,7 +107,7 @@ def watch(ctx: Context, run_id: str, waits: int = 40) -> tuple[list[str], list[s
     at a verdict that is not normal start-up. (the waits' next steps, the verdicts seen)."""
     hints, verdicts = [], []
     for _ in range(waits):
-        wait = ok(ctx, "mf_wait_for_run", run_id=run_id)
+        wait = ok(call(ctx, "mf_wait_for_run", run_id=run_id))
         hints.append(wait.next_step)
         if wait.reached or wait.terminal or wait.latest_step:
             break
@@ -180,7 +151,7 @@ def test_a_wait_asks_for_a_progress_check_once_start_up_outlasts_the_shortest_ph
 def test_a_crash_loop_after_some_steps_makes_the_wait_ask_for_a_progress_check(ctx, emulator, launch, fake_time):
     run_id = launch("crash_loop", at_step=2)
     emulator.state.advance(QUEUE + STARTUP + 2 * STEP + 1)
-    wait = ok(ctx, "mf_wait_for_run", run_id=run_id)
+    wait = ok(call(ctx, "mf_wait_for_run", run_id=run_id))
     assert wait.latest_step == 2 and "no new step during this wait" in wait.next_step
     assert wait.next_calls[0].tool == "mf_check_progress" and progress(ctx, run_id).verdict == "crash_looping"
 
@@ -218,8 +189,9 @@ def dispatched(ctx, emulator, examples_dir, tmp_path):
             emulator.state.set_scenario(scenario, **params)
         config = tmp_path / "run.toml"
         shutil.copy(examples_dir / "basic" / "reverse-text" / "rl.toml", config)
-        plan = ok(ctx, "mf_plan_run", config_path=str(config), team="personal")
-        run = ok(ctx, "mf_dispatch_run", plan_id=plan.plan_id, confirmation=approve_plan(plan.plan_id, "terminal", ctx))
+        plan = ok(call(ctx, "mf_plan_run", config_path=str(config), team="personal"))
+        code = approve_plan(plan.plan_id, "terminal", ctx)
+        run = ok(call(ctx, "mf_dispatch_run", plan_id=plan.plan_id, confirmation=code))
         return run.run_id, plan
 
     return start
@@ -228,7 +200,7 @@ def dispatched(ctx, emulator, examples_dir, tmp_path):
 def test_spend_so_far_shows_the_platform_s_figure_and_elapsed_time_x_rate_beside_the_plan(ctx, emulator, dispatched):
     run_id, plan = dispatched()
     emulator.state.advance(QUEUE + STARTUP + 4 * STEP + 1)  # running 211 s
-    spend = ok(ctx, "mf_get_spend", run_id=run_id)
+    spend = ok(call(ctx, "mf_get_spend", run_id=run_id))
     hourly = plan.usd_per_gpu_hour * plan.gpu_count
     running = STARTUP + 4 * STEP + 1  # seconds; the server's clock is read to the second (its Date header)
     assert spend.usd_per_hour == hourly > 0 and abs(spend.running_seconds - running) <= 1
@@ -248,7 +220,7 @@ def test_spend_past_the_plan_s_high_estimate_warns_in_both_tools(ctx, emulator, 
     run_id, plan = dispatched("stall", at_step=3)  # stuck, still billed
     hours_over = plan.cost.usd_high / (plan.usd_per_gpu_hour * plan.gpu_count) + 0.5
     emulator.state.advance(QUEUE + hours_over * 3600)
-    spend = ok(ctx, "mf_get_spend", run_id=run_id)
+    spend = ok(call(ctx, "mf_get_spend", run_id=run_id))
     assert spend.over_high_estimate and spend.platform_usd > plan.cost.usd_high
     assert spend.elapsed_x_rate_usd > plan.cost.usd_high
     assert spend.warning.startswith(f"Spend so far passes the plan's high estimate of ${plan.cost.usd_high:,.2f}: ")
@@ -261,7 +233,7 @@ def test_spend_past_the_plan_s_high_estimate_warns_in_both_tools(ctx, emulator, 
 def test_a_run_without_a_plan_in_the_ledger_shows_the_estimate_as_unknown(ctx, emulator, launch):
     run_id = launch()
     emulator.state.advance(QUEUE + STARTUP + STEP)
-    spend = ok(ctx, "mf_get_spend", run_id=run_id)
+    spend = ok(call(ctx, "mf_get_spend", run_id=run_id))
     assert spend.plan_id is None and spend.plan_high_usd is None and spend.elapsed_x_rate_usd is None
     assert spend.platform_usd > 0 and not spend.over_high_estimate
     assert "no plan for this run in the local ledger: the estimate is unknown" in spend.summary

@@ -11,7 +11,6 @@ waits are read from the ``fake_time`` fixture (tests/conftest.py).
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -26,18 +25,6 @@ from tools.platform import RetryPolicy, Timeouts, wire
 from tools.platform.client import PlatformClient
 
 SHORT = Timeouts(read_seconds=0.3, connect_seconds=0.3, create_seconds=0.3, traces_seconds=0.3)
-
-
-@pytest.fixture
-def launch(frozen_ctx, emulator, examples_dir):
-    config = tomllib.loads((examples_dir / "basic" / "reverse-text" / "rl.toml").read_text())
-
-    def start(at: float = 0.0) -> str:
-        run_id = frozen_ctx.platform().create_run(wire.build_create_body(config, name="seam")).run_id
-        emulator.state.advance(at)
-        return run_id
-
-    return start
 
 
 def seam(frozen_ctx: Context, **kw) -> Context:
@@ -89,7 +76,7 @@ def test_a_context_retry_policy_replaces_the_default(frozen_ctx, emulator, launc
 
 def test_stop_run_waits_for_the_teardown_with_the_context_sleep(frozen_ctx, emulator, launch, fake_time):
     emulator.state.set_timing(stop_seconds=600)
-    run_id = launch(at=400)
+    run_id = launch(after=400)
     ctx = seam(frozen_ctx, clock=fake_time.clock, sleep=fake_time.sleep, approver=lambda request: True)
     result = registry.call_tool("mf_stop_run", {"run_id": run_id, "timeout_seconds": 30}, ctx)
     assert not isinstance(result, ToolError) and result.outcome == "still_tearing_down"
@@ -117,7 +104,7 @@ def test_the_emulator_notes_each_request_with_the_route_that_served_it(frozen_ct
 
 
 def test_a_route_path_faults_one_route_and_not_the_routes_below_it(frozen_ctx, emulator, launch):
-    run_id = launch(at=300)
+    run_id = launch(after=300)
     emulator.faults.status(503, "GET", route_path("/api/v1/rft/runs/{run_id}"), times=None)
     platform = seam(frozen_ctx, retry=RetryPolicy(max_attempts=1)).platform()
     assert platform.get_progress(run_id).latest_step is not None  # /rft/runs/{id}/progress: untouched
@@ -126,11 +113,10 @@ def test_a_route_path_faults_one_route_and_not_the_routes_below_it(frozen_ctx, e
     assert getattr(info.value, "status", None) == 503
 
 
-def test_waiting_for_idle_outlasts_a_held_create_the_client_gave_up_on(frozen_ctx, emulator, examples_dir):
-    config = tomllib.loads((examples_dir / "basic" / "reverse-text" / "rl.toml").read_text())
+def test_waiting_for_idle_outlasts_a_held_create_the_client_gave_up_on(frozen_ctx, emulator, rl_config):
     emulator.faults.delay(1.0, "POST", "/training/runs")
     with seam(frozen_ctx, timeouts=SHORT).platform_client() as client, pytest.raises(Exception) as info:
-        client.create_run(wire.build_create_body(config, name="held"))
+        client.create_run(wire.build_create_body(rl_config, name="held"))
     assert type(info.value).__name__ == "Ambiguous"
     assert emulator.faults.wait_idle(10) and emulator.faults.in_flight == 0
     assert len(emulator.state.runs) == 1  # processed after the hold: ambiguous was the right answer
@@ -139,7 +125,7 @@ def test_waiting_for_idle_outlasts_a_held_create_the_client_gave_up_on(frozen_ct
 def test_a_reset_emulator_serves_its_new_traces(frozen_ctx, emulator, launch):
     emulator.state.reset()
     emulator.state.set_speed(0)
-    run_id = launch(at=60 + 90 + 30 * 2 + 5)
+    run_id = launch(after=60 + 90 + 30 * 2 + 5)
     page = frozen_ctx.traces().list_traces(run_id=run_id)
     assert page.items and {t.run_id for t in page.items} == {run_id}
 
@@ -148,7 +134,7 @@ def test_a_reset_emulator_serves_its_new_traces(frozen_ctx, emulator, launch):
 
 
 def test_a_trace_answer_shorter_than_its_size_is_never_saved(frozen_ctx, emulator, launch, tmp_path: Path):
-    run_id = launch(at=60 + 90 + 30 * 2 + 5)
+    run_id = launch(after=60 + 90 + 30 * 2 + 5)
     emulator.faults.truncate("GET", route_path("/api/v1/traces/{trace_id}"), times=None)
     dest = tmp_path / "traces-out"
     args = {"run_id": run_id, "dest": str(dest), "max_traces": 3, "include_episodes": False}
@@ -163,7 +149,7 @@ def test_a_trace_answer_shorter_than_its_size_is_never_saved(frozen_ctx, emulato
 
 
 def test_an_episode_envelope_cut_short_is_never_saved(frozen_ctx, emulator, launch, tmp_path: Path):
-    run_id = launch(at=60 + 90 + 30 * 2 + 5)
+    run_id = launch(after=60 + 90 + 30 * 2 + 5)
     emulator.faults.truncate("GET", route_path("/api/v1/episodes/{episode_id}"), times=None)
     dest = tmp_path / "episodes-out"
     cut = registry.call_tool("mf_download_traces", {"run_id": run_id, "dest": str(dest), "max_traces": 2}, frozen_ctx)
@@ -172,7 +158,7 @@ def test_an_episode_envelope_cut_short_is_never_saved(frozen_ctx, emulator, laun
 
 
 def test_summarize_logs_stops_asking_a_logs_api_that_does_not_answer(frozen_ctx, emulator, launch, fake_time):
-    run_id = launch(at=400)
+    run_id = launch(after=400)
     rule = emulator.faults.delay(2.0, "GET", route_path("/api/v1/rft/runs/{run_id}/logs"), times=None)
     ctx = seam(frozen_ctx, timeouts=SHORT, clock=fake_time.clock, sleep=fake_time.sleep)
     result = registry.call_tool("mf_summarize_logs", {"run_id": run_id}, ctx)

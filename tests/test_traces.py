@@ -17,17 +17,15 @@ import signal
 import subprocess
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 import pytest
+from _helpers import call, ok
 
-from skill import registry
 from tools.core import OUTPUT_BUDGET_CHARS, Context
 from tools.errors import ToolError
 from tools.errors import call as tool_call
 from tools.platform import files as atomic_files
-from tools.platform import wire
 
 DONE = 60 + 90 + 30 * 20 + 10 + 5  # queued + start-up + 20 steps + finalize + ingest, simulated seconds
 
@@ -35,30 +33,6 @@ DONE = 60 + 90 + 30 * 20 + 10 + 5  # queued + start-up + 20 steps + finalize + i
 @pytest.fixture
 def ctx(frozen_ctx):
     return frozen_ctx
-
-
-@pytest.fixture
-def launch(ctx, emulator, examples_dir):
-    config = tomllib.loads((examples_dir / "basic" / "reverse-text" / "rl.toml").read_text())
-
-    def start(scenario: str | None = None, **params) -> str:
-        if scenario:
-            emulator.state.set_scenario(scenario, **params)
-        run_id = ctx.platform().create_run(wire.build_create_body(config, name="traces-test")).run_id
-        emulator.state.advance(DONE)
-        return run_id
-
-    return start
-
-
-def call(ctx: Context, name: str, **arguments):
-    return registry.call_tool(name, arguments, ctx)
-
-
-def ok(ctx: Context, name: str, **arguments):
-    result = call(ctx, name, **arguments)
-    assert not isinstance(result, ToolError), result
-    return result
 
 
 def stored(emulator, run_id: str) -> dict:
@@ -70,7 +44,7 @@ def walk(ctx: Context, **arguments) -> list:
     """Every row of a listing, following next_cursor."""
     rows, cursor = [], None
     for _ in range(200):
-        page = ok(ctx, "mf_list_traces", cursor=cursor, **arguments)
+        page = ok(call(ctx, "mf_list_traces", cursor=cursor, **arguments))
         assert len(page.model_dump_json()) <= OUTPUT_BUDGET_CHARS
         rows += getattr(page, arguments.get("kind", "traces"))
         cursor = page.next_cursor
@@ -139,7 +113,7 @@ def wait_until(proc: subprocess.Popen, ready, timeout: float = 15) -> None:
 
 
 def test_pages_walk_every_trace_and_match_the_run_summary(ctx, emulator, launch):
-    run_id = launch()
+    run_id = launch(after=DONE)
     summary = ctx.traces().get_run(run_id)
     rows = walk(ctx, run_id=run_id, limit=100)
     assert len(rows) == summary.trace_count == len(stored(emulator, run_id)) == 320
@@ -150,19 +124,19 @@ def test_pages_walk_every_trace_and_match_the_run_summary(ctx, emulator, launch)
 
 
 def test_budget_shortens_a_page_without_losing_rows(ctx, launch):
-    run_id = launch()
-    page = ok(ctx, "mf_list_traces", run_id=run_id, limit=100)
+    run_id = launch(after=DONE)
+    page = ok(call(ctx, "mf_list_traces", run_id=run_id, limit=100))
     assert len(page.model_dump_json()) <= OUTPUT_BUDGET_CHARS
     assert page.truncated and 10 < page.count < 100 and page.omitted == 0
     assert page.next_cursor and "next_cursor" in page.narrow_hint
-    following = ok(ctx, "mf_list_traces", run_id=run_id, limit=5, cursor=page.next_cursor)
+    following = ok(call(ctx, "mf_list_traces", run_id=run_id, limit=5, cursor=page.next_cursor))
     assert not following.truncated and following.count == 5
     reference = [r.trace_id for r in walk(ctx, run_id=run_id, limit=10)][:page.count + 5]
     assert [r.trace_id for r in page.traces + following.traces] == reference
 
 
 def test_filters(ctx, emulator, launch):
-    run_id = launch()
+    run_id = launch(after=DONE)
     errors = walk(ctx, run_id=run_id, limit=50, has_error=True)
     expected = {t.trace_id for t in stored(emulator, run_id).values() if t.has_error}
     assert {r.trace_id for r in errors} == expected and all(r.reward is None for r in errors)
@@ -171,12 +145,12 @@ def test_filters(ctx, emulator, launch):
 
 
 def test_traces_of_one_step_across_pages(ctx, emulator, launch):
-    run_id = launch()
+    run_id = launch(after=DONE)
     rows = walk(ctx, run_id=run_id, step=7, limit=5)
     expected = {t.trace_id for t in stored(emulator, run_id).values() if t.run_step == 7}
     assert len(rows) == len(expected) == 16
     assert {r.trace_id for r in rows} == expected and {r.run_step for r in rows} == {7}
-    first = ok(ctx, "mf_list_traces", run_id=run_id, step=7, limit=5)
+    first = ok(call(ctx, "mf_list_traces", run_id=run_id, step=7, limit=5))
     assert first.next_cursor.startswith("mfl1.")
     wrong = call(ctx, "mf_list_traces", run_id=run_id, limit=5, cursor=first.next_cursor)
     assert isinstance(wrong, ToolError) and wrong.code == "bad_arguments"
@@ -185,13 +159,13 @@ def test_traces_of_one_step_across_pages(ctx, emulator, launch):
 
 
 def test_episodes_and_eval_runs(ctx, emulator, launch):
-    run_id = launch()
+    run_id = launch(after=DONE)
     episodes = walk(ctx, run_id=run_id, kind="episodes", step=3, limit=3)
     expected = {e.episode_id for e in emulator.state.store.episodes.values() if e.run_id == run_id and e.run_step == 3}
     assert {e.episode_id for e in episodes} == expected and len(expected) == 4
     errored = [e for e in walk(ctx, run_id=run_id, kind="episodes", has_error=True, limit=100) if e.error]
     assert all(e.has_error and e.error.startswith("RolloutError") for e in errored)
-    evals = ok(ctx, "mf_list_traces", run_id=run_id, kind="eval_runs")
+    evals = ok(call(ctx, "mf_list_traces", run_id=run_id, kind="eval_runs"))
     eval_traces = stored(emulator, f"{run_id}-eval")
     assert [(r.run_id, r.trace_count, r.step_min, r.step_max) for r in evals.eval_runs] == [
         (f"{run_id}-eval", len(eval_traces), 5, 20)]
@@ -210,11 +184,11 @@ def test_unknown_run(ctx):
 
 
 def test_download_writes_every_trace_with_a_true_manifest(ctx, emulator, launch, tmp_path):
-    run_id = launch()
+    run_id = launch(after=DONE)
     reports = []
     ctx.progress = lambda done, total, message: reports.append((done, total))
     dest = tmp_path / "dl"
-    result = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
+    result = ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
     held = stored(emulator, run_id)
     assert (result.traces_downloaded, result.traces_on_disk, result.expected_trace_count) == (320, 320, 320)
     assert (result.episodes_downloaded, result.expected_episode_count) == (80, 80)
@@ -241,10 +215,10 @@ def test_download_writes_every_trace_with_a_true_manifest(ctx, emulator, launch,
 
 
 def test_resume_skips_everything_then_refetches_a_corrupted_file(ctx, launch, tmp_path):
-    run_id = launch()
+    run_id = launch(after=DONE)
     dest = tmp_path / "dl"
-    ok(ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
-    again = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
+    ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
+    again = ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
     assert (again.traces_downloaded, again.episodes_downloaded, again.bytes_written) == (0, 0, 0)
     assert again.skipped_existing == 400 and again.complete
     manifest = read_manifest(dest)
@@ -252,15 +226,15 @@ def test_resume_skips_everything_then_refetches_a_corrupted_file(ctx, launch, tm
     good = corrupted.read_bytes()
     corrupted.write_bytes(good[:-10] + b"corrupted!")
     deleted.unlink()
-    third = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
+    third = ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
     assert (third.traces_downloaded, third.refetched_corrupted, third.skipped_existing) == (2, 1, 398)
     assert corrupted.read_bytes() == good and deleted.is_file() and third.complete
-    fresh = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(dest), resume=False)
+    fresh = ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(dest), resume=False))
     assert (fresh.traces_downloaded, fresh.skipped_existing) == (320, 0)
 
 
 def test_connection_cut_leaves_no_partial_file_and_a_rerun_completes(ctx, emulator, launch, tmp_path):
-    run_id = launch()
+    run_id = launch(after=DONE)
     dest = tmp_path / "dl"
     victim = [t.trace_id for t in ctx.traces().list_traces(run_id=run_id, limit=100).items][50]
     emulator.faults.cut(100, "GET", f"/traces/{victim}", times=2)  # both attempts of one file, mid-download
@@ -273,7 +247,7 @@ def test_connection_cut_leaves_no_partial_file_and_a_rerun_completes(ctx, emulat
     assert sorted(f"{t}.json" for t in kept) == sorted(f.name for f in (dest / "traces").iterdir())
     assert victim not in kept and 0 < len(kept) < 320
     assert read_manifest(dest)["state"] == "interrupted"
-    done = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
+    done = ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
     assert done.complete and done.traces_on_disk == 320
     assert (done.skipped_existing, done.traces_downloaded) == (len(kept), 320 - len(kept))
 
@@ -317,7 +291,7 @@ def test_a_process_killed_mid_write_leaves_nothing_behind(tmp_path):
 
 
 def test_ctrl_c_saves_the_manifest_and_a_rerun_resumes(ctx, emulator, launch, tmp_path, mf_env):
-    run_id = launch()
+    run_id = launch(after=DONE)
     dest = tmp_path / "dl1"
     emulator.faults.delay(0.03, "GET", "/traces/tr-*", times=None)  # ~10 s in all: interrupted mid-way
     proc = start_cli_download(mf_env, run_id, dest)
@@ -335,7 +309,7 @@ def test_ctrl_c_saves_the_manifest_and_a_rerun_resumes(ctx, emulator, launch, tm
     assert set(kept) <= on_disk and 20 <= len(on_disk) < 320
     assert len(on_disk - set(kept)) <= 1  # only a file renamed just before Ctrl-C may miss its record
     emulator.faults.clear()
-    done = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
+    done = ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
     assert done.complete and done.traces_on_disk == 320 and done.skipped_existing == len(kept)
     assert done.traces_downloaded == 320 - len(kept)
     assert sorted(f.stem for f in (dest / "traces").iterdir()) == sorted(stored(emulator, run_id))
@@ -346,7 +320,7 @@ def test_ctrl_c_saves_the_manifest_and_a_rerun_resumes(ctx, emulator, launch, tm
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_a_killed_download_resumes_and_refetches_what_the_manifest_missed(ctx, emulator, launch, tmp_path, mf_env,
                                                                            sig):
-    run_id = launch()
+    run_id = launch(after=DONE)
     dest = tmp_path / "dl1"
     emulator.faults.delay(0.03, "GET", "/traces/tr-*", times=None)
     proc = start_cli_download(mf_env, run_id, dest)
@@ -367,7 +341,7 @@ def test_a_killed_download_resumes_and_refetches_what_the_manifest_missed(ctx, e
     (dest / "traces" / ".tr-left.json.x1y2.partial").write_bytes(b'{"half')  # what a kill mid-write leaves
     (dest / ".manifest.jsonl.x1y2.partial").write_bytes(b'{"half')
     emulator.faults.clear()
-    done = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
+    done = ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
     assert done.complete and done.traces_on_disk == 320
     assert (done.skipped_existing, done.traces_downloaded) == (len(kept), 320 - len(kept)) and done.skipped_existing > 0
     assert sorted(f.name for f in (dest / "traces").iterdir()) == sorted(f"{t}.json" for t in held)
@@ -376,19 +350,19 @@ def test_a_killed_download_resumes_and_refetches_what_the_manifest_missed(ctx, e
 
 
 def test_a_single_cut_is_retried_within_the_call(ctx, emulator, launch, tmp_path):
-    run_id = launch()
+    run_id = launch(after=DONE)
     rule = emulator.faults.cut(100, "GET", "/traces/tr-*", skip=10, times=1)
-    result = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(tmp_path / "dl"))
+    result = ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(tmp_path / "dl")))
     assert rule.hits == 1 and result.complete and result.traces_downloaded == 320
 
 
 def test_missing_uploads_are_reported(ctx, emulator, launch, tmp_path):
-    run_id = launch("missing_traces", steps=[2, 5])
+    run_id = launch("missing_traces", steps=[2, 5], after=DONE)
     victim = next(e for e in emulator.state.store.episodes.values() if e.run_id == run_id and e.run_step == 9)
     lost = victim.trace_ids[:2]
     for trace_id in lost:  # uploads of two member traces never landed; the episode envelope names them
         del emulator.state.store.traces[trace_id]
-    result = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(tmp_path / "dl"))
+    result = ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(tmp_path / "dl")))
     missing = result.missing
     assert not result.complete and result.traces_on_disk == result.expected_trace_count == 320 - 32 - 2
     assert missing.steps_without_traces == [2, 5]
@@ -401,7 +375,7 @@ def test_missing_uploads_are_reported(ctx, emulator, launch, tmp_path):
 
 
 def test_dest_must_be_ours(ctx, launch, tmp_path):
-    run_id = launch()
+    run_id = launch(after=DONE)
     busy = tmp_path / "busy"
     busy.mkdir()
     (busy / "thesis.txt").write_text("do not touch")
@@ -419,21 +393,21 @@ def test_dest_must_be_ours(ctx, launch, tmp_path):
     ours = tmp_path / "ours"
     ours.mkdir()
     (ours / ".manifest.jsonl.k1.partial").write_bytes(b'{"form')  # a call killed while writing its first manifest
-    ok(ctx, "mf_download_traces", run_id=run_id, dest=str(ours), max_traces=3)
+    ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(ours), max_traces=3))
     assert sorted(p.name for p in ours.iterdir()) == ["episodes", "manifest.jsonl", "traces"]
-    other = launch()
+    other = launch(after=DONE)
     clash = call(ctx, "mf_download_traces", run_id=other, dest=str(ours))
     assert isinstance(clash, ToolError) and run_id in clash.message
 
 
 def test_max_traces_and_unsafe_ids(ctx, emulator, launch, tmp_path):
-    run_id = launch()
+    run_id = launch(after=DONE)
     template = next(iter(stored(emulator, run_id).values()))
     for bad in ("../escape", "a\\b", ".hidden"):
         record = dataclasses.replace(template, trace_id=bad, created_at=template.created_at + 1000)
         emulator.state.store.traces[bad] = record
     dest = tmp_path / "dl"
-    result = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(dest), max_traces=10)
+    result = ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(dest), max_traces=10))
     assert sorted(result.unsafe_ids) == sorted(["../escape", "a\\b", ".hidden"])
     assert result.stopped_at_max and not result.complete and result.traces_downloaded == 7
     assert len(list((dest / "traces").iterdir())) == 7
@@ -454,10 +428,10 @@ def plant_unsafe_ids(emulator, run_id: str) -> list[str]:
 
 def test_ids_unsafe_as_file_names_are_skipped_for_safety_and_not_blamed_on_the_platform(ctx, emulator, launch,
                                                                                            tmp_path):
-    run_id = launch()
+    run_id = launch(after=DONE)
     bad = plant_unsafe_ids(emulator, run_id)
     dest = tmp_path / "dl"
-    result = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
+    result = ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
     assert result.skipped_for_safety == 3 and sorted(result.unsafe_ids) == sorted(bad)
     assert not result.complete and result.listing_complete and result.traces_on_disk == 320
     missing = result.missing
@@ -471,9 +445,9 @@ def test_ids_unsafe_as_file_names_are_skipped_for_safety_and_not_blamed_on_the_p
 
 
 def test_a_run_with_missing_uploads_and_unsafe_ids_reports_both_apart(ctx, emulator, launch, tmp_path):
-    run_id = launch("missing_traces", steps=[4])
+    run_id = launch("missing_traces", steps=[4], after=DONE)
     plant_unsafe_ids(emulator, run_id)
-    result = ok(ctx, "mf_download_traces", run_id=run_id, dest=str(tmp_path / "dl"))
+    result = ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(tmp_path / "dl")))
     summary = result.missing.summary
     assert not result.complete and result.missing.steps_without_traces == [4]
     assert summary.startswith("missing: 1 completed step(s) with no traces")
