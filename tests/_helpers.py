@@ -1,5 +1,6 @@
 """Helpers shared by the test modules (the fixtures are in conftest.py): the bundled example, tool
-results, and the CLI at a pseudo-terminal.
+results, a launch a person approves at the terminal, a budget policy, and the CLI at a
+pseudo-terminal.
 
 Import them by name: ``from _helpers import CLI, in_terminal``.
 """
@@ -24,6 +25,7 @@ from skill import registry
 from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import ToolError
+from tools.launch import DispatchRunInput, PlanRunInput, approve_plan, dispatch_run, plan_run
 
 #: The reverse-text RL example (20 steps, 2 GPUs), as bundled.
 EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
@@ -48,6 +50,13 @@ def ok(result: Any) -> Any:
     return result
 
 
+def err(result: Any, code: str) -> ToolError:
+    """``result``, asserted to be a ToolError of ``code``."""
+    assert isinstance(result, ToolError), f"expected {code}, got a result: {result!r}"
+    assert result.code == code, f"{result.code}: {result.message}"
+    return result
+
+
 def progress(ctx: Context, run_id: str, **arguments: Any) -> Any:
     """mf_check_progress of ``run_id`` (asserted not an error)."""
     return ok(call(ctx, "mf_check_progress", run_id=run_id, **arguments))
@@ -56,6 +65,41 @@ def progress(ctx: Context, run_id: str, **arguments: Any) -> Any:
 def size(result: Any) -> int:
     """Characters of ``result`` as JSON: what the output budget counts."""
     return len(result.model_dump_json())
+
+
+# -- launches ---------------------------------------------------------------------------------------
+
+
+def planned(ctx: Context, config: str | Path, **arguments: Any) -> Any:
+    """mf_plan_run of the config file ``config`` with ``arguments`` (asserted not an error): the plan."""
+    return ok(plan_run(PlanRunInput(config_path=str(config), **arguments), ctx))
+
+
+def dispatch(ctx: Context, plan_id: str, confirmation: str | None = None) -> Any:
+    """mf_dispatch_run of ``plan_id`` with ``confirmation``: its result or ToolError."""
+    return dispatch_run(DispatchRunInput(plan_id=plan_id, confirmation=confirmation), ctx)
+
+
+def dispatch_approved(ctx: Context, plan_id: str) -> Any:
+    """mf_dispatch_run of ``plan_id`` with the code a person got from ``model-factory approve`` at the
+    terminal: its result or ToolError."""
+    return dispatch(ctx, plan_id, approve_plan(plan_id, "terminal", ctx))
+
+
+def approved_launch(ctx: Context, config: str | Path, **arguments: Any) -> tuple[Any, Any]:
+    """``config`` planned (for the personal account unless ``team`` is given), approved by a person at
+    the terminal and dispatched: (the plan, the dispatch result), neither an error."""
+    plan = planned(ctx, config, **{"team": "personal", **arguments})
+    return plan, ok(dispatch_approved(ctx, plan.plan_id))
+
+
+def write_policy(home: Path, text: str) -> Path:
+    """A person's budget policy ``text`` at its default place under ``home`` (mode 0600); its path."""
+    path = Path(home) / ".config" / "model-factory" / "policy.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o600)
+    return path
 
 
 # -- the CLI at a pseudo-terminal ---------------------------------------------------------------------

@@ -16,30 +16,23 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from _helpers import CLI, TOKEN, in_terminal
+from _helpers import CLI, EXAMPLE, TOKEN, dispatch, dispatch_approved, in_terminal, planned
 
 from skill.emulator import DEMO_SPEED, EmulatorServer
-from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import ToolError, ToolFailure
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger, utc_now
 from tools.launch import (
     PLAN_MAX_AGE_SECONDS,
-    DispatchRunInput,
     PauseRunInput,
-    PlanRunInput,
     ResumeRunInput,
     StopRunInput,
     approve_plan,
-    dispatch_run,
     pause_run,
-    plan_run,
     resume_run,
     stop_run,
 )
-
-EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
 
 
 @pytest.fixture
@@ -57,8 +50,7 @@ def setup(emu, tmp_path) -> dict[str, Any]:
     ctx = Context(env=env, home=home, state_dir=state, cwd=project)
     cfg = project / "rl.toml"
     shutil.copy(EXAMPLE, cfg)
-    plan = plan_run(PlanRunInput(config_path=str(cfg), team="personal"), ctx)
-    assert not isinstance(plan, ToolError), plan
+    plan = planned(ctx, cfg, team="personal")
     proc_env = {**env, "HOME": str(home), "MODEL_FACTORY_STATE_DIR": str(state), "PATH": os.environ.get("PATH", ""),
                 "TERM": "dumb", "COLUMNS": "200"}
     yield {"ctx": ctx, "plan": plan, "cfg": cfg, "env": proc_env, "cwd": project}
@@ -100,7 +92,7 @@ def test_terminal_approval_prints_a_code_that_launches(setup, emu):
     token = TOKEN.search(out).group(0)
     state = gate.launch_state(Ledger.for_context(setup["ctx"]), plan.plan_id)
     assert [a.channel for a in state.approvals] == ["terminal"]
-    result = dispatch_run(DispatchRunInput(plan_id=plan.plan_id, confirmation=token), setup["ctx"])
+    result = dispatch(setup["ctx"], plan.plan_id, token)
     assert result.status == "created" and result.approval_channel == "terminal"
     assert list(emu.state.runs) == [result.run_id]
 
@@ -136,7 +128,7 @@ def test_a_typo_gets_another_try_and_the_code_comes_with_the_command_that_uses_i
 def test_terminal_approval_of_a_stop(setup, emu):
     ctx, plan = setup["ctx"], setup["plan"]
     code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], plan.plan_id[-4:])
-    run = dispatch_run(DispatchRunInput(plan_id=plan.plan_id, confirmation=TOKEN.search(out).group(0)), ctx)
+    run = dispatch(ctx, plan.plan_id, TOKEN.search(out).group(0))
     emu.state.set_speed(0)
     required = stop_run(StopRunInput(run_id=run.run_id), ctx)
     stop_plan = re.search(r"model-factory approve (stop_\w+)", required.fix).group(1)
@@ -148,8 +140,7 @@ def test_terminal_approval_of_a_stop(setup, emu):
 
 def test_terminal_approval_of_a_second_resume_shows_its_cost_and_the_earlier_run_and_its_command_works(setup, emu):
     ctx, plan = setup["ctx"], setup["plan"]
-    run = dispatch_run(DispatchRunInput(plan_id=plan.plan_id, confirmation=approve_plan(plan.plan_id, "terminal", ctx)),
-                       ctx)
+    run = dispatch_approved(ctx, plan.plan_id)
     emu.state.set_speed(0)
     emu.state.advance(400)
     paused = pause_run(PauseRunInput(run_id=run.run_id), ctx)
@@ -192,8 +183,7 @@ def test_the_person_needs_only_the_state_folder(emu, tmp_path):
     ctx = Context(env=env, home=agent_home, state_dir=state, cwd=project)
     cfg = project / "rl.toml"
     shutil.copy(EXAMPLE, cfg)
-    plan = plan_run(PlanRunInput(config_path=str(cfg), team="personal", secrets=["WANDB_API_KEY"]), ctx)
-    assert not isinstance(plan, ToolError), plan
+    plan = planned(ctx, cfg, team="personal", secrets=["WANDB_API_KEY"])
     person = {"env": {"HOME": str(person_home), "MODEL_FACTORY_STATE_DIR": str(state),
                       "PATH": os.environ.get("PATH", ""), "TERM": "dumb", "COLUMNS": "200"}, "cwd": project}
     code, out = in_terminal([CLI, "approve", plan.plan_id], person["env"], person["cwd"], plan.plan_id[-4:])
@@ -204,12 +194,12 @@ def test_the_person_needs_only_the_state_folder(emu, tmp_path):
 
     # The approval is bound to the recorded plan: a price that moved since is refused at dispatch, by name.
     emu.state.seed.gpu(plan.gpu_type).price_per_gpu_hour = 2.1
-    moved = dispatch_run(DispatchRunInput(plan_id=plan.plan_id, confirmation=token), ctx)
+    moved = dispatch(ctx, plan.plan_id, token)
     assert isinstance(moved, ToolError) and moved.code == "plan_changed", moved
     assert f"usd_per_gpu_hour {plan.usd_per_gpu_hour} -> 2.1" in moved.message
     assert emu.state.create_attempts == 0
     emu.state.seed.gpu(plan.gpu_type).price_per_gpu_hour = plan.usd_per_gpu_hour
-    result = dispatch_run(DispatchRunInput(plan_id=plan.plan_id, confirmation=token), ctx)
+    result = dispatch(ctx, plan.plan_id, token)
     assert not isinstance(result, ToolError), result
     assert result.approval_channel == "terminal" and emu.state.run(result.run_id).wandb_api_key == fake_wandb
     ctx.close()
@@ -217,11 +207,11 @@ def test_the_person_needs_only_the_state_folder(emu, tmp_path):
 
 def test_a_plan_that_does_not_show_an_unresolved_launch_of_its_config_is_not_approved(setup, emu):
     first = setup["plan"]
-    second = plan_run(PlanRunInput(config_path=str(setup["cfg"]), team="personal", max_steps=5), setup["ctx"])
+    second = planned(setup["ctx"], setup["cfg"], team="personal", max_steps=5)
     token = approve_plan(first.plan_id, "terminal", setup["ctx"])
     emu.faults.commit_then_timeout(mode="drop")
     emu.faults.status(503, "GET", "/rft/runs", times=None)
-    lost = dispatch_run(DispatchRunInput(plan_id=first.plan_id, confirmation=token), setup["ctx"])
+    lost = dispatch(setup["ctx"], first.plan_id, token)
     assert lost.code == "ambiguous_launch"
     code, out = in_terminal([CLI, "approve", second.plan_id], setup["env"], setup["cwd"], second.plan_id[-4:])
     assert code == 3 and "unresolved_launch" in out and first.plan_id in out, out

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _helpers import EXAMPLE, approved_launch, planned
 
 from skill import registry
 from skill.cli import COMMANDS, main
@@ -25,11 +26,9 @@ from skill.exit_codes import (
     EXIT_TOOL_ERROR,
     EXIT_USAGE,
 )
-from tools.configs import EXAMPLES_DIR
 from tools.errors import ToolError
 
 ROOT = Path(__file__).resolve().parent.parent
-RT_RL = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
 
 
 def mf(*args: str, env: dict[str, str], cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -127,7 +126,7 @@ def test_failed_checks_exit_1_so_shell_chains_stop(env, tmp_path):
     proc = mf("validate-config", str(bad), "--json", env=env)
     no_traceback(proc)
     assert proc.returncode == EXIT_CHECK_FAILED and json.loads(proc.stdout)["valid"] is False
-    assert mf("validate-config", str(RT_RL), "--json", env=env).returncode == 0
+    assert mf("validate-config", str(EXAMPLE), "--json", env=env).returncode == 0
     not_ready = mf("preflight", "--json", env={**env, "PRIME_API_KEY": "mf-emulator-key-wrong"})
     assert not_ready.returncode == EXIT_CHECK_FAILED and json.loads(not_ready.stdout)["ok"] is False
     assert mf("preflight", "--json", env=env).returncode == 0
@@ -150,7 +149,7 @@ def test_ctrl_c_during_a_dispatch_says_how_to_reconcile(env, emulator, tmp_path)
     env = {**env, "MODEL_FACTORY_POLICY": str(policy_dir / "policy.toml")}
     project = tmp_path / "project"  # the policy must live outside the folder the agent writes to
     project.mkdir()
-    plan = json.loads(mf("plan-run", str(RT_RL), "--team", "personal", "--json", env=env, cwd=project).stdout)
+    plan = json.loads(mf("plan-run", str(EXAMPLE), "--team", "personal", "--json", env=env, cwd=project).stdout)
     delay = emulator.faults.delay(30, "POST", "/training/runs")
     proc = subprocess.Popen([sys.executable, "-m", "skill", "dispatch-run", plan["plan_id"]], env=env, cwd=project,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -183,7 +182,7 @@ def test_help_of_a_tool_command(env):
 
 
 def test_dispatch_without_confirmation_exits_with_the_confirmation_code(env, tmp_path):
-    plan = mf("plan-run", str(RT_RL), "--team", "personal", "--json", env=env, cwd=tmp_path)
+    plan = mf("plan-run", str(EXAMPLE), "--team", "personal", "--json", env=env, cwd=tmp_path)
     assert plan.returncode == 0, plan.stderr
     plan_id = json.loads(plan.stdout)["plan_id"]
     proc = mf("dispatch-run", plan_id, "--json", env=env, cwd=tmp_path)
@@ -202,7 +201,7 @@ def test_ambiguous_outcome_exit_code(env, emulator, tmp_path):
     policy.write_text("max_usd_per_run = 100.0\n")
     policy.chmod(0o600)
     env = {**env, "MODEL_FACTORY_POLICY": str(policy)}
-    plan = json.loads(mf("plan-run", str(RT_RL), "--team", "personal", "--json", env=env, cwd=project).stdout)
+    plan = json.loads(mf("plan-run", str(EXAMPLE), "--team", "personal", "--json", env=env, cwd=project).stdout)
     emulator.faults.commit_then_timeout()
     list_down = emulator.faults.status(503, "GET", "/rft/runs", times=None)
     proc = mf("dispatch-run", plan["plan_id"], "--json", env=env, cwd=project)
@@ -385,10 +384,10 @@ def test_a_reader_closing_the_pipe_early_ends_the_command_quietly_with_the_sigpi
 def test_a_launch_whose_output_pipe_closed_still_launched_once_and_does_not_exit_as_a_failed_check(
         env, emulator, tmp_path):
     from tools.core import Context
-    from tools.launch import PlanRunInput, approve_plan, plan_run
+    from tools.launch import approve_plan
 
     ctx = Context(env=env, home=Path(env["HOME"]), state_dir=Path(env["MODEL_FACTORY_STATE_DIR"]))
-    plan = plan_run(PlanRunInput(config_path=str(RT_RL), team="personal"), ctx)
+    plan = planned(ctx, EXAMPLE, team="personal")
     code = approve_plan(plan.plan_id, "terminal", ctx)
     ctx.close()
     proc = into_a_closed_pipe("dispatch-run", plan.plan_id, "--confirmation", code, env=env, cwd=tmp_path,
@@ -406,12 +405,9 @@ def test_a_read_command_against_a_stalled_api_ends_within_the_call_bound_and_say
     with `unavailable` naming the bound, instead of three 30 s read timeouts one after another."""
     ctx_env = {**env, "PRIME_API_BASE_URL": emulator.base_url}
     from tools.core import Context
-    from tools.launch import DispatchRunInput, PlanRunInput, approve_plan, dispatch_run, plan_run
 
     ctx = Context(env=ctx_env, home=Path(env["HOME"]), state_dir=Path(env["MODEL_FACTORY_STATE_DIR"]))
-    plan = plan_run(PlanRunInput(config_path=str(RT_RL), team="personal"), ctx)
-    run = dispatch_run(DispatchRunInput(plan_id=plan.plan_id, confirmation=approve_plan(plan.plan_id, "terminal", ctx)),
-                       ctx)
+    _, run = approved_launch(ctx, EXAMPLE)
     ctx.close()
     emulator.faults.stall(300, "GET", "/rft/runs/*", times=None)
     proc = mf("get-run", run.run_id, "--json", env={**env, "MODEL_FACTORY_CALL_SECONDS": "3"}, timeout=60)
@@ -425,13 +421,13 @@ def test_a_read_command_against_a_stalled_api_ends_within_the_call_bound_and_say
 
 
 def test_errors_name_options_and_commands_not_json_arguments_and_say_each_problem_once(env, tmp_path):
-    bad = mf("plan-run", str(RT_RL), "--team", "personal", "--max-steps", "abc", env=env, cwd=tmp_path)
+    bad = mf("plan-run", str(EXAMPLE), "--team", "personal", "--max-steps", "abc", env=env, cwd=tmp_path)
     assert bad.returncode == EXIT_USAGE
     assert "--max-steps: expected an integer" in bad.stderr and bad.stderr.count("expected an integer") == 1
     assert "plan-run --help" in bad.stderr
     for agents in ("mf_", "input schema", "null", "got a string", "arguments."):
         assert agents not in bad.stderr, (agents, bad.stderr)
-    secret = mf("plan-run", str(RT_RL), "--team", "personal", "--name", "hf_" + "FAKE" * 9, env=env, cwd=tmp_path)
+    secret = mf("plan-run", str(EXAMPLE), "--team", "personal", "--name", "hf_" + "FAKE" * 9, env=env, cwd=tmp_path)
     assert "at --name" in secret.stderr and "- --name:" in secret.stderr and "arguments." not in secret.stderr
     toml = tmp_path / "bad.toml"
     toml.write_text("[trainer\nmax_steps = 3\n")
@@ -444,7 +440,7 @@ def test_errors_name_options_and_commands_not_json_arguments_and_say_each_proble
 def test_help_says_omit_an_option_where_an_agent_would_pass_null(env):
     proc = mf("plan-run", "--help", env=env)
     assert "null" not in proc.stdout.lower() and "or omit it for the configured owner" in " ".join(proc.stdout.split())
-    team = mf("plan-run", str(RT_RL), "--team", "null", env=env)  # what the help used to suggest
+    team = mf("plan-run", str(EXAMPLE), "--team", "null", env=env)  # what the help used to suggest
     assert team.returncode != 0  # not a team: the help no longer says to pass it
 
 
@@ -568,14 +564,14 @@ def test_a_download_with_missing_uploads_names_the_step_numbers_field_honestly(e
 
 
 def test_a_valid_config_leaves_out_the_long_schema_note(env):
-    proc = mf("validate-config", str(RT_RL), env=env)
+    proc = mf("validate-config", str(EXAMPLE), env=env)
     assert proc.returncode == 0 and "schema_note" not in proc.stdout and "config_path" in proc.stdout
 
 
 def test_the_plan_summary_names_the_flags_for_more_steps_and_separates_thousands(env, tmp_path):
-    smoke = mf("plan-run", str(RT_RL), "--team", "personal", env=env, cwd=tmp_path)
+    smoke = mf("plan-run", str(EXAMPLE), "--team", "personal", env=env, cwd=tmp_path)
     assert "--run-kind full or --max-steps N" in smoke.stdout, smoke.stdout
-    big = mf("plan-run", str(RT_RL), "--team", "personal", "--max-steps", "10000000", env=env, cwd=tmp_path)
+    big = mf("plan-run", str(EXAMPLE), "--team", "personal", "--max-steps", "10000000", env=env, cwd=tmp_path)
     assert "Steps:         10,000,000 (" in big.stdout and re.search(r"\(~[\d,]+\.\d\d/", big.stdout), big.stdout
 
 

@@ -12,17 +12,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from _helpers import CLI, TOKEN, in_terminal
+from _helpers import CLI, EXAMPLE, TOKEN, approved_launch, in_terminal
 
 from skill.emulator import DEMO_SPEED, EmulatorServer
 from skill.exit_codes import EXIT_TOOL_ERROR, EXIT_USAGE
-from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import ToolError
-from tools.launch import DispatchRunInput, PlanRunInput, StopRunInput, approve_plan, dispatch_run, plan_run, stop_run
+from tools.launch import StopRunInput, approve_plan, stop_run
 from tools.monitor import GetSpendInput, get_spend
 
-EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
 FAKE_TOKEN = "ghp_" + "FAKE" * 9
 
 
@@ -46,9 +44,7 @@ def launched(emu, tmp_path):
     env = {"PRIME_API_KEY": emu.api_key, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url}
     ctx = Context(env=env, home=home, state_dir=state, cwd=project)
     shutil.copy(EXAMPLE, project / "rl.toml")
-    plan = plan_run(PlanRunInput(config_path="rl.toml", team="personal"), ctx)
-    run = dispatch_run(DispatchRunInput(plan_id=plan.plan_id, confirmation=approve_plan(plan.plan_id, "terminal",
-                                                                                         ctx)), ctx)
+    plan, run = approved_launch(ctx, "rl.toml")
     emu.state.set_speed(0)
     emu.state.advance(120)
     proc_env = {**env, "HOME": str(home), "MODEL_FACTORY_STATE_DIR": str(state), "PRIME_DISABLE_VERSION_CHECK": "1",

@@ -24,18 +24,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _helpers import EXAMPLE, dispatch, ok, planned, write_policy
 from conftest import Recorder
 
 from skill.emulator import DEMO_SPEED, TEAM_RESEARCH_ID, EmulatorServer
-from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import ToolError, ToolFailure
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger
-from tools.launch import DispatchRunInput, PlanRunInput, StopRunInput, approve_plan, dispatch_run, plan_run, stop_run
+from tools.launch import PlanRunInput, StopRunInput, approve_plan, plan_run, stop_run
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
 
 
 @pytest.fixture
@@ -64,28 +63,15 @@ def config(tmp_path: Path) -> Path:
     return dest
 
 
-def ok(result: Any) -> Any:
-    assert not isinstance(result, ToolError), f"{result.code}: {result.message} / {result.fix}"
-    return result
-
-
-def write_policy(home: Path, text: str) -> None:
-    path = home / ".config" / "model-factory" / "policy.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    path.chmod(0o600)
-
-
 # -- the ledger ------------------------------------------------------------------------------------
 
 
 def test_ledger_records_every_fact_of_a_launch(emu, tmp_path):
     ctx = make_ctx(emu, tmp_path, env=base_env(emu, HF_TOKEN="fake-hf-token-for-ledger"))
-    p = ok(plan_run(PlanRunInput(config_path=str(config(tmp_path)), team=TEAM_RESEARCH_ID, gpu_type="H100_80GB",
-                                 volume="research-data", image_tag="v0.5.0", source_ref="main", secrets=["HF_TOKEN"]),
-                    ctx))
+    p = planned(ctx, config(tmp_path), team=TEAM_RESEARCH_ID, gpu_type="H100_80GB", volume="research-data",
+                image_tag="v0.5.0", source_ref="main", secrets=["HF_TOKEN"])
     token = approve_plan(p.plan_id, "terminal", ctx)
-    d = ok(dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=token), ctx))
+    d = ok(dispatch(ctx, p.plan_id, token))
 
     text = (tmp_path / "state" / "launches.jsonl").read_text()
     records = [json.loads(line) for line in text.splitlines()]
@@ -142,10 +128,10 @@ def test_the_team_travels_on_every_team_scoped_request(emu, tmp_path):
     """PRIME_TEAM_ID names the team; plan, policy check, create and reconciliation all carry it."""
     ctx = make_ctx(emu, tmp_path, env=base_env(emu, PRIME_TEAM_ID=TEAM_RESEARCH_ID))
     write_policy(tmp_path / "home", "max_usd_per_run = 100.0\nmax_concurrent_runs = 5\n")
-    p = ok(plan_run(PlanRunInput(config_path=str(config(tmp_path)), volume="research-data"), ctx))
+    p = planned(ctx, config(tmp_path), volume="research-data")
     assert p.owner.team_id == TEAM_RESEARCH_ID and p.owner.source == "PRIME_TEAM_ID"
     emu.faults.commit_then_timeout(mode="drop")  # the answer is lost: dispatch reconciles by listing runs
-    d = ok(dispatch_run(DispatchRunInput(plan_id=p.plan_id), ctx))
+    d = ok(dispatch(ctx, p.plan_id))
     assert d.status == "reconciled" and emu.state.run(d.run_id).placement.team_id == TEAM_RESEARCH_ID
     seen = team_sent(emu)
     assert set(seen) >= set(TEAM_PARAM) - {("GET", "/api/v1/user/whoami")}  # every kind was exercised
@@ -155,8 +141,8 @@ def test_the_team_travels_on_every_team_scoped_request(emu, tmp_path):
     # An explicit personal owner overrides PRIME_TEAM_ID: no team on any request.
     emu.recorder.requests.clear()
     emu.faults.clear()
-    q = ok(plan_run(PlanRunInput(config_path=str(config(tmp_path)), team="personal"), ctx))
-    ok(dispatch_run(DispatchRunInput(plan_id=q.plan_id), ctx))
+    q = planned(ctx, config(tmp_path), team="personal")
+    ok(dispatch(ctx, q.plan_id))
     seen = team_sent(emu)
     assert ("POST", "/api/v1/training/runs") in seen
     assert {key: v for key, values in seen.items() for v in values if v is not None} == {}
@@ -180,7 +166,7 @@ def finished(proc: subprocess.Popen[str]) -> tuple[int, dict[str, Any]]:
 
 def test_a_dispatch_killed_in_flight_then_any_retry_leaves_one_run(emu, tmp_path):
     ctx = make_ctx(emu, tmp_path)
-    p = ok(plan_run(PlanRunInput(config_path=str(config(tmp_path)), team="personal"), ctx))
+    p = planned(ctx, config(tmp_path), team="personal")
     token = approve_plan(p.plan_id, "terminal", ctx)
     emu.faults.commit_then_timeout(mode="delay", delay=60.0)  # the run is created; its answer is held
 
@@ -204,7 +190,7 @@ def test_a_dispatch_killed_in_flight_then_any_retry_leaves_one_run(emu, tmp_path
     code, out = finished(cli(emu, tmp_path, "dispatch-run", p.plan_id, "--confirmation", token))
     assert (code, out["run_id"]) == (0, run_id)
     fresh = gate.mint(Ledger.for_context(ctx), p.plan_id, p.plan_hash, "terminal")
-    assert ok(dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=fresh), ctx)).run_id == run_id
+    assert ok(dispatch(ctx, p.plan_id, fresh)).run_id == run_id
     with pytest.raises(ToolFailure) as refused:
         approve_plan(p.plan_id, "terminal", ctx)
     assert refused.value.error.code == "already_dispatched"
@@ -215,10 +201,10 @@ def test_a_dispatch_killed_in_flight_then_any_retry_leaves_one_run(emu, tmp_path
 
 def test_a_dropped_create_answer_is_reconciled_and_never_resent(emu, tmp_path):
     ctx = make_ctx(emu, tmp_path)
-    p = ok(plan_run(PlanRunInput(config_path=str(config(tmp_path)), team="personal"), ctx))
+    p = planned(ctx, config(tmp_path), team="personal")
     token = approve_plan(p.plan_id, "terminal", ctx)
     emu.faults.commit_then_timeout(mode="drop")  # created, then the connection closes without an answer
-    first = ok(dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=token), ctx))
+    first = ok(dispatch(ctx, p.plan_id, token))
     (run_id,) = emu.state.runs
     assert (first.status, first.run_id) == ("reconciled", run_id)
     code, out = finished(cli(emu, tmp_path, "dispatch-run", p.plan_id, "--confirmation", token))
@@ -233,18 +219,18 @@ def test_policy_max_concurrent_runs_counts_active_runs_on_the_platform(emu, tmp_
     ctx = make_ctx(emu, tmp_path)
     write_policy(tmp_path / "home", "max_usd_per_run = 100.0\nmax_concurrent_runs = 1\n")
     emu.state.set_speed(0)
-    first = ok(plan_run(PlanRunInput(config_path=str(config(tmp_path)), team="personal"), ctx))
-    run = ok(dispatch_run(DispatchRunInput(plan_id=first.plan_id), ctx))
+    first = planned(ctx, config(tmp_path), team="personal")
+    run = ok(dispatch(ctx, first.plan_id))
     assert run.approval_channel == "policy" and emu.state.run(run.run_id).status == "QUEUED"
-    second = ok(plan_run(PlanRunInput(config_path=str(config(tmp_path)), team="personal"), ctx))
-    denied = dispatch_run(DispatchRunInput(plan_id=second.plan_id), ctx)
+    second = planned(ctx, config(tmp_path), team="personal")
+    denied = dispatch(ctx, second.plan_id)
     assert denied.code == "confirmation_required" and "exceeds max_concurrent_runs 1" in denied.message
     assert len(emu.state.runs) == 1
     required = stop_run(StopRunInput(run_id=run.run_id), ctx)
     stop_plan = required.fix.split("model-factory approve ")[1].split("`")[0]
     stop_token = approve_plan(stop_plan, "terminal", ctx)
     assert ok(stop_run(StopRunInput(run_id=run.run_id, confirmation=stop_token), ctx)).status == "STOPPED"
-    allowed = ok(dispatch_run(DispatchRunInput(plan_id=second.plan_id), ctx))
+    allowed = ok(dispatch(ctx, second.plan_id))
     assert allowed.approval_channel == "policy" and len(emu.state.runs) == 2
 
 
@@ -254,12 +240,12 @@ def test_a_plan_the_budget_policy_covers_says_so_in_its_summary_next_step_and_js
     ctx = make_ctx(emu, tmp_path)
     write_policy(tmp_path / "home", 'max_usd_per_run = 25.0\nmax_gpus = 8\nowners = ["personal"]\n')
     policy_file = str(tmp_path / "home" / ".config" / "model-factory" / "policy.toml")
-    plan = ok(plan_run(PlanRunInput(config_path=str(config(tmp_path)), team="personal"), ctx))
+    plan = planned(ctx, config(tmp_path), team="personal")
     assert plan.policy_approves is True and plan.policy_path == policy_file
     assert f"the budget policy {policy_file} covers this plan" in plan.summary
     assert "without a code" in plan.summary and "max_usd_per_run $25.00" in plan.summary
     assert "may launch it now" in plan.next_step and "confirmation_required" not in plan.next_step
-    run = ok(dispatch_run(DispatchRunInput(plan_id=plan.plan_id), ctx))
+    run = ok(dispatch(ctx, plan.plan_id))
     assert run.approval_channel == "policy"
 
 
@@ -268,12 +254,12 @@ def test_a_plan_the_budget_policy_covers_says_so_in_its_summary_next_step_and_js
 def test_a_plan_the_budget_policy_does_not_cover_asks_for_a_person(emu, tmp_path, policy):
     ctx = make_ctx(emu, tmp_path)
     write_policy(tmp_path / "home", policy)
-    plan = ok(plan_run(PlanRunInput(config_path=str(config(tmp_path)), team="personal"), ctx))
+    plan = planned(ctx, config(tmp_path), team="personal")
     assert plan.policy_approves is False and plan.policy_path is None
     assert "covers this plan" not in plan.summary and "confirmation_required" in plan.next_step
     if "inf" in policy:
         assert any("max_usd_per_run: Input should be a finite number" in w for w in plan.warnings)
-    assert dispatch_run(DispatchRunInput(plan_id=plan.plan_id), ctx).code == "confirmation_required"
+    assert dispatch(ctx, plan.plan_id).code == "confirmation_required"
 
 
 def test_the_cli_plan_says_the_policy_covers_it_in_json_and_for_a_person(emu, tmp_path):
@@ -304,14 +290,14 @@ def test_an_approval_is_void_when_a_fact_outside_the_file_changes(emu, tmp_path,
     env_file = tmp_path / "project" / "run.env"
     env_file.write_text("WANDB_API_KEY=fake-wandb-key-outside\n")
     cfg.write_text('env_files = ["run.env"]\n' + cfg.read_text())
-    p = ok(plan_run(PlanRunInput(config_path=str(cfg), team="personal", gpu_type="H100_80GB"), ctx))
+    p = planned(ctx, cfg, team="personal", gpu_type="H100_80GB")
     assert p.secret_names == ["WANDB_API_KEY"] and p.usd_per_gpu_hour == 1.8
     token = approve_plan(p.plan_id, "terminal", ctx)
     if change == "price":
         emu.state.seed.gpu("H100_80GB").price_per_gpu_hour = 2.9
     else:  # one more secret would reach the run
         env_file.write_text("WANDB_API_KEY=fake-wandb-key-outside\nHF_TOKEN=fake-hf-token-file\n")
-    result = dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=token), ctx)
+    result = dispatch(ctx, p.plan_id, token)
     assert isinstance(result, ToolError) and result.code == "plan_changed", result
     assert emu.state.create_attempts == 0 and emu.state.runs == {}
     # The error names what moved (from the plan material recorded in the ledger), not every possibility.
@@ -329,14 +315,14 @@ def test_the_ledger_defaults_to_the_project_folder_and_is_configurable(emu, tmp_
     project = tmp_path / "project"
     cfg = config(tmp_path)
     default = Context(env=base_env(emu), home=tmp_path / "home", cwd=project)
-    p = ok(plan_run(PlanRunInput(config_path=str(cfg), team="personal"), default))
+    p = planned(default, cfg, team="personal")
     assert (project / ".model-factory" / "launches.jsonl").is_file()
     # the person's terminal is seldom in the project folder: the command names the state folder
     assert f"`MODEL_FACTORY_STATE_DIR={(project / '.model-factory').resolve()} " in p.next_step
     assert f"model-factory approve {p.plan_id}`" in p.next_step
     moved = Context(env=base_env(emu, MODEL_FACTORY_STATE_DIR=str(tmp_path / "elsewhere")), home=tmp_path / "home",
                     cwd=project)
-    q = ok(plan_run(PlanRunInput(config_path=str(cfg), team="personal"), moved))
+    q = planned(moved, cfg, team="personal")
     assert [r["plan_id"] for r in Ledger(tmp_path / "elsewhere").read()] == [q.plan_id]
     assert f"MODEL_FACTORY_STATE_DIR={tmp_path / 'elsewhere'} " in q.next_step
     assert f"model-factory approve {q.plan_id}`" in q.next_step

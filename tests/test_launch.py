@@ -17,23 +17,22 @@ from typing import Any
 
 import pytest
 import yaml
+from _helpers import dispatch, dispatch_approved, err, ok, planned, write_policy
 from conftest import Recorder
 
 from skill.emulator import DEMO_SPEED, TEAM_EVALS_ID, TEAM_RESEARCH_ID, EmulatorServer
 from skill.exit_codes import EXIT_CONFIRMATION, exit_code_for
 from tools.configs import EXAMPLES_DIR
 from tools.core import Context
-from tools.errors import ToolError, ToolFailure
+from tools.errors import ToolFailure
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger, utc_now
 from tools.launch import (
     ApprovalRequest,
-    DispatchRunInput,
     ListLaunchesInput,
     PlanRunInput,
     StopRunInput,
     approve_plan,
-    dispatch_run,
     list_launches,
     plan_run,
     stop_run,
@@ -110,21 +109,6 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
     return dest
 
 
-def ok(result: Any) -> Any:
-    assert not isinstance(result, ToolError), f"{result.code}: {result.message} / {result.fix}"
-    return result
-
-
-def err(result: Any, code: str) -> ToolError:
-    assert isinstance(result, ToolError), f"expected {code}, got a result: {result!r}"
-    assert result.code == code, f"{result.code}: {result.message}"
-    return result
-
-
-def plan(ctx: Context, path: Path, **kw: Any) -> Any:
-    return ok(plan_run(PlanRunInput(config_path=str(path), **kw), ctx))
-
-
 def cassette_bodies(name: str) -> dict[str, Any]:
     """{path: JSON body} of the requests the real CLI sent in cassette ``name``."""
     data = yaml.safe_load((CASSETTES / f"{name}.yaml").read_text())
@@ -150,10 +134,10 @@ def test_rl_create_and_prepare_bodies_equal_the_cli_observed_ones(emu, tmp_path)
     write(tmp_path, "secrets.env", "WANDB_API_KEY=fake-wandb-key\n")
     ctx = make_ctx(emu, tmp_path, env={"PRIME_TEAM_ID": TEAM_RESEARCH_ID, "HF_TOKEN": "fake-hf-token"})
     ctx.platform().create_volume(name="research", size="1Ti", team_id=TEAM_RESEARCH_ID)
-    p = plan(ctx, cfg, secrets=["HF_TOKEN"], run_kind="full")
+    p = planned(ctx, cfg, secrets=["HF_TOKEN"], run_kind="full")
     assert p.secret_names == ["HF_TOKEN", "WANDB_API_KEY"]
     token = approve_plan(p.plan_id, "terminal", ctx)
-    result = dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=token), ctx)
+    result = dispatch(ctx, p.plan_id, token)
 
     cli = cassette_bodies("dispatch_rl")
     # Our TOML adds an [inference] table (plan_run refuses an RL config without inference GPUs,
@@ -178,9 +162,9 @@ def test_rl_create_and_prepare_bodies_equal_the_cli_observed_ones(emu, tmp_path)
 @pytest.mark.parametrize("source_ref, cassette", [(None, "dispatch_sft"), ("main", "dispatch_sft_ref")])
 def test_sft_bodies_equal_the_cli_observed_ones(emu, ctx, tmp_path, source_ref, cassette):
     cfg = write(tmp_path, "sft.toml", CLI_SFT_TOML)
-    p = plan(ctx, cfg, team="personal", run_kind="full", source_ref=source_ref)
+    p = planned(ctx, cfg, team="personal", run_kind="full", source_ref=source_ref)
     assert p.mode == "sft" and p.max_steps is None and p.cost.usd_expected is None
-    dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=approve_plan(p.plan_id, "terminal", ctx)), ctx)
+    dispatch_approved(ctx, p.plan_id)
     cli = cassette_bodies(cassette)
     # One deliberate difference: with no GPU type given, the plan pins the type it priced (the CLI lets the
     # platform pick, which could land on a differently priced type than the one approved).
@@ -195,11 +179,11 @@ def test_sft_bodies_equal_the_cli_observed_ones(emu, ctx, tmp_path, source_ref, 
 def test_sft_example_smoke_run_is_created_with_the_step_cap(emu, ctx, tmp_path):
     cfg = example(tmp_path, "wordle/sft.toml", "sft.toml")
     cfg.write_text(cfg.read_text().replace("max_steps = 20", "max_steps = 100"))
-    p = plan(ctx, cfg, team="personal")
+    p = planned(ctx, cfg, team="personal")
     assert (p.config_max_steps, p.max_steps) == (100, 20) and "smoke" in p.max_steps_reason
     assert any("not a path on a volume" in w for w in p.warnings)  # hosted SFT reads datasets from a volume
     token = approve_plan(p.plan_id, "terminal", ctx)
-    d = ok(dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=token), ctx))
+    d = ok(dispatch(ctx, p.plan_id, token))
     body = emu.recorder.bodies("POST", "/training/runs")[0]
     assert set(body) == {"config", "mode", "name", "gpuType"} and body["mode"] == "sft"
     assert body["config"]["max_steps"] == 20 and body["config"]["data"] == tomllib.loads(cfg.read_text())["data"]
@@ -214,9 +198,9 @@ def test_sft_with_online_eval_is_planned_with_a_warning_and_no_local_validation(
     skips local validation for such a config (the platform validates it on submission); the plan
     says what happens to the blocks and does not call prepare."""
     cfg = example(tmp_path, "reverse-text/sft.toml", "sft.toml")
-    planned = plan(ctx, cfg, team="personal")
-    assert planned.mode == "sft" and planned.runtime.local_validation == "skipped"
-    assert any("[eval], [inference] set aside" in w for w in planned.warnings)
+    plan = planned(ctx, cfg, team="personal")
+    assert plan.mode == "sft" and plan.runtime.local_validation == "skipped"
+    assert any("[eval], [inference] set aside" in w for w in plan.warnings)
     assert emu.recorder.bodies("POST", "/training/runs/prepare") == []
 
 
@@ -228,14 +212,14 @@ def test_deprecated_keys_are_sent_translated_as_prime_train_does_and_the_plan_sa
         "[orchestrator]\n", '[orchestrator]\ntrajectory_strategy = "interleaved"\n', 1).replace(
         "[orchestrator.eval]\n", "[orchestrator.eval]\neval_base_model = false\n", 1)
     text += "\n[orchestrator.buffer]\nonline_difficulty_filtering = true\n"
-    p = plan(ctx, write(tmp_path, "deprecated.toml", text), team="personal")
+    p = planned(ctx, write(tmp_path, "deprecated.toml", text), team="personal")
     said = "\n".join(p.warnings)
     assert "prime train sends skip_first_step = true, and so do these tools" in said
     assert "orchestrator.trajectory_strategy is deprecated" in said and "[orchestrator.buffer] is deprecated" in said
     assert "type is no longer used" in said
     assert p.validation.schema_check == "snapshot" and p.validation.schema_commit.startswith("559b447")
     assert "Validated:     snapshot schema of prime-rl 559b44772e47" in p.summary
-    ok(dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=approve_plan(p.plan_id, "terminal", ctx)), ctx))
+    ok(dispatch_approved(ctx, p.plan_id))
     sent = emu.recorder.bodies("POST", "/training/runs")[-1]["config"]
     evaluation = sent["orchestrator"]["eval"]
     assert evaluation["skip_first_step"] is True and "eval_base_model" not in evaluation
@@ -244,23 +228,23 @@ def test_deprecated_keys_are_sent_translated_as_prime_train_does_and_the_plan_sa
 
 def test_the_tomllib_reading_is_sent_and_the_plan_warns_that_prime_train_reads_it_otherwise(emu, ctx, tmp_path):
     text = 'run.name = """reverse\ntext"""\n' + example(tmp_path, "reverse-text/rl.toml").read_text()
-    p = plan(ctx, write(tmp_path, "dotted.toml", text), team="personal")
+    p = planned(ctx, write(tmp_path, "dotted.toml", text), team="personal")
     assert any(w.startswith("run.name: the toml package 0.10 that `prime train` reads TOML with") for w in p.warnings)
-    ok(dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=approve_plan(p.plan_id, "terminal", ctx)), ctx))
+    ok(dispatch_approved(ctx, p.plan_id))
     sent = emu.recorder.bodies("POST", "/training/runs")[-1]["config"]
     assert sent["run"] == {"name": "reverse\ntext"} and "name" not in sent  # toml would have moved it to the top
 
 
 def test_prepare_outcomes_are_noted_not_fatal(emu, ctx, tmp_path):
     cfg = example(tmp_path, "reverse-text/rl.toml")
-    available = plan(ctx, cfg, team="personal", image_tag="v0.5.0")
+    available = planned(ctx, cfg, team="personal", image_tag="v0.5.0")
     assert available.runtime.local_validation == "available" and len(available.runtime.image_commit) == 40
     prepared = emu.recorder.bodies("POST", "/training/runs/prepare")
     assert prepared == [{"mode": "rl", "teamId": None, "imageTag": "v0.5.0"}]
     emu.faults.status(503, "POST", "/training/runs/prepare")
-    assert plan(ctx, cfg, team="personal").runtime.local_validation == "unavailable"
+    assert planned(ctx, cfg, team="personal").runtime.local_validation == "unavailable"
     emu.faults.status(405, "POST", "/training/runs/prepare")
-    old = plan(ctx, cfg, team="personal")
+    old = planned(ctx, cfg, team="personal")
     assert old.runtime.local_validation == "not_supported" and "without local validation" in old.summary
     emu.faults.status(403, "POST", "/training/runs/prepare")
     err(plan_run(PlanRunInput(config_path=str(cfg), team="personal"), ctx), "forbidden")
@@ -271,7 +255,7 @@ def test_prepare_outcomes_are_noted_not_fatal(emu, ctx, tmp_path):
 
 def test_plan_costs_price_times_gpus_times_assumed_hours(emu, ctx, tmp_path):
     cfg = example(tmp_path, "reverse-text/rl.toml")
-    p = plan(ctx, cfg, team="personal", seconds_per_step=30)
+    p = planned(ctx, cfg, team="personal", seconds_per_step=30)
     catalogue = ctx.platform().list_models()
     allowed = ctx.platform().list_gpu_types().gpu_types
     priced = [g for g in catalogue.on_demand if g.gpu_type in allowed and g.available_now]
@@ -287,39 +271,39 @@ def test_plan_costs_price_times_gpus_times_assumed_hours(emu, ctx, tmp_path):
     assert f"${c.usd_expected:,.2f}" in p.summary and "assumption" in p.summary
     assert "20 (smoke run" in p.summary and p.max_steps == 20
     assert emu.state.create_attempts == 0 and runs(emu) == []  # planning launches nothing
-    default = plan(ctx, cfg, team="personal")
+    default = planned(ctx, cfg, team="personal")
     assert default.cost.seconds_per_step_source == "default" and "not platform data" in default.cost.assumptions
 
 
 def test_unknown_price_and_unbounded_steps_give_unknown_totals(emu, ctx, tmp_path):
     cfg = example(tmp_path, "reverse-text/rl.toml")
-    reserved = plan(ctx, cfg, team=TEAM_RESEARCH_ID, gpu_type="A100_80GB")
+    reserved = planned(ctx, cfg, team=TEAM_RESEARCH_ID, gpu_type="A100_80GB")
     assert reserved.usd_per_gpu_hour is None and reserved.usd_per_hour is None
     assert (reserved.cost.usd_low, reserved.cost.usd_expected, reserved.cost.usd_high) == (None, None, None)
     assert reserved.cost.hours_expected is not None and "A100_80GB" in reserved.cost.unknown[0]
     assert "unknown per GPU-hour" in reserved.summary and "expected unknown" in reserved.summary
 
     text = cfg.read_text().replace("max_steps = 20\n", "")
-    unbounded = plan(ctx, write(tmp_path, "unbounded.toml", text), team="personal", run_kind="full")
+    unbounded = planned(ctx, write(tmp_path, "unbounded.toml", text), team="personal", run_kind="full")
     assert unbounded.max_steps is None and unbounded.usd_per_hour is not None
     assert unbounded.cost.usd_high is None and "until stopped" in " ".join(unbounded.cost.unknown)
-    smoke = plan(ctx, write(tmp_path, "unbounded.toml", text), team="personal")
+    smoke = planned(ctx, write(tmp_path, "unbounded.toml", text), team="personal")
     assert smoke.max_steps == 20 and smoke.cost.usd_high is not None
 
 
 def test_step_cap_rules_and_where_the_cap_is_written(emu, ctx, tmp_path):
     cfg = example(tmp_path, "wordle/rl.toml")  # max_steps = 200, 2 + 6 GPUs
-    assert plan(ctx, cfg, team="personal", run_kind="full").max_steps == 200
-    assert plan(ctx, cfg, team="personal").max_steps == 20
-    explicit = plan(ctx, cfg, team="personal", max_steps=7)
+    assert planned(ctx, cfg, team="personal", run_kind="full").max_steps == 200
+    assert planned(ctx, cfg, team="personal").max_steps == 20
+    explicit = planned(ctx, cfg, team="personal", max_steps=7)
     assert explicit.max_steps == 7 and explicit.max_steps_reason == "explicit max_steps argument"
     assert explicit.gpu_count == 8
     # trainer/orchestrator max_steps set explicitly get the cap too (no shared-vs-sub-config conflict).
     text = example(tmp_path, "reverse-text/rl.toml").read_text().replace(
         "[trainer.optim]", "[trainer]\nmax_steps = 20\n\n[trainer.optim]").replace(
         "[orchestrator]\n", "[orchestrator]\nmax_steps = 20\n", 1)
-    p = plan(ctx, write(tmp_path, "sub.toml", text), team="personal", max_steps=5)
-    ok(dispatch_run(DispatchRunInput(plan_id=p.plan_id, confirmation=approve_plan(p.plan_id, "terminal", ctx)), ctx))
+    p = planned(ctx, write(tmp_path, "sub.toml", text), team="personal", max_steps=5)
+    ok(dispatch_approved(ctx, p.plan_id))
     sent = emu.recorder.bodies("POST", "/training/runs")[-1]["config"]
     assert (sent["max_steps"], sent["trainer"]["max_steps"], sent["orchestrator"]["max_steps"]) == (5, 5, 5)
     assert tomllib.loads(text)["trainer"]["max_steps"] == 20  # the user's file is untouched
@@ -340,7 +324,7 @@ def test_owner_ambiguous_stops_and_team_override_is_shown(emu, ctx, tmp_path):
     prime.mkdir(parents=True)
     (prime / "config.json").write_text(json.dumps({"team_id": TEAM_EVALS_ID}))
     overridden = make_ctx(emu, tmp_path, env={"PRIME_TEAM_ID": TEAM_RESEARCH_ID})
-    p = plan(overridden, cfg)
+    p = planned(overridden, cfg)
     assert p.owner.team_id == TEAM_RESEARCH_ID and p.owner.source == "PRIME_TEAM_ID"
     assert TEAM_EVALS_ID in p.owner.note and p.owner.note in p.summary and "Emulator Research" in p.summary
 
@@ -382,7 +366,7 @@ def test_plan_input_errors(emu, ctx, tmp_path):
     missing = err(plan_run(PlanRunInput(config_path=str(cfg), team=TEAM_RESEARCH_ID, volume="nope"), ctx),
                   "volume_not_found")
     assert "research-data" in missing.message and "prime volumes create" in missing.fix
-    assert plan(ctx, cfg, team=TEAM_RESEARCH_ID, volume="research-data").volume == "research-data"
+    assert planned(ctx, cfg, team=TEAM_RESEARCH_ID, volume="research-data").volume == "research-data"
     err(plan_run(PlanRunInput(config_path=str(cfg), team="personal", gpu_type="TPU_v9"), ctx), "bad_arguments")
     err(plan_run(PlanRunInput(config_path=str(cfg), team="personal", source_ref="refs/pull/1"), ctx), "bad_arguments")
 
@@ -390,12 +374,8 @@ def test_plan_input_errors(emu, ctx, tmp_path):
 # -- the confirmation gate -----------------------------------------------------------------------
 
 
-def dispatch(ctx: Context, plan_id: str, confirmation: str | None = None) -> Any:
-    return dispatch_run(DispatchRunInput(plan_id=plan_id, confirmation=confirmation), ctx)
-
-
 def test_no_confirmation_and_no_channel_is_confirmation_required(emu, ctx, tmp_path):
-    p = plan(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal")
+    p = planned(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal")
     error = err(dispatch(ctx, p.plan_id), "confirmation_required")
     assert f"model-factory approve {p.plan_id}" in error.fix and "confirmation" in error.fix
     # The command names the state folder (the person's terminal is seldom in the agent's folder).
@@ -414,7 +394,7 @@ def test_host_approver_yes_and_no(emu, tmp_path):
         return answer["value"]
 
     ctx = make_ctx(emu, tmp_path, approver=approver)
-    p = plan(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal")
+    p = planned(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal")
     refused = err(dispatch(ctx, p.plan_id), "approval_refused")
     assert exit_code_for(refused) == EXIT_CONFIRMATION and emu.state.create_attempts == 0
     assert asked[0].summary == p.summary and asked[0].plan_hash == p.plan_hash and asked[0].action == "launch"
@@ -424,20 +404,12 @@ def test_host_approver_yes_and_no(emu, tmp_path):
     assert d.estimated_usd_per_hour == pytest.approx(p.usd_per_hour)
 
 
-def write_policy(home: Path, text: str) -> Path:
-    path = home / ".config" / "model-factory" / "policy.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    path.chmod(0o600)
-    return path
-
-
 def test_budget_policy_allows_and_denies(emu, tmp_path):
     asked: list[ApprovalRequest] = []
     ctx = make_ctx(emu, tmp_path)
     cfg = example(tmp_path, "reverse-text/rl.toml")
     write_policy(tmp_path / "home", "max_usd_per_run = 0.05\n")
-    p = plan(ctx, cfg, team="personal")
+    p = planned(ctx, cfg, team="personal")
     denied = err(dispatch(ctx, p.plan_id), "confirmation_required")
     assert "exceeds max_usd_per_run" in denied.message
     write_policy(tmp_path / "home", 'max_usd_per_run = 50.0\nallowed_gpu_types = ["H100_80GB"]\nmax_concurrent_runs = '
@@ -449,7 +421,7 @@ def test_budget_policy_allows_and_denies(emu, tmp_path):
     inside.chmod(0o600)
     agent_ctx = make_ctx(emu, tmp_path, env={"MODEL_FACTORY_POLICY": str(inside)},
                          approver=lambda r: asked.append(r) or False)
-    q = plan(agent_ctx, cfg, team="personal")
+    q = planned(agent_ctx, cfg, team="personal")
     err(dispatch(agent_ctx, q.plan_id), "approval_refused")
     assert len(asked) == 1 and len(runs(emu)) == 1
 
@@ -461,13 +433,13 @@ def test_policy_in_the_env_home_is_used_and_a_named_missing_policy_is_reported(e
     write_policy(home, "max_usd_per_run = 50.0\n")
     ctx = make_ctx(emu, tmp_path, env={"HOME": str(home)})
     ctx.home = None
-    p = plan(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal")
+    p = planned(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal")
     assert not any("policy" in w.lower() for w in p.warnings)
     assert ok(dispatch(ctx, p.plan_id)).approval_channel == "policy"
 
     missing = tmp_path / "elsewhere" / "policy.toml"
     named = make_ctx(emu, tmp_path, env={"HOME": str(home), "MODEL_FACTORY_POLICY": str(missing)})
-    q = plan(named, example(tmp_path, "reverse-text/rl.toml"), team="personal")
+    q = planned(named, example(tmp_path, "reverse-text/rl.toml"), team="personal")
     warning = next(w for w in q.warnings if "MODEL_FACTORY_POLICY" in w)
     assert str(missing) in warning and "no file" in warning and warning in q.summary
     required = err(dispatch(named, q.plan_id), "confirmation_required")
@@ -479,15 +451,15 @@ def test_huge_step_caps_and_costs_are_flagged(emu, ctx, tmp_path):
     """Within the accepted range (up to 10,000,000 steps), a plan whose figures look like a typo says so
     (warnings and summary)."""
     cfg = example(tmp_path, "reverse-text/rl.toml")
-    normal = plan(ctx, cfg, team="personal")
+    normal = planned(ctx, cfg, team="personal")
     assert not any("double-check" in w for w in normal.warnings)
-    absurd = plan(ctx, cfg, team="personal", max_steps=10_000_000)
+    absurd = planned(ctx, cfg, team="personal", max_steps=10_000_000)
     assert absurd.cost.usd_high > 1_000_000
     cost_warning = next(w for w in absurd.warnings if "high cost estimate" in w)
     assert f"${absurd.cost.usd_high:,.2f}" in cost_warning and "double-check" in cost_warning
     assert any(w.startswith("The step cap is 10,000,000 steps") and "double-check" in w for w in absurd.warnings)
     assert cost_warning in absurd.summary
-    costly = plan(ctx, cfg, team="personal", max_steps=50_000)  # within the step threshold, over $1,000
+    costly = planned(ctx, cfg, team="personal", max_steps=50_000)  # within the step threshold, over $1,000
     assert costly.cost.usd_high > 1000
     flagged = [w for w in costly.warnings if "double-check" in w]
     assert len(flagged) == 1 and flagged[0].startswith("The high cost estimate is $")
@@ -495,8 +467,8 @@ def test_huge_step_caps_and_costs_are_flagged(emu, ctx, tmp_path):
 
 def test_bypasses_are_refused(emu, ctx, tmp_path):
     cfg = example(tmp_path, "reverse-text/rl.toml")
-    a = plan(ctx, cfg, team="personal")
-    b = plan(ctx, cfg, team="personal")
+    a = planned(ctx, cfg, team="personal")
+    b = planned(ctx, cfg, team="personal")
     token_a = approve_plan(a.plan_id, "terminal", ctx)
     prefix = f"mfc_{b.plan_id}_"
     err(dispatch(ctx, b.plan_id, token_a), "confirmation_invalid")  # another plan's token
@@ -530,7 +502,7 @@ def test_bypasses_are_refused(emu, ctx, tmp_path):
 def test_approval_for_another_team_is_refused(emu, tmp_path):
     cfg = example(tmp_path, "reverse-text/rl.toml")
     team_a = make_ctx(emu, tmp_path, env={"PRIME_TEAM_ID": TEAM_RESEARCH_ID})
-    p = plan(team_a, cfg)
+    p = planned(team_a, cfg)
     token = approve_plan(p.plan_id, "terminal", team_a)
     team_b = make_ctx(emu, tmp_path, env={"PRIME_TEAM_ID": TEAM_EVALS_ID})
     changed = err(dispatch(team_b, p.plan_id, token), "plan_changed")
@@ -545,7 +517,7 @@ def test_approval_for_another_team_is_refused(emu, tmp_path):
 
 
 def test_stop_is_gated_then_stops(emu, ctx, tmp_path):
-    p = plan(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal")
+    p = planned(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal")
     d = ok(dispatch(ctx, p.plan_id, approve_plan(p.plan_id, "terminal", ctx)))
     emu.state.set_speed(0)
     emu.state.advance(300)
@@ -568,7 +540,7 @@ def test_stop_is_gated_then_stops(emu, ctx, tmp_path):
 def test_stop_with_host_approver_and_refusal(emu, tmp_path):
     answers: list[bool] = [False, True]
     ctx = make_ctx(emu, tmp_path, approver=lambda request: answers.pop(0) if request.action == "stop" else True)
-    p = plan(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal")
+    p = planned(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal")
     d = ok(dispatch(ctx, p.plan_id))
     emu.state.set_speed(0)
     err(stop_run(StopRunInput(run_id=d.run_id), ctx), "approval_refused")
@@ -579,9 +551,9 @@ def test_stop_with_host_approver_and_refusal(emu, tmp_path):
 def test_list_launches_shows_the_ledger_scrubbed(emu, tmp_path):
     fake_wandb = "fake-wandb-canary-key-0001"
     ctx = make_ctx(emu, tmp_path, env={"WANDB_API_KEY": fake_wandb}, approver=lambda r: True)
-    p = plan(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal", secrets=["WANDB_API_KEY"])
+    p = planned(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal", secrets=["WANDB_API_KEY"])
     d = ok(dispatch(ctx, p.plan_id))
-    q = plan(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal")
+    q = planned(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal")
     listed = ok(list_launches(ListLaunchesInput(limit=10), ctx))
     first, second = listed.launches
     assert (first.plan_id, first.status, first.outcome) == (q.plan_id, "planned", None)

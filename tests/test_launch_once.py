@@ -12,28 +12,23 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from _helpers import CLI, EXAMPLE, dispatch, planned
 
 from skill.emulator import DEMO_SPEED, EmulatorServer
 from skill.exit_codes import EXIT_AMBIGUOUS, exit_code_for
-from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import ToolError, ToolFailure
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger
-from tools.launch import DispatchRunInput, PlanRunInput, approve_plan, dispatch_run, plan_run
+from tools.launch import approve_plan
 from tools.platform import wire
 from tools.platform.client import PlatformClient, RetryPolicy
 from tools.platform.settings import resolve_settings
-
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
-CLI = Path(sys.executable).parent / "model-factory"
 
 
 @pytest.fixture
@@ -61,16 +56,12 @@ def make_ctx(emu: EmulatorServer, tmp_path: Path, *, base_url: str | None = None
                    _settings=settings, _platform=client, **kw)
 
 
-def planned(ctx: Context, tmp_path: Path) -> tuple[Any, str]:
+def approved_plan(ctx: Context, tmp_path: Path) -> tuple[Any, str]:
+    """The example planned in the project folder, and the code a person got for it at the terminal."""
     cfg = tmp_path / "project" / "rl.toml"
     shutil.copy(EXAMPLE, cfg)
-    p = plan_run(PlanRunInput(config_path=str(cfg), team="personal"), ctx)
-    assert not isinstance(p, ToolError), p
+    p = planned(ctx, cfg, team="personal")
     return p, approve_plan(p.plan_id, "terminal", ctx)
-
-
-def dispatch(ctx: Context, plan_id: str, confirmation: str | None = None) -> Any:
-    return dispatch_run(DispatchRunInput(plan_id=plan_id, confirmation=confirmation), ctx)
 
 
 def cli_dispatch(emu: EmulatorServer, tmp_path: Path, plan_id: str, *extra: str) -> tuple[int, dict[str, Any]]:
@@ -88,7 +79,7 @@ def outcomes(ctx: Context, plan_id: str) -> list[str | None]:
 
 def test_lost_answer_is_reconciled_and_no_retry_creates_a_second_run(emu, tmp_path):
     ctx = make_ctx(emu, tmp_path, create_timeout=0.5)
-    p, token = planned(ctx, tmp_path)
+    p, token = approved_plan(ctx, tmp_path)
     emu.faults.commit_then_timeout(mode="delay", delay=3.0)
     first = dispatch(ctx, p.plan_id, token)
     assert not isinstance(first, ToolError), first
@@ -114,7 +105,7 @@ def test_lost_answer_is_reconciled_and_no_retry_creates_a_second_run(emu, tmp_pa
 
 def test_unanswered_create_is_never_resent_and_is_found_when_it_appears(emu, tmp_path):
     ctx = make_ctx(emu, tmp_path)
-    p, token = planned(ctx, tmp_path)
+    p, token = approved_plan(ctx, tmp_path)
     emu.faults.status(504, "POST", "/training/runs")  # sent, no usable answer; nothing created
     first = dispatch(ctx, p.plan_id, token)
     assert first.code == "ambiguous_launch" and first.ambiguous and exit_code_for(first) == EXIT_AMBIGUOUS
@@ -159,7 +150,7 @@ class CreateGoesToDeadPort(httpx.HTTPTransport):
 
 def test_nothing_sent_then_retry_creates_one_run_without_new_approval(emu, tmp_path):
     ctx = make_ctx(emu, tmp_path)
-    p, token = planned(ctx, tmp_path)
+    p, token = approved_plan(ctx, tmp_path)
     port = dead_port()
     down = make_ctx(emu, tmp_path, base_url=f"http://127.0.0.1:{port}", reads_once=True)
     unreachable = dispatch(down, p.plan_id, token)
@@ -190,7 +181,7 @@ def _race_worker(env: dict[str, str], home: str, state: str, plan_id: str, token
 @pytest.mark.parametrize("channel", ["token", "policy"])
 def test_two_processes_dispatching_the_same_plan_create_one_run(emu, tmp_path, channel):
     ctx = make_ctx(emu, tmp_path)
-    p, token = planned(ctx, tmp_path)
+    p, token = approved_plan(ctx, tmp_path)
     if channel == "policy":
         policy = tmp_path / "home" / ".config" / "model-factory" / "policy.toml"
         policy.parent.mkdir(parents=True)

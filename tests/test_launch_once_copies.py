@@ -12,32 +12,26 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _helpers import CLI, EXAMPLE, dispatch
 
 from skill.emulator import DEMO_SPEED, EmulatorServer
 from skill.exit_codes import EXIT_AMBIGUOUS
-from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import ToolError
 from tools.guardrails.ledger import Ledger
 from tools.launch import (
-    DispatchRunInput,
     ListLaunchesInput,
     PlanRunInput,
     approve_plan,
-    dispatch_run,
     list_launches,
     plan_request,
     plan_run,
 )
 from tools.platform.client import PlatformClient, RetryPolicy
 from tools.platform.settings import resolve_settings
-
-EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
-CLI = Path(sys.executable).parent / "model-factory"
 
 
 @pytest.fixture
@@ -110,7 +104,7 @@ def test_a_copied_state_folder_dispatched_in_both_copies_launches_one_run(emu, p
 
 def test_a_plan_whose_attempt_and_outcome_lines_are_unreadable_is_not_launched_again(emu, planned):
     ctx, plan, code, folder, home = planned
-    run = dispatch_run(DispatchRunInput(plan_id=plan.plan_id, confirmation=code), ctx)
+    run = dispatch(ctx, plan.plan_id, code)
     assert run.status == "created"
     ledger = Ledger.for_context(ctx)
     lines = damage_records_of(ledger, plan.plan_id, ("attempt", "outcome"))
@@ -125,18 +119,18 @@ def test_a_plan_whose_attempt_and_outcome_lines_are_unreadable_is_not_launched_a
 def test_a_damaged_ledger_refuses_to_launch_while_the_runs_cannot_be_listed_and_the_same_code_works_later(
         emu, planned):
     ctx, plan, code, folder, home = planned
-    run = dispatch_run(DispatchRunInput(plan_id=plan.plan_id, confirmation=code), ctx)
+    run = dispatch(ctx, plan.plan_id, code)
     ledger = Ledger.for_context(ctx)
     damage_records_of(ledger, plan.plan_id, ("attempt", "outcome"))
     down = emu.faults.status(503, "GET", "/rft/runs", times=None)
-    refused = dispatch_run(DispatchRunInput(plan_id=plan.plan_id, confirmation=code), ctx)
+    refused = dispatch(ctx, plan.plan_id, code)
     assert isinstance(refused, ToolError) and refused.code == "unresolved_launch" and refused.retryable
     assert "was not sent" in refused.message and "unreadable line" in refused.message
     assert len(emu.state.runs) == 1 and emu.state.create_attempts == 1
     by_cli = cli(emu, folder, home, "dispatch-run", plan.plan_id, "--confirmation", code, "--json")
     assert by_cli.returncode == EXIT_AMBIGUOUS and json.loads(by_cli.stdout)["code"] == "unresolved_launch"
     emu.faults.remove(down.id)
-    found = dispatch_run(DispatchRunInput(plan_id=plan.plan_id, confirmation=code), ctx)
+    found = dispatch(ctx, plan.plan_id, code)
     assert found.status == "already_dispatched" and found.run_id == run.run_id
     assert len(emu.state.runs) == 1
 
@@ -148,7 +142,7 @@ def test_a_torn_last_line_does_not_stop_a_launch_while_the_runs_cannot_be_listed
     with ledger.path.open("ab") as f:
         f.write(b'{"ts":"2026-12-01T00:00:00.000+00:00","event":"attempt","plan_id":"pla')
     emu.faults.status(503, "GET", "/rft/runs", times=None)
-    run = dispatch_run(DispatchRunInput(plan_id=plan.plan_id, confirmation=code), ctx)
+    run = dispatch(ctx, plan.plan_id, code)
     assert not isinstance(run, ToolError), run
     assert run.status == "created" and len(emu.state.runs) == 1
     assert "a write torn by a crash" in run.message
@@ -157,7 +151,7 @@ def test_a_torn_last_line_does_not_stop_a_launch_while_the_runs_cannot_be_listed
 def test_an_intact_ledger_launches_when_the_runs_cannot_be_listed_first(emu, planned):
     ctx, plan, code, folder, home = planned
     emu.faults.status(503, "GET", "/rft/runs", times=None)
-    run = dispatch_run(DispatchRunInput(plan_id=plan.plan_id, confirmation=code), ctx)
+    run = dispatch(ctx, plan.plan_id, code)
     assert not isinstance(run, ToolError) and run.status == "created" and len(emu.state.runs) == 1
 
 

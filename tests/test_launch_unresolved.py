@@ -13,27 +13,21 @@ import json
 import os
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
+from _helpers import CLI, EXAMPLE, call, ok, write_policy
 
-from skill import registry
 from skill.emulator import DEMO_SPEED, EmulatorServer
 from skill.exit_codes import EXIT_AMBIGUOUS, EXIT_CONFIRMATION, EXIT_OK
-from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import Call as ToolCall
-from tools.errors import ToolError
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger
 from tools.launch import approve_plan
 from tools.platform.client import PlatformClient, RetryPolicy
 from tools.platform.settings import resolve_settings
 
-EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
-CLI = Path(sys.executable).parent / "model-factory"
 TEAM = "cteam00000000000000000001"
 
 
@@ -49,10 +43,7 @@ def world(emu, tmp_path) -> dict[str, Any]:
     outside it, a state folder, and a Context whose reads are tried once (no retry waits)."""
     home, project, state = tmp_path / "home", tmp_path / "project", tmp_path / "state"
     project.mkdir()
-    policy = home / ".config" / "model-factory" / "policy.toml"
-    policy.parent.mkdir(parents=True)
-    policy.write_text("max_usd_per_run = 100.0\n")
-    policy.chmod(0o600)
+    write_policy(home, "max_usd_per_run = 100.0\n")
     cfg = project / "rl.toml"
     shutil.copy(EXAMPLE, cfg)
     env = {"PRIME_API_KEY": emu.api_key, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url}
@@ -65,10 +56,6 @@ def world(emu, tmp_path) -> dict[str, Any]:
     ctx.close()
 
 
-def call(world: dict[str, Any], name: str, **arguments: Any) -> Any:
-    return registry.call_tool(name, arguments, world["ctx"])
-
-
 def cli(world: dict[str, Any], *args: str) -> tuple[int, dict[str, Any]]:
     """``model-factory ARGS --json`` in a new process over the same state folder."""
     done = subprocess.run([str(CLI), *args, "--json"], env=world["env"], cwd=world["cwd"], capture_output=True,
@@ -77,9 +64,7 @@ def cli(world: dict[str, Any], *args: str) -> tuple[int, dict[str, Any]]:
 
 
 def plan(world: dict[str, Any], **extra: Any) -> Any:
-    result = call(world, "mf_plan_run", config_path=str(world["cfg"]), team="personal", **extra)
-    assert not isinstance(result, ToolError), result
-    return result
+    return ok(call(world["ctx"], "mf_plan_run", config_path=str(world["cfg"]), team="personal", **extra))
 
 
 def lose_the_answer(emu: EmulatorServer, world: dict[str, Any], plan_id: str) -> None:
@@ -88,7 +73,7 @@ def lose_the_answer(emu: EmulatorServer, world: dict[str, Any], plan_id: str) ->
     token = approve_plan(plan_id, "terminal", world["ctx"])
     emu.faults.commit_then_timeout(mode="drop")
     emu.faults.status(503, "GET", "/rft/runs", times=None)
-    first = call(world, "mf_dispatch_run", plan_id=plan_id, confirmation=token)
+    first = call(world["ctx"], "mf_dispatch_run", plan_id=plan_id, confirmation=token)
     assert first.code == "ambiguous_launch" and first.ambiguous, first
     assert len(emu.state.runs) == 1
 
@@ -110,7 +95,7 @@ def test_replanning_an_unresolved_config_in_a_new_process_is_refused_whatever_th
         assert all(str(ToolCall(**c)) in out["fix"] for c in out["next_calls"])
     assert plans_in_ledger(world) == [p1.plan_id]  # nothing planned, so nothing to approve
     # The same through the registry, in this process.
-    again = call(world, "mf_plan_run", config_path=str(world["cfg"]), team="personal", max_steps=7)
+    again = call(world["ctx"], "mf_plan_run", config_path=str(world["cfg"]), team="personal", max_steps=7)
     assert again.code == "unresolved_launch" and p1.plan_id in again.message
     assert len(emu.state.runs) == 1 and emu.state.create_attempts == 1
 
@@ -156,7 +141,7 @@ def test_only_a_person_can_approve_a_plan_that_acknowledges_the_unresolved_launc
 
     shown: list[Any] = []
     world["ctx"].approver = lambda request: shown.append(request) or True  # a host asking a person
-    second = call(world, "mf_dispatch_run", plan_id=p2["plan_id"])
+    second = call(world["ctx"], "mf_dispatch_run", plan_id=p2["plan_id"])
     assert second.status == "created" and second.approval_channel == "host_callback", second
     assert p1.plan_id in shown[0].summary and "ANOTHER run" in shown[0].summary
     assert len(emu.state.runs) == 2

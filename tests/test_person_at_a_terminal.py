@@ -20,17 +20,14 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from _helpers import in_terminal
+from _helpers import EXAMPLE, approved_launch, in_terminal
 
 from skill import terminal
 from skill.demo import SCENARIOS
-from tools.configs import EXAMPLES_DIR
 from tools.core import Context
-from tools.launch import DispatchRunInput, PlanRunInput, approve_plan, dispatch_run, plan_run
 from tools.platform import wire
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 BACKTICKED = re.compile(r"`([^`\n]+)`")
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -50,9 +47,7 @@ def world(emulator, tmp_path):
            "PRIME_DISABLE_VERSION_CHECK": "1", "HOME": str(home), "MODEL_FACTORY_STATE_DIR": str(state),
            "LANG": "C.UTF-8"}
     ctx = Context(env=env, home=home, state_dir=state)
-    plan = plan_run(PlanRunInput(config_path=str(EXAMPLE), team="personal"), ctx)
-    run = dispatch_run(DispatchRunInput(plan_id=plan.plan_id, confirmation=approve_plan(plan.plan_id, "terminal", ctx)),
-                       ctx)
+    plan, run = approved_launch(ctx, EXAMPLE)
     ctx.close()
     emulator.state.advance(3600)
     return {"env": env, "work": work, "run_id": run.run_id, "plan_id": plan.plan_id, "emulator": emulator}

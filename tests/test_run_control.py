@@ -13,34 +13,28 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
+from _helpers import EXAMPLE, approved_launch, dispatch, err, ok, write_policy
 from conftest import FakeTime
 
 from skill.emulator import DEMO_SPEED, EmulatorServer, Timing
-from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import ToolError
 from tools.launch import (
-    DispatchRunInput,
     ListLaunchesInput,
     PauseRunInput,
-    PlanRunInput,
     RestartRunInput,
     ResumeRunInput,
     StopRunInput,
     approve_plan,
-    dispatch_run,
     list_launches,
     pause_run,
-    plan_run,
     restart_run,
     resume_run,
     stop_run,
 )
 
-EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
 FAKE_WANDB = "wandb_v1_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE01"
 PLAN_IN = re.compile(r"plan (\w+) needs a person's confirmation")
 
@@ -66,25 +60,6 @@ def ctx(emu, tmp_path):
     c.close()
 
 
-def ok(result: Any) -> Any:
-    assert not isinstance(result, ToolError), f"{result.code}: {result.message} / {result.fix}"
-    return result
-
-
-def err(result: Any, code: str) -> ToolError:
-    assert isinstance(result, ToolError), f"expected {code}, got a result: {result!r}"
-    assert result.code == code, f"{result.code}: {result.message}"
-    return result
-
-
-def write_policy(ctx: Context, max_usd: float) -> None:
-    """A person's budget policy, generous enough for any plan of these tests unless ``max_usd`` is small."""
-    path = Path(ctx.home) / ".config" / "model-factory" / "policy.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"max_usd_per_run = {max_usd}\n")
-    path.chmod(0o600)
-
-
 def running(ctx: Context, emu: EmulatorServer, step: int = 3, ckpt_interval: int | None = None) -> str:
     """A run of the reverse-text RL example launched through this ledger (a person approved it at the
     terminal), RUNNING at ``step``; ``ckpt_interval`` sets ``[ckpt] interval``."""
@@ -92,9 +67,7 @@ def running(ctx: Context, emu: EmulatorServer, step: int = 3, ckpt_interval: int
     shutil.copy(EXAMPLE, cfg)
     if ckpt_interval:
         cfg.write_text(cfg.read_text().replace("[ckpt]", f"[ckpt]\ninterval = {ckpt_interval}", 1))
-    planned = ok(plan_run(PlanRunInput(config_path=str(cfg), team="personal"), ctx))
-    run_id = ok(dispatch_run(DispatchRunInput(plan_id=planned.plan_id,
-                                              confirmation=approve_plan(planned.plan_id, "terminal", ctx)), ctx)).run_id
+    run_id = approved_launch(ctx, cfg)[1].run_id
     t = Timing()
     emu.state.advance(t.queue_seconds + t.startup_seconds + t.step_seconds * step + 1)
     assert emu.state.run(run_id).status == "RUNNING"
@@ -124,7 +97,7 @@ def entries(ctx: Context, action: str) -> list:
 
 def test_pause_is_refused_without_a_persons_confirmation_even_with_a_policy_then_pauses_and_is_verified(ctx, emu):
     run_id = running(ctx, emu)
-    write_policy(ctx, 1000.0)
+    write_policy(ctx.home, "max_usd_per_run = 1000.0\n")
     required = err(pause_run(PauseRunInput(run_id=run_id), ctx), "confirmation_required")
     assert emu.state.run(run_id).status == "RUNNING"  # nothing sent
     assert run_id in required.message and "Pause plan" in required.message and "approve pause_" in required.fix
@@ -150,7 +123,7 @@ def test_a_pause_still_saving_its_checkpoint_is_reported_as_still_pausing(ctx, e
 
 def test_restart_is_refused_without_a_persons_confirmation_even_with_a_policy_then_restarts_and_is_verified(ctx, emu):
     run_id = running(ctx, emu, step=12, ckpt_interval=5)
-    write_policy(ctx, 1000.0)
+    write_policy(ctx.home, "max_usd_per_run = 1000.0\n")
     required = err(restart_run(RestartRunInput(run_id=run_id), ctx), "confirmation_required")
     assert "Restart plan" in required.message and emu.state.run(run_id).attempt == 0
     pause_token = confirmed(ctx, pause_run(PauseRunInput(run_id=run_id), ctx))  # a real code, for another action
@@ -172,7 +145,7 @@ def test_restarting_a_run_that_is_not_running_is_a_conflict_and_sends_nothing(ct
 
 def test_stop_is_never_approved_by_a_budget_policy(ctx, emu):
     run_id = running(ctx, emu)
-    write_policy(ctx, 1000.0)
+    write_policy(ctx.home, "max_usd_per_run = 1000.0\n")
     required = err(stop_run(StopRunInput(run_id=run_id), ctx), "confirmation_required")
     assert emu.state.run(run_id).status == "RUNNING"
     stopped = ok(stop_run(StopRunInput(run_id=run_id, confirmation=confirmed(ctx, required)), ctx))
@@ -184,7 +157,7 @@ def test_stop_is_never_approved_by_a_budget_policy(ctx, emu):
 
 def test_resume_within_the_budget_policy_is_approved_by_it_and_starts_one_new_billed_run(ctx, emu):
     run_id = paused(ctx, emu)
-    write_policy(ctx, 1000.0)
+    write_policy(ctx.home, "max_usd_per_run = 1000.0\n")
     before = len(emu.state.runs)
     result = ok(resume_run(ResumeRunInput(run_id=run_id, secrets=["WANDB_API_KEY"]), ctx))
     assert (result.status, result.approval_channel, result.resumed_from) == ("created", "policy", run_id)
@@ -201,7 +174,7 @@ def test_resume_within_the_budget_policy_is_approved_by_it_and_starts_one_new_bi
 
 def test_resume_over_the_budget_policy_shows_its_cost_and_waits_for_a_person(ctx, emu):
     run_id = paused(ctx, emu)
-    write_policy(ctx, 0.01)
+    write_policy(ctx.home, "max_usd_per_run = 0.01\n")
     required = err(resume_run(ResumeRunInput(run_id=run_id), ctx), "confirmation_required")
     for shown in ("Resume plan", "Owner (pays):  personal account", "Cost estimate: low $", "per GPU-hour", "GPUs:",
                   "does not cover it"):
@@ -214,7 +187,7 @@ def test_resume_over_the_budget_policy_shows_its_cost_and_waits_for_a_person(ctx
 def test_a_second_resume_of_one_pause_needs_a_fresh_approval_whose_summary_names_the_earlier_run(ctx, emu):
     run_id = paused(ctx, emu)
     early = confirmed(ctx, resume_run(ResumeRunInput(run_id=run_id), ctx))  # approved before the first went out
-    write_policy(ctx, 1000.0)
+    write_policy(ctx.home, "max_usd_per_run = 1000.0\n")
     first = ok(resume_run(ResumeRunInput(run_id=run_id), ctx))
     assert first.approval_channel == "policy"
 
@@ -236,7 +209,7 @@ def test_a_resume_whose_answer_is_lost_is_reconciled_and_never_sent_twice(ctx, e
     assert lost.ambiguous and len(emu.state.runs) == 2  # the run exists; nobody knows it yet
     plan_id = lost.next_calls[0].arguments["plan_id"]
     emu.faults.clear()
-    found = ok(dispatch_run(DispatchRunInput(plan_id=plan_id), ctx))
+    found = ok(dispatch(ctx, plan_id))
     new = next(r for r in emu.state.runs if r != run_id)
     assert (found.status, found.run_id, found.resumed_from) == ("reconciled", new, run_id)
     again = ok(resume_run(ResumeRunInput(run_id=run_id, confirmation=token), ctx))

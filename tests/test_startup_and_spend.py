@@ -11,14 +11,11 @@ emulator timing: 60 s queued, 90 s start-up of which 45 s pods Pending, 30 s per
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
-from _helpers import call, ok, progress
+from _helpers import EXAMPLE, approved_launch, call, ok, progress
 
 from skill.emulator.logs import make_line
 from tools.core import Context
-from tools.launch import approve_plan
 from tools.monitor.progress import (
     IMAGE_PULL_GRACE_SECONDS,
     PENDING_GRACE_SECONDS,
@@ -182,16 +179,12 @@ def test_errors_of_an_env_server_alone_make_a_progressing_run_failing(ctx, emula
 
 
 @pytest.fixture
-def dispatched(ctx, emulator, examples_dir, tmp_path):
+def dispatched(ctx, emulator):
     """A run launched through a plan the person approved at the terminal: (run id, the plan)."""
     def start(scenario: str | None = None, **params) -> tuple[str, object]:
         if scenario:
             emulator.state.set_scenario(scenario, **params)
-        config = tmp_path / "run.toml"
-        shutil.copy(examples_dir / "basic" / "reverse-text" / "rl.toml", config)
-        plan = ok(call(ctx, "mf_plan_run", config_path=str(config), team="personal"))
-        code = approve_plan(plan.plan_id, "terminal", ctx)
-        run = ok(call(ctx, "mf_dispatch_run", plan_id=plan.plan_id, confirmation=code))
+        plan, run = approved_launch(ctx, EXAMPLE)
         return run.run_id, plan
 
     return start
