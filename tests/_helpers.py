@@ -1,6 +1,6 @@
-"""Helpers shared by the test modules (the fixtures are in conftest.py): the bundled example, tool
-results, a launch a person approves at the terminal, a budget policy, and the CLI at a
-pseudo-terminal.
+"""Helpers shared by the test modules (the fixtures are in conftest.py): the bundled example, the
+environment that points a process at the emulator, tool results, a launch a person approves at the
+terminal, a budget policy, and the CLI at a pseudo-terminal.
 
 Import them by name: ``from _helpers import CLI, in_terminal``.
 """
@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from skill import registry
+from skill.emulator import EmulatorServer
 from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import ToolError
@@ -34,6 +35,23 @@ CLI = Path(sys.executable).parent / ("model-factory.exe" if os.name == "nt" else
 #: A confirmation code as ``model-factory approve`` prints it.
 TOKEN = re.compile(r"mfc_\S+_[0-9a-f]{40}")
 
+
+
+# -- the environment of a process on the emulator ---------------------------------------------------
+
+
+def emulator_env(server: EmulatorServer, base_url: str | None = None, **extra: str) -> dict[str, str]:
+    """What points the tools at ``server``: PRIME_API_KEY, PRIME_API_BASE_URL and PRIME_TRACES_URL
+    (``base_url`` in both URLs instead of the server's: another address), then ``extra``."""
+    url = base_url or server.base_url
+    return {"PRIME_API_KEY": server.api_key, "PRIME_API_BASE_URL": url, "PRIME_TRACES_URL": url, **extra}
+
+
+def cli_env(server: EmulatorServer, home: Path, state: Path, **extra: str) -> dict[str, str]:
+    """The environment of a ``model-factory`` process on ``server``: :func:`emulator_env`, ``HOME``,
+    ``MODEL_FACTORY_STATE_DIR``, no version check and this ``PATH``, then ``extra``."""
+    return emulator_env(server, **{"HOME": str(home), "MODEL_FACTORY_STATE_DIR": str(state),
+                                   "PRIME_DISABLE_VERSION_CHECK": "1", "PATH": os.environ.get("PATH", ""), **extra})
 
 
 # -- tool results -----------------------------------------------------------------------------------
@@ -102,7 +120,15 @@ def write_policy(home: Path, text: str) -> Path:
     return path
 
 
-# -- the CLI at a pseudo-terminal ---------------------------------------------------------------------
+# -- the CLI in a new process ---------------------------------------------------------------------
+
+
+def mf(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None,
+       timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``model-factory ARGS`` in a new process with an empty stdin (``env`` None: this process's
+    environment): its exit code and output as text."""
+    return subprocess.run([str(CLI), *map(str, args)], env=env, cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
 
 
 def in_terminal(args: list[str | Path], env: dict[str, str], cwd: Path, answers: str | list[str] | None = None, *,

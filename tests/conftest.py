@@ -5,7 +5,6 @@ shared by test modules are in tests/_helpers.py."""
 from __future__ import annotations
 
 import json
-import os
 import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -14,7 +13,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import pytest
-from _helpers import EXAMPLE
+from _helpers import EXAMPLE, cli_env
 
 from skill.emulator import DEMO_SPEED, EmulatorServer
 from tools.configs import EXAMPLES_DIR
@@ -43,15 +42,7 @@ def mf_env(emulator: EmulatorServer, tmp_path: Path) -> dict[str, str]:
     state = tmp_path / "state"
     home.mkdir(exist_ok=True)
     state.mkdir(exist_ok=True)
-    return {
-        "PRIME_API_KEY": emulator.api_key,
-        "PRIME_API_BASE_URL": emulator.base_url,
-        "PRIME_TRACES_URL": emulator.base_url,
-        "PRIME_DISABLE_VERSION_CHECK": "1",
-        "HOME": str(home),
-        "MODEL_FACTORY_STATE_DIR": str(state),
-        "PATH": os.environ.get("PATH", ""),
-    }
+    return cli_env(emulator, home, state)
 
 
 @pytest.fixture
@@ -120,6 +111,12 @@ def launch(frozen_ctx: Context, emulator: EmulatorServer, rl_config: dict[str, A
         return run_id
 
     return start
+
+
+@pytest.fixture
+def recorder(emulator: EmulatorServer) -> Recorder:
+    """Every request ``emulator`` receives from now on (a :class:`Recorder` installed in it)."""
+    return Recorder.install(emulator)
 
 
 @dataclass(frozen=True)

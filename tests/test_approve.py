@@ -16,9 +16,9 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from _helpers import CLI, EXAMPLE, TOKEN, dispatch, dispatch_approved, in_terminal, planned
+from _helpers import CLI, EXAMPLE, TOKEN, cli_env, dispatch, dispatch_approved, emulator_env, in_terminal, planned
 
-from skill.emulator import DEMO_SPEED, EmulatorServer
+from skill.emulator import DEMO_SPEED
 from tools.core import Context
 from tools.errors import ToolError, ToolFailure
 from tools.guardrails import confirmation as gate
@@ -36,23 +36,16 @@ from tools.launch import (
 
 
 @pytest.fixture
-def emu():
-    with EmulatorServer(speed=DEMO_SPEED) as server:
-        yield server
-
-
-@pytest.fixture
-def setup(emu, tmp_path) -> dict[str, Any]:
+def setup(emulator, tmp_path) -> dict[str, Any]:
     home, project, state = tmp_path / "home", tmp_path / "project", tmp_path / "state"
     home.mkdir()
     project.mkdir()
-    env = {"PRIME_API_KEY": emu.api_key, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url}
+    env = emulator_env(emulator)
     ctx = Context(env=env, home=home, state_dir=state, cwd=project)
     cfg = project / "rl.toml"
     shutil.copy(EXAMPLE, cfg)
     plan = planned(ctx, cfg, team="personal")
-    proc_env = {**env, "HOME": str(home), "MODEL_FACTORY_STATE_DIR": str(state), "PATH": os.environ.get("PATH", ""),
-                "TERM": "dumb", "COLUMNS": "200"}
+    proc_env = cli_env(emulator, home, state, TERM="dumb", COLUMNS="200")
     yield {"ctx": ctx, "plan": plan, "cfg": cfg, "env": proc_env, "cwd": project}
     ctx.close()
 
@@ -84,7 +77,7 @@ def test_refused_with_json_even_at_a_terminal(setup):
     assert approvals(setup["ctx"], plan.plan_id) == 0
 
 
-def test_terminal_approval_prints_a_code_that_launches(setup, emu):
+def test_terminal_approval_prints_a_code_that_launches(setup, emulator):
     plan = setup["plan"]
     code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], plan.plan_id[-4:])
     assert code == 0, out
@@ -94,7 +87,7 @@ def test_terminal_approval_prints_a_code_that_launches(setup, emu):
     assert [a.channel for a in state.approvals] == ["terminal"]
     result = dispatch(setup["ctx"], plan.plan_id, token)
     assert result.status == "created" and result.approval_channel == "terminal"
-    assert list(emu.state.runs) == [result.run_id]
+    assert list(emulator.state.runs) == [result.run_id]
 
 
 def test_three_wrong_answers_or_a_changed_plan_are_not_approved(setup):
@@ -111,7 +104,7 @@ def test_three_wrong_answers_or_a_changed_plan_are_not_approved(setup):
     assert approvals(setup["ctx"], plan.plan_id) == 0
 
 
-def test_a_typo_gets_another_try_and_the_code_comes_with_the_command_that_uses_it(setup, emu):
+def test_a_typo_gets_another_try_and_the_code_comes_with_the_command_that_uses_it(setup, emulator):
     plan = setup["plan"]
     code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], ["typo", plan.plan_id[-4:]])
     assert code == 0 and "2 more tries" in out, out
@@ -122,14 +115,14 @@ def test_a_typo_gets_another_try_and_the_code_comes_with_the_command_that_uses_i
     done = subprocess.run(command, shell=True, env={**setup["env"], "MODEL_FACTORY_STATE_DIR": "/nonexistent"},
                           cwd=setup["cwd"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert len(emu.state.runs) == 1
+    assert len(emulator.state.runs) == 1
 
 
-def test_terminal_approval_of_a_stop(setup, emu):
+def test_terminal_approval_of_a_stop(setup, emulator):
     ctx, plan = setup["ctx"], setup["plan"]
     code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], plan.plan_id[-4:])
     run = dispatch(ctx, plan.plan_id, TOKEN.search(out).group(0))
-    emu.state.set_speed(0)
+    emulator.state.set_speed(0)
     required = stop_run(StopRunInput(run_id=run.run_id), ctx)
     stop_plan = re.search(r"model-factory approve (stop_\w+)", required.fix).group(1)
     code, out = in_terminal([CLI, "approve", stop_plan], setup["env"], setup["cwd"], stop_plan[-4:])
@@ -138,21 +131,21 @@ def test_terminal_approval_of_a_stop(setup, emu):
     assert stopped.status == "STOPPED" and stopped.approval_channel == "terminal"
 
 
-def test_terminal_approval_of_a_second_resume_shows_its_cost_and_the_earlier_run_and_its_command_works(setup, emu):
+def test_terminal_approval_of_a_second_resume_shows_its_cost_and_the_earlier_run_and_its_command_works(setup, emulator):
     ctx, plan = setup["ctx"], setup["plan"]
     run = dispatch_approved(ctx, plan.plan_id)
-    emu.state.set_speed(0)
-    emu.state.advance(400)
+    emulator.state.set_speed(0)
+    emulator.state.advance(400)
     paused = pause_run(PauseRunInput(run_id=run.run_id), ctx)
     pause_plan = re.search(r"model-factory approve (pause_\w+)", paused.fix).group(1)
     code, out = in_terminal([CLI, "approve", pause_plan], setup["env"], setup["cwd"], pause_plan[-4:])
     assert code == 0 and "PAUSE this run" in out and run.run_id in out
     command = printed_command(out, "pause-run")  # pasted into the person's shell as printed
-    emu.state.set_speed(DEMO_SPEED)  # the pause completes while the command polls
+    emulator.state.set_speed(DEMO_SPEED)  # the pause completes while the command polls
     done = subprocess.run(["bash", "-c", command], env=setup["env"], cwd=setup["cwd"], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
-    assert emu.state.run(run.run_id).status == "PAUSED" and "PAUSED" in done.stderr + done.stdout
+    assert emulator.state.run(run.run_id).status == "PAUSED" and "PAUSED" in done.stderr + done.stdout
 
     first = resume_run(ResumeRunInput(run_id=run.run_id, confirmation=approve_plan(
         re.search(r"plan (resume_\w+)", resume_run(ResumeRunInput(run_id=run.run_id), ctx).message).group(1),
@@ -168,18 +161,17 @@ def test_terminal_approval_of_a_second_resume_shows_its_cost_and_the_earlier_run
     done = subprocess.run(["bash", "-c", command], env=setup["env"], cwd=setup["cwd"], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
-    assert len(emu.state.runs) == 3  # the launch, the first resume, and this one a person approved
+    assert len(emulator.state.runs) == 3  # the launch, the first resume, and this one a person approved
 
 
-def test_the_person_needs_only_the_state_folder(emu, tmp_path):
+def test_the_person_needs_only_the_state_folder(emulator, tmp_path):
     """The agent (or MCP server) holds the API settings and the forwarded secret; the person's shell
     has neither, nor the same HOME. The approval still works, and dispatch stays the binding check."""
     fake_wandb = "fake-wandb-key-only-the-agent-has"
     agent_home, person_home, project, state = (tmp_path / d for d in ("agent", "person", "project", "state"))
     for folder in (agent_home, person_home, project):
         folder.mkdir()
-    env = {"PRIME_API_KEY": emu.api_key, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url,
-           "WANDB_API_KEY": fake_wandb}
+    env = emulator_env(emulator, WANDB_API_KEY=fake_wandb)
     ctx = Context(env=env, home=agent_home, state_dir=state, cwd=project)
     cfg = project / "rl.toml"
     shutil.copy(EXAMPLE, cfg)
@@ -193,24 +185,24 @@ def test_the_person_needs_only_the_state_folder(emu, tmp_path):
     token = TOKEN.search(out).group(0)
 
     # The approval is bound to the recorded plan: a price that moved since is refused at dispatch, by name.
-    emu.state.seed.gpu(plan.gpu_type).price_per_gpu_hour = 2.1
+    emulator.state.seed.gpu(plan.gpu_type).price_per_gpu_hour = 2.1
     moved = dispatch(ctx, plan.plan_id, token)
     assert isinstance(moved, ToolError) and moved.code == "plan_changed", moved
     assert f"usd_per_gpu_hour {plan.usd_per_gpu_hour} -> 2.1" in moved.message
-    assert emu.state.create_attempts == 0
-    emu.state.seed.gpu(plan.gpu_type).price_per_gpu_hour = plan.usd_per_gpu_hour
+    assert emulator.state.create_attempts == 0
+    emulator.state.seed.gpu(plan.gpu_type).price_per_gpu_hour = plan.usd_per_gpu_hour
     result = dispatch(ctx, plan.plan_id, token)
     assert not isinstance(result, ToolError), result
-    assert result.approval_channel == "terminal" and emu.state.run(result.run_id).wandb_api_key == fake_wandb
+    assert result.approval_channel == "terminal" and emulator.state.run(result.run_id).wandb_api_key == fake_wandb
     ctx.close()
 
 
-def test_a_plan_that_does_not_show_an_unresolved_launch_of_its_config_is_not_approved(setup, emu):
+def test_a_plan_that_does_not_show_an_unresolved_launch_of_its_config_is_not_approved(setup, emulator):
     first = setup["plan"]
     second = planned(setup["ctx"], setup["cfg"], team="personal", max_steps=5)
     token = approve_plan(first.plan_id, "terminal", setup["ctx"])
-    emu.faults.commit_then_timeout(mode="drop")
-    emu.faults.status(503, "GET", "/rft/runs", times=None)
+    emulator.faults.commit_then_timeout(mode="drop")
+    emulator.faults.status(503, "GET", "/rft/runs", times=None)
     lost = dispatch(setup["ctx"], first.plan_id, token)
     assert lost.code == "ambiguous_launch"
     code, out = in_terminal([CLI, "approve", second.plan_id], setup["env"], setup["cwd"], second.plan_id[-4:])
@@ -228,7 +220,8 @@ def test_a_plan_older_than_a_day_is_not_approved(setup):
     assert approve_plan(plan.plan_id, "terminal", ctx, now=utc_now() + timedelta(hours=1)).startswith("mfc_")
 
 
-def test_the_approval_screen_fits_80_columns_and_prints_its_command_whole_on_a_line_of_its_own(setup, emu, tmp_path):
+def test_the_approval_screen_fits_80_columns_and_prints_its_command_whole_on_a_line_of_its_own(
+        setup, emulator, tmp_path):
     """At 80 columns no word of the plan or the prose is cut: lines break at spaces; a path or an id
     wider than the room left stands alone; the dispatch command, longer than a line, is one line
     with no indent and no backticks, and it launches the run when pasted."""
@@ -250,4 +243,4 @@ def test_the_approval_screen_fits_80_columns_and_prints_its_command_whole_on_a_l
     done = subprocess.run(["bash", "-c", command], env=setup["env"], cwd=setup["cwd"], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
-    assert len(emu.state.runs) == 1
+    assert len(emulator.state.runs) == 1

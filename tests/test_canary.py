@@ -28,7 +28,6 @@ unchanged) the first check already reports the W&B canary in the ``mf_get_logs``
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -37,17 +36,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _helpers import EXAMPLE, cli_env, emulator_env
 from conftest import Recorder
 
 from skill import registry
 from skill.emulator import DEMO_SPEED, TEAM_RESEARCH_ID, EmulatorServer, default_seed
-from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import ToolError
 from tools.launch import approve_plan
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
 
 # Each canary: a kind prefix, then 12 letters outside a-f (so no hex/number mask touches them)
 # and digits (which log summaries mask, so an unscrubbed masked copy still shows the letters).
@@ -128,8 +126,7 @@ def test_no_canary_leaves_through_any_tool_or_command(emu, tmp_path):
         "PRIME_API_KEY": PRIME, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url,
         "WANDB_API_KEY": ENV_WANDB, "HF_TOKEN": ENV_HF, "OPENAI_API_KEY": ENV_OTHER, "MF_CANARY_LOG_SECRET": LOG,
     }
-    proc_env = {**env, "HOME": str(home), "MODEL_FACTORY_STATE_DIR": str(state), "PATH": os.environ.get("PATH", ""),
-                "PRIME_DISABLE_VERSION_CHECK": "1", "COLUMNS": "200", "TERM": "dumb"}
+    proc_env = cli_env(emu, home, state, **env, COLUMNS="200", TERM="dumb")
     # Input files the user wrote: the only files allowed to hold canaries.
     toml_env = write(project / "secrets.env", f'# W&B for the run\nWANDB_API_KEY="{ENVFILE_WANDB}"\n')
     arg_env = write(project / "extra.env", f"HF_TOKEN='{ENVFILE_HF}'\n")
@@ -360,8 +357,7 @@ def test_a_key_forwarded_from_another_shell_is_redacted_by_its_shape(emu, tmp_pa
     home, project = tmp_path / "home", tmp_path / "project"
     home.mkdir()
     project.mkdir()
-    base = {"PRIME_API_KEY": emu.api_key, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url}
-    launcher = Context(env={**base, "WANDB_API_KEY": wandb_key}, home=home, cwd=project, state_dir=tmp_path / "s")
+    launcher = Context(env=emulator_env(emu, WANDB_API_KEY=wandb_key), home=home, cwd=project, state_dir=tmp_path / "s")
     emu.state.set_scenario("echo_wandb_key")
     plan = registry.call_tool("mf_plan_run", {"config_path": str(EXAMPLE), "team": "personal",
                                               "secrets": ["WANDB_API_KEY"]}, launcher)
@@ -372,7 +368,8 @@ def test_a_key_forwarded_from_another_shell_is_redacted_by_its_shape(emu, tmp_pa
     assert not isinstance(run, ToolError), run
     emu.state.advance(600)
     assert any(wandb_key in line.text for line in emu.state.run(run.run_id).logs)  # the platform side does leak it
-    reader = Context(env=base, home=home, cwd=project, state_dir=tmp_path / "other-state")  # knows no W&B key
+    # knows no W&B key
+    reader = Context(env=emulator_env(emu), home=home, cwd=project, state_dir=tmp_path / "other-state")
     logs = registry.call_tool("mf_get_logs", {"run_id": run.run_id, "component": "trainer", "search": "wandb"}, reader)
     text = logs.model_dump_json()
     assert "logging in with api key [REDACTED:40-hex key]" in text and wandb_key not in text

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _helpers import EXAMPLE, approved_launch, planned
+from _helpers import EXAMPLE, approved_launch, mf, planned
 
 from skill import registry
 from skill.cli import COMMANDS, main
@@ -29,11 +29,6 @@ from skill.exit_codes import (
 from tools.errors import ToolError
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def mf(*args: str, env: dict[str, str], cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "skill", *args], env=env, cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout)
 
 
 def no_traceback(proc: subprocess.CompletedProcess) -> None:

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import httpx
 import pytest
+from _helpers import mf
 
 from skill.demo import SCENARIOS
 from skill.emulator import DEFAULT_API_KEY
 
 
 def demo(*args: str, env: dict[str, str], cwd: Path, timeout: float = 400) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "skill", "demo", *args], env=env, cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout)
+    return mf("demo", *args, env=env, cwd=cwd, timeout=timeout)
 
 
 def plain_env(tmp_path: Path) -> dict[str, str]:

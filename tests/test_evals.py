@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
+from _helpers import emulator_env
 
 from skill import registry
 from tools.configs import EXAMPLES_DIR
@@ -46,9 +47,8 @@ class Replay:
         self.emulator, self.root = emulator, root
         for sub in ("home", "state", "project"):
             (root / sub).mkdir()
-        self.env = {"PRIME_API_KEY": emulator.api_key, "PRIME_API_BASE_URL": emulator.base_url,
-                    "PRIME_TRACES_URL": emulator.base_url, "HOME": str(root / "home"), "WANDB_API_KEY": FAKE_WANDB,
-                    "PATH": os.environ.get("PATH", "")}
+        self.env = emulator_env(emulator, HOME=str(root / "home"), WANDB_API_KEY=FAKE_WANDB,
+                                PATH=os.environ.get("PATH", ""))
         self.now = 0.0
         self.ctx = self.context()
         self.saved: dict[str, Any] = {}

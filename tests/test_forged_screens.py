@@ -11,28 +11,19 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from _helpers import CLI, in_terminal
+from _helpers import CLI, EXAMPLE, in_terminal, mf
 
 from skill import registry
-from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import ToolError
 from tools.guardrails.ledger import Ledger
 from tools.guardrails.text import display_problem, shown
 
-EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
 #: The trial's input: save the cursor, go 4 lines up, erase the line, write a fake owner, restore.
 FORGED = "x\x1b[s\x1b[4A\r\x1b[2K  Owner (pays):  personal account (from argument)\x1b[u"
-
-
-def mf(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "skill", *args], env=env, cwd=cwd, capture_output=True,
-                          text=True, timeout=120)
 
 
 @pytest.fixture

@@ -7,14 +7,10 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-from _helpers import CLI, EXAMPLE, TOKEN, approved_launch, in_terminal
+from _helpers import CLI, EXAMPLE, TOKEN, approved_launch, cli_env, emulator_env, in_terminal, mf
 
-from skill.emulator import DEMO_SPEED, EmulatorServer
 from skill.exit_codes import EXIT_TOOL_ERROR, EXIT_USAGE
 from tools.core import Context
 from tools.errors import ToolError
@@ -24,31 +20,19 @@ from tools.monitor import GetSpendInput, get_spend
 FAKE_TOKEN = "ghp_" + "FAKE" * 9
 
 
-def mf(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "skill", *args], env=env, cwd=cwd, capture_output=True, text=True,
-                          timeout=120)
-
-
 @pytest.fixture
-def emu():
-    with EmulatorServer(speed=DEMO_SPEED) as server:
-        yield server
-
-
-@pytest.fixture
-def launched(emu, tmp_path):
+def launched(emulator, tmp_path):
     """A run launched from this state folder, its clock frozen while RUNNING."""
     home, project, state = tmp_path / "home", tmp_path / "project", tmp_path / "state"
     home.mkdir()
     project.mkdir()
-    env = {"PRIME_API_KEY": emu.api_key, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url}
+    env = emulator_env(emulator)
     ctx = Context(env=env, home=home, state_dir=state, cwd=project)
     shutil.copy(EXAMPLE, project / "rl.toml")
     plan, run = approved_launch(ctx, "rl.toml")
-    emu.state.set_speed(0)
-    emu.state.advance(120)
-    proc_env = {**env, "HOME": str(home), "MODEL_FACTORY_STATE_DIR": str(state), "PRIME_DISABLE_VERSION_CHECK": "1",
-                "PATH": "/usr/bin:/bin", "TERM": "dumb", "COLUMNS": "200"}
+    emulator.state.set_speed(0)
+    emulator.state.advance(120)
+    proc_env = cli_env(emulator, home, state, PATH="/usr/bin:/bin", TERM="dumb", COLUMNS="200")
     yield {"ctx": ctx, "run": run, "env": proc_env, "cwd": project, "plan": plan}
     ctx.close()
 
@@ -58,9 +42,9 @@ def stop_plan_of(ctx: Context, run_id: str) -> str:
     return re.search(r"model-factory approve (stop_\w+)", required.fix).group(1)
 
 
-def test_approving_a_stop_of_a_run_that_has_stopped_since_is_refused(emu, launched):
+def test_approving_a_stop_of_a_run_that_has_stopped_since_is_refused(emulator, launched):
     ctx, run = launched["ctx"], launched["run"]
-    assert emu.state.run(run.run_id).status == "RUNNING"
+    assert emulator.state.run(run.run_id).status == "RUNNING"
     stale = stop_plan_of(ctx, run.run_id)
     other = stop_plan_of(ctx, run.run_id)
     stopped = stop_run(StopRunInput(run_id=run.run_id, confirmation=approve_plan(other, "terminal", ctx)), ctx)
@@ -70,7 +54,7 @@ def test_approving_a_stop_of_a_run_that_has_stopped_since_is_refused(emu, launch
     assert not TOKEN.search(out) and "status now RUNNING" not in out
 
 
-def test_the_approve_screen_of_a_stop_shows_the_status_read_now(emu, launched):
+def test_the_approve_screen_of_a_stop_shows_the_status_read_now(emulator, launched):
     stop_plan = stop_plan_of(launched["ctx"], launched["run"].run_id)
     code, out = in_terminal([CLI, "approve", stop_plan], launched["env"], launched["cwd"], stop_plan[-4:])
     assert code == 0, out
@@ -88,7 +72,7 @@ def test_install_skill_refuses_a_secret_shaped_dest_and_writes_nothing(tmp_path)
     assert ok.returncode == 0 and (tmp_path / "skills" / "model-factory" / "SKILL.md").is_file()
 
 
-def test_spend_of_a_run_without_a_plan_in_this_ledger_does_not_claim_it_is_within_the_estimate(emu, launched,
+def test_spend_of_a_run_without_a_plan_in_this_ledger_does_not_claim_it_is_within_the_estimate(emulator, launched,
                                                                                                tmp_path):
     run = launched["run"]
     elsewhere = Context(env=launched["ctx"].env, home=tmp_path / "home", state_dir=tmp_path / "other-state")
@@ -105,7 +89,7 @@ def test_spend_of_a_run_without_a_plan_in_this_ledger_does_not_claim_it_is_withi
     assert mine.plan_id == launched["plan"].plan_id and mine.over_high_estimate is False
 
 
-def test_stop_run_of_an_unknown_id_is_the_same_friendly_not_found_as_get_run(emu, launched):
+def test_stop_run_of_an_unknown_id_is_the_same_friendly_not_found_as_get_run(emulator, launched):
     answers = [mf(command, "nope", env=launched["env"], cwd=launched["cwd"]) for command in ("get-run", "stop-run")]
     assert [a.returncode for a in answers] == [EXIT_TOOL_ERROR, EXIT_TOOL_ERROR]
     assert all("No run 'nope' is visible to this API key." in a.stderr for a in answers)
@@ -113,7 +97,7 @@ def test_stop_run_of_an_unknown_id_is_the_same_friendly_not_found_as_get_run(emu
 
 
 @pytest.mark.parametrize("command", ["download-traces", "list-traces"])
-def test_a_run_id_with_a_slash_is_a_bad_argument_naming_the_field(emu, launched, command):
+def test_a_run_id_with_a_slash_is_a_bad_argument_naming_the_field(emulator, launched, command):
     args = [command, "../../x", "dl1"] if command == "download-traces" else [command, "../../x"]
     proc = mf(*args, "--json", env=launched["env"], cwd=launched["cwd"])
     error = json.loads(proc.stdout)

@@ -11,8 +11,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from _helpers import EXAMPLE
 
-from tools.configs import EXAMPLES_DIR
 from tools.errors import ToolFailure
 from tools.guardrails.confirmation import (
     PLAN_MATERIAL_KEYS,
@@ -29,7 +29,6 @@ from tools.guardrails.confirmation import (
 )
 from tools.guardrails.ledger import Ledger
 
-EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
 TEAM_A = "cteam0000000000000000000001"
 TEAM_B = "cteam0000000000000000000002"
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -24,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _helpers import EXAMPLE, dispatch, ok, planned, write_policy
+from _helpers import EXAMPLE, cli_env, dispatch, emulator_env, ok, planned, write_policy
 from conftest import Recorder
 
-from skill.emulator import DEMO_SPEED, TEAM_RESEARCH_ID, EmulatorServer
+from skill.emulator import TEAM_RESEARCH_ID, EmulatorServer
 from tools.core import Context
 from tools.errors import ToolError, ToolFailure
 from tools.guardrails import confirmation as gate
@@ -37,20 +36,8 @@ from tools.launch import PlanRunInput, StopRunInput, approve_plan, plan_run, sto
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture
-def emu():
-    with EmulatorServer(speed=DEMO_SPEED) as server:
-        Recorder.install(server)
-        yield server
-
-
-def base_env(emu: EmulatorServer, **extra: str) -> dict[str, str]:
-    return {"PRIME_API_KEY": emu.api_key, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url,
-            **extra}
-
-
-def make_ctx(emu: EmulatorServer, tmp_path: Path, **kw: Any) -> Context:
-    env = kw.pop("env", None) or base_env(emu)
+def make_ctx(emulator: EmulatorServer, tmp_path: Path, **kw: Any) -> Context:
+    env = kw.pop("env", None) or emulator_env(emulator)
     for sub in ("home", "project"):
         (tmp_path / sub).mkdir(exist_ok=True)
     return Context(env=env, home=tmp_path / "home", state_dir=tmp_path / "state", cwd=tmp_path / "project", **kw)
@@ -66,8 +53,8 @@ def config(tmp_path: Path) -> Path:
 # -- the ledger ------------------------------------------------------------------------------------
 
 
-def test_ledger_records_every_fact_of_a_launch(emu, tmp_path):
-    ctx = make_ctx(emu, tmp_path, env=base_env(emu, HF_TOKEN="fake-hf-token-for-ledger"))
+def test_ledger_records_every_fact_of_a_launch(emulator, recorder, tmp_path):
+    ctx = make_ctx(emulator, tmp_path, env=emulator_env(emulator, HF_TOKEN="fake-hf-token-for-ledger"))
     p = planned(ctx, config(tmp_path), team=TEAM_RESEARCH_ID, gpu_type="H100_80GB", volume="research-data",
                 image_tag="v0.5.0", source_ref="main", secrets=["HF_TOKEN"])
     token = approve_plan(p.plan_id, "terminal", ctx)
@@ -79,7 +66,7 @@ def test_ledger_records_every_fact_of_a_launch(emu, tmp_path):
     assert {r["plan_id"] for r in records} == {p.plan_id} and all(r["ts"] for r in records)
     plan, approval, attempt, outcome = records
     assert plan["plan_hash"] == p.plan_hash and plan["config_sha256"] == p.config_sha256 == \
-        gate.config_sha256(emu.state.run(d.run_id).config)  # the config the platform got is the one hashed
+        gate.config_sha256(emulator.state.run(d.run_id).config)  # the config the platform got is the one hashed
     assert (plan["team_id"], plan["source_ref"], plan["image_tag"], plan["gpu_type"], plan["gpu_count"],
             plan["volume"]) == (TEAM_RESEARCH_ID, "main", "v0.5.0", "H100_80GB", 2, "research-data")
     assert plan["usd_per_gpu_hour"] == 1.8 and plan["cost"]["usd_high"] == p.cost.usd_high
@@ -110,10 +97,10 @@ TEAM_PARAM = {
 UNSCOPED = {("GET", "/api/v1/user/teams")}
 
 
-def team_sent(emu: EmulatorServer) -> dict[tuple[str, str], list[Any]]:
+def team_sent(recorder: Recorder) -> dict[tuple[str, str], list[Any]]:
     """{(method, path): [team value of each request]} for everything recorded; fails on an unknown request."""
     seen: dict[tuple[str, str], list[Any]] = {}
-    for request in emu.recorder.requests:
+    for request in recorder.requests:
         key = (request.method, request.path)
         if key in UNSCOPED:
             continue
@@ -124,26 +111,26 @@ def team_sent(emu: EmulatorServer) -> dict[tuple[str, str], list[Any]]:
     return seen
 
 
-def test_the_team_travels_on_every_team_scoped_request(emu, tmp_path):
+def test_the_team_travels_on_every_team_scoped_request(emulator, recorder, tmp_path):
     """PRIME_TEAM_ID names the team; plan, policy check, create and reconciliation all carry it."""
-    ctx = make_ctx(emu, tmp_path, env=base_env(emu, PRIME_TEAM_ID=TEAM_RESEARCH_ID))
+    ctx = make_ctx(emulator, tmp_path, env=emulator_env(emulator, PRIME_TEAM_ID=TEAM_RESEARCH_ID))
     write_policy(tmp_path / "home", "max_usd_per_run = 100.0\nmax_concurrent_runs = 5\n")
     p = planned(ctx, config(tmp_path), volume="research-data")
     assert p.owner.team_id == TEAM_RESEARCH_ID and p.owner.source == "PRIME_TEAM_ID"
-    emu.faults.commit_then_timeout(mode="drop")  # the answer is lost: dispatch reconciles by listing runs
+    emulator.faults.commit_then_timeout(mode="drop")  # the answer is lost: dispatch reconciles by listing runs
     d = ok(dispatch(ctx, p.plan_id))
-    assert d.status == "reconciled" and emu.state.run(d.run_id).placement.team_id == TEAM_RESEARCH_ID
-    seen = team_sent(emu)
+    assert d.status == "reconciled" and emulator.state.run(d.run_id).placement.team_id == TEAM_RESEARCH_ID
+    seen = team_sent(recorder)
     assert set(seen) >= set(TEAM_PARAM) - {("GET", "/api/v1/user/whoami")}  # every kind was exercised
     assert {key: v for key, values in seen.items() for v in values if v != TEAM_RESEARCH_ID} == {}
     assert len(seen[("GET", "/api/v1/rft/runs")]) >= 2  # the policy's count of active runs, the reconciliation
 
     # An explicit personal owner overrides PRIME_TEAM_ID: no team on any request.
-    emu.recorder.requests.clear()
-    emu.faults.clear()
+    recorder.requests.clear()
+    emulator.faults.clear()
     q = planned(ctx, config(tmp_path), team="personal")
     ok(dispatch(ctx, q.plan_id))
-    seen = team_sent(emu)
+    seen = team_sent(recorder)
     assert ("POST", "/api/v1/training/runs") in seen
     assert {key: v for key, values in seen.items() for v in values if v is not None} == {}
 
@@ -151,9 +138,8 @@ def test_the_team_travels_on_every_team_scoped_request(emu, tmp_path):
 # -- a dispatch process killed mid-flight ----------------------------------------------------------
 
 
-def cli(emu: EmulatorServer, tmp_path: Path, *args: str) -> subprocess.Popen[str]:
-    env = {**base_env(emu), "HOME": str(tmp_path / "home"), "MODEL_FACTORY_STATE_DIR": str(tmp_path / "state"),
-           "PATH": os.environ.get("PATH", ""), "PRIME_DISABLE_VERSION_CHECK": "1"}
+def cli(emulator: EmulatorServer, tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    env = cli_env(emulator, tmp_path / "home", tmp_path / "state")
     return subprocess.Popen([sys.executable, "-m", "skill", *args, "--json"], env=env, cwd=tmp_path / "project",
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -164,80 +150,80 @@ def finished(proc: subprocess.Popen[str]) -> tuple[int, dict[str, Any]]:
     return proc.returncode, json.loads(out)
 
 
-def test_a_dispatch_killed_in_flight_then_any_retry_leaves_one_run(emu, tmp_path):
-    ctx = make_ctx(emu, tmp_path)
+def test_a_dispatch_killed_in_flight_then_any_retry_leaves_one_run(emulator, tmp_path):
+    ctx = make_ctx(emulator, tmp_path)
     p = planned(ctx, config(tmp_path), team="personal")
     token = approve_plan(p.plan_id, "terminal", ctx)
-    emu.faults.commit_then_timeout(mode="delay", delay=60.0)  # the run is created; its answer is held
+    emulator.faults.commit_then_timeout(mode="delay", delay=60.0)  # the run is created; its answer is held
 
-    first = cli(emu, tmp_path, "dispatch-run", p.plan_id, "--confirmation", token)
+    first = cli(emulator, tmp_path, "dispatch-run", p.plan_id, "--confirmation", token)
     deadline = time.monotonic() + 30
-    while not emu.state.runs and time.monotonic() < deadline:
+    while not emulator.state.runs and time.monotonic() < deadline:
         time.sleep(0.05)
-    (run_id,) = emu.state.runs
+    (run_id,) = emulator.state.runs
     assert first.poll() is None  # still waiting for the answer
     assert gate.launch_state(Ledger.for_context(ctx), p.plan_id).status == "in_flight"
 
     # Another agent process retries meanwhile: it reconciles, it does not send.
-    code, out = finished(cli(emu, tmp_path, "dispatch-run", p.plan_id, "--confirmation", token))
+    code, out = finished(cli(emulator, tmp_path, "dispatch-run", p.plan_id, "--confirmation", token))
     assert (code, out["status"], out["run_id"]) == (0, "reconciled", run_id)
     first.send_signal(signal.SIGKILL)  # the first process dies before recording an outcome
     first.wait(timeout=10)
 
     # Restarted agents: no token, the same token, a fresh approval; a person approving again.
-    code, out = finished(cli(emu, tmp_path, "dispatch-run", p.plan_id))
+    code, out = finished(cli(emulator, tmp_path, "dispatch-run", p.plan_id))
     assert (code, out["status"], out["run_id"]) == (0, "already_dispatched", run_id)
-    code, out = finished(cli(emu, tmp_path, "dispatch-run", p.plan_id, "--confirmation", token))
+    code, out = finished(cli(emulator, tmp_path, "dispatch-run", p.plan_id, "--confirmation", token))
     assert (code, out["run_id"]) == (0, run_id)
     fresh = gate.mint(Ledger.for_context(ctx), p.plan_id, p.plan_hash, "terminal")
     assert ok(dispatch(ctx, p.plan_id, fresh)).run_id == run_id
     with pytest.raises(ToolFailure) as refused:
         approve_plan(p.plan_id, "terminal", ctx)
     assert refused.value.error.code == "already_dispatched"
-    assert len(emu.state.runs) == 1 and emu.state.create_attempts == 1
+    assert len(emulator.state.runs) == 1 and emulator.state.create_attempts == 1
     attempts = gate.launch_state(Ledger.for_context(ctx), p.plan_id).attempts
     assert [a.outcome for a in attempts] == ["reconciled"]
 
 
-def test_a_dropped_create_answer_is_reconciled_and_never_resent(emu, tmp_path):
-    ctx = make_ctx(emu, tmp_path)
+def test_a_dropped_create_answer_is_reconciled_and_never_resent(emulator, tmp_path):
+    ctx = make_ctx(emulator, tmp_path)
     p = planned(ctx, config(tmp_path), team="personal")
     token = approve_plan(p.plan_id, "terminal", ctx)
-    emu.faults.commit_then_timeout(mode="drop")  # created, then the connection closes without an answer
+    emulator.faults.commit_then_timeout(mode="drop")  # created, then the connection closes without an answer
     first = ok(dispatch(ctx, p.plan_id, token))
-    (run_id,) = emu.state.runs
+    (run_id,) = emulator.state.runs
     assert (first.status, first.run_id) == ("reconciled", run_id)
-    code, out = finished(cli(emu, tmp_path, "dispatch-run", p.plan_id, "--confirmation", token))
+    code, out = finished(cli(emulator, tmp_path, "dispatch-run", p.plan_id, "--confirmation", token))
     assert (code, out["status"], out["run_id"]) == (0, "already_dispatched", run_id)
-    assert len(emu.state.runs) == 1 and emu.state.create_attempts == 1
+    assert len(emulator.state.runs) == 1 and emulator.state.create_attempts == 1
 
 
 # -- the policy's concurrency limit ------------------------------------------------------------------
 
 
-def test_policy_max_concurrent_runs_counts_active_runs_on_the_platform(emu, tmp_path):
-    ctx = make_ctx(emu, tmp_path)
+def test_policy_max_concurrent_runs_counts_active_runs_on_the_platform(emulator, tmp_path):
+    ctx = make_ctx(emulator, tmp_path)
     write_policy(tmp_path / "home", "max_usd_per_run = 100.0\nmax_concurrent_runs = 1\n")
-    emu.state.set_speed(0)
+    emulator.state.set_speed(0)
     first = planned(ctx, config(tmp_path), team="personal")
     run = ok(dispatch(ctx, first.plan_id))
-    assert run.approval_channel == "policy" and emu.state.run(run.run_id).status == "QUEUED"
+    assert run.approval_channel == "policy" and emulator.state.run(run.run_id).status == "QUEUED"
     second = planned(ctx, config(tmp_path), team="personal")
     denied = dispatch(ctx, second.plan_id)
     assert denied.code == "confirmation_required" and "exceeds max_concurrent_runs 1" in denied.message
-    assert len(emu.state.runs) == 1
+    assert len(emulator.state.runs) == 1
     required = stop_run(StopRunInput(run_id=run.run_id), ctx)
     stop_plan = required.fix.split("model-factory approve ")[1].split("`")[0]
     stop_token = approve_plan(stop_plan, "terminal", ctx)
     assert ok(stop_run(StopRunInput(run_id=run.run_id, confirmation=stop_token), ctx)).status == "STOPPED"
     allowed = ok(dispatch(ctx, second.plan_id))
-    assert allowed.approval_channel == "policy" and len(emu.state.runs) == 2
+    assert allowed.approval_channel == "policy" and len(emulator.state.runs) == 2
 
 
-def test_a_plan_the_budget_policy_covers_says_so_in_its_summary_next_step_and_json(emu, tmp_path):
+def test_a_plan_the_budget_policy_covers_says_so_in_its_summary_next_step_and_json(emulator, tmp_path):
     """A person reading the plan learns that the agent may launch it now without a code (the trial's
     policy, verbatim); the same plan launches on the policy channel."""
-    ctx = make_ctx(emu, tmp_path)
+    ctx = make_ctx(emulator, tmp_path)
     write_policy(tmp_path / "home", 'max_usd_per_run = 25.0\nmax_gpus = 8\nowners = ["personal"]\n')
     policy_file = str(tmp_path / "home" / ".config" / "model-factory" / "policy.toml")
     plan = planned(ctx, config(tmp_path), team="personal")
@@ -251,8 +237,8 @@ def test_a_plan_the_budget_policy_covers_says_so_in_its_summary_next_step_and_js
 
 @pytest.mark.parametrize("policy", ["max_usd_per_run = 0.01\n", 'max_usd_per_run = 25.0\nowners = ["cteam0"]\n',
                                     "max_usd_per_run = inf\n"])
-def test_a_plan_the_budget_policy_does_not_cover_asks_for_a_person(emu, tmp_path, policy):
-    ctx = make_ctx(emu, tmp_path)
+def test_a_plan_the_budget_policy_does_not_cover_asks_for_a_person(emulator, tmp_path, policy):
+    ctx = make_ctx(emulator, tmp_path)
     write_policy(tmp_path / "home", policy)
     plan = planned(ctx, config(tmp_path), team="personal")
     assert plan.policy_approves is False and plan.policy_path is None
@@ -262,12 +248,11 @@ def test_a_plan_the_budget_policy_does_not_cover_asks_for_a_person(emu, tmp_path
     assert dispatch(ctx, plan.plan_id).code == "confirmation_required"
 
 
-def test_the_cli_plan_says_the_policy_covers_it_in_json_and_for_a_person(emu, tmp_path):
+def test_the_cli_plan_says_the_policy_covers_it_in_json_and_for_a_person(emulator, tmp_path):
     home = tmp_path / "home"
     write_policy(home, "max_usd_per_run = 25.0\n")
     cfg = config(tmp_path)
-    env = {**base_env(emu), "HOME": str(home), "MODEL_FACTORY_STATE_DIR": str(tmp_path / "state"),
-           "PATH": os.environ.get("PATH", ""), "COLUMNS": "200"}
+    env = cli_env(emulator, home, tmp_path / "state", COLUMNS="200")
     run = subprocess.run([sys.executable, "-m", "skill", "plan-run", str(cfg), "--team", "personal", "--json"],
                          env=env, cwd=cfg.parent, capture_output=True, text=True, timeout=120)
     data = json.loads(run.stdout)
@@ -282,10 +267,10 @@ def test_the_cli_plan_says_the_policy_covers_it_in_json_and_for_a_person(emu, tm
 
 
 @pytest.mark.parametrize("change", ["price", "env_file"])
-def test_an_approval_is_void_when_a_fact_outside_the_file_changes(emu, tmp_path, change):
+def test_an_approval_is_void_when_a_fact_outside_the_file_changes(emulator, tmp_path, change):
     """The approval covers the platform's price and the secret names the TOML's env file forwards,
     not only the config file's bytes: either change after approval gives plan_changed, nothing sent."""
-    ctx = make_ctx(emu, tmp_path, env=base_env(emu, HF_TOKEN="fake-hf-token-outside"))
+    ctx = make_ctx(emulator, tmp_path, env=emulator_env(emulator, HF_TOKEN="fake-hf-token-outside"))
     cfg = config(tmp_path)
     env_file = tmp_path / "project" / "run.env"
     env_file.write_text("WANDB_API_KEY=fake-wandb-key-outside\n")
@@ -294,12 +279,12 @@ def test_an_approval_is_void_when_a_fact_outside_the_file_changes(emu, tmp_path,
     assert p.secret_names == ["WANDB_API_KEY"] and p.usd_per_gpu_hour == 1.8
     token = approve_plan(p.plan_id, "terminal", ctx)
     if change == "price":
-        emu.state.seed.gpu("H100_80GB").price_per_gpu_hour = 2.9
+        emulator.state.seed.gpu("H100_80GB").price_per_gpu_hour = 2.9
     else:  # one more secret would reach the run
         env_file.write_text("WANDB_API_KEY=fake-wandb-key-outside\nHF_TOKEN=fake-hf-token-file\n")
     result = dispatch(ctx, p.plan_id, token)
     assert isinstance(result, ToolError) and result.code == "plan_changed", result
-    assert emu.state.create_attempts == 0 and emu.state.runs == {}
+    assert emulator.state.create_attempts == 0 and emulator.state.runs == {}
     # The error names what moved (from the plan material recorded in the ledger), not every possibility.
     fields = [f.path for f in result.fields]
     if change == "price":
@@ -310,18 +295,18 @@ def test_an_approval_is_void_when_a_fact_outside_the_file_changes(emu, tmp_path,
         assert fields == ["secret_names"]
 
 
-def test_the_ledger_defaults_to_the_project_folder_and_is_configurable(emu, tmp_path):
+def test_the_ledger_defaults_to_the_project_folder_and_is_configurable(emulator, tmp_path):
     (tmp_path / "home").mkdir()
     project = tmp_path / "project"
     cfg = config(tmp_path)
-    default = Context(env=base_env(emu), home=tmp_path / "home", cwd=project)
+    default = Context(env=emulator_env(emulator), home=tmp_path / "home", cwd=project)
     p = planned(default, cfg, team="personal")
     assert (project / ".model-factory" / "launches.jsonl").is_file()
     # the person's terminal is seldom in the project folder: the command names the state folder
     assert f"`MODEL_FACTORY_STATE_DIR={(project / '.model-factory').resolve()} " in p.next_step
     assert f"model-factory approve {p.plan_id}`" in p.next_step
-    moved = Context(env=base_env(emu, MODEL_FACTORY_STATE_DIR=str(tmp_path / "elsewhere")), home=tmp_path / "home",
-                    cwd=project)
+    moved = Context(env=emulator_env(emulator, MODEL_FACTORY_STATE_DIR=str(tmp_path / "elsewhere")),
+                    home=tmp_path / "home", cwd=project)
     q = planned(moved, cfg, team="personal")
     assert [r["plan_id"] for r in Ledger(tmp_path / "elsewhere").read()] == [q.plan_id]
     assert f"MODEL_FACTORY_STATE_DIR={tmp_path / 'elsewhere'} " in q.next_step
@@ -330,8 +315,8 @@ def test_the_ledger_defaults_to_the_project_folder_and_is_configurable(emu, tmp_
     moved.close()
 
 
-def test_an_env_file_holding_the_launch_key_is_refused_without_echoing_it(emu, tmp_path):
-    ctx = make_ctx(emu, tmp_path)
+def test_an_env_file_holding_the_launch_key_is_refused_without_echoing_it(emulator, recorder, tmp_path):
+    ctx = make_ctx(emulator, tmp_path)
     cfg = config(tmp_path)
     keys = tmp_path / "project" / "keys.env"
     keys.write_text("WANDB_API_KEY=fake-wandb-key-1\nPRIME_API_KEY=fake-prime-key-in-file\n")
@@ -347,5 +332,5 @@ def test_an_env_file_holding_the_launch_key_is_refused_without_echoing_it(emu, t
         assert result.code == ("invalid_config" if where == "toml" else "unsupported_secret"), result
         assert "PRIME_API_KEY" in result.message and "WANDB_API_KEY" in result.message and "HF_TOKEN" in result.message
         assert "fake-prime-key-in-file" not in result.model_dump_json()
-    assert emu.recorder.requests == []  # refused before anything was sent
+    assert recorder.requests == []  # refused before anything was sent
     assert not (tmp_path / "state" / "launches.jsonl").exists()

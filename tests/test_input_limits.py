@@ -9,29 +9,20 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _helpers import EXAMPLE, mf
 
 from skill import registry
-from tools.configs import EXAMPLES_DIR, MAX_CONFIG_BYTES
+from tools.configs import MAX_CONFIG_BYTES
 from tools.core import INT64_MAX, Context
 from tools.errors import ToolError
 
-EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
-CLI = Path(sys.executable).parent / "model-factory"
-
-
-def mf(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(CLI), *args], env=env, capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
-
 
 def mf_json(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any]]:
-    done = mf(env, *args, "--json")
+    done = mf(*args, "--json", env=env)
     return done.returncode, json.loads(done.stdout)
 
 
@@ -138,7 +129,7 @@ def test_out_of_range_numbers_are_usage_errors_stating_the_range(mf_env, tmp_pat
     assert (code, error["code"]) == (2, "bad_arguments"), error
     field = option.removeprefix("--").replace("-", "_")
     assert [f["path"] for f in error["fields"]] == [field] and accepted in error["fields"][0]["problem"]
-    done = mf(mf_env, "plan-run", str(EXAMPLE), "--team", "personal", f"{option}={value}")
+    done = mf("plan-run", str(EXAMPLE), "--team", "personal", f"{option}={value}", env=mf_env)
     assert done.returncode == 2 and accepted in done.stderr and "Traceback" not in done.stderr
 
 
@@ -182,7 +173,7 @@ def test_every_numeric_argument_of_every_tool_is_bounded(mf_env):
 @pytest.mark.parametrize("command", ["demo", "emulator"])
 @pytest.mark.parametrize("speed", ["-1", "nan", "inf", "1e9"])
 def test_a_clock_speed_out_of_range_is_a_usage_error(mf_env, command, speed):
-    done = mf(mf_env, command, "--speed", speed)
+    done = mf(command, "--speed", speed, env=mf_env)
     assert done.returncode == 2 and "0 to 1e+06" in done.stderr and "Traceback" not in done.stderr
 
 
@@ -199,8 +190,8 @@ def test_prepare_exits_1_when_the_file_it_wrote_is_invalid(mf_env, tmp_path):
     assert code == 0 and result["valid"] is True
     code, result = mf_json(mf_env, "prepare-config", "basic/reverse-text/rl", str(bad), "--num-infer-gpus", "0")
     assert code == 1 and result["valid"] is False and result["validation"]["errors"] and bad.exists()
-    assert mf(mf_env, "prepare-config", "basic/reverse-text/rl", str(tmp_path / "b2.toml"),
-              "--num-infer-gpus", "0").returncode == 1
+    assert mf("prepare-config", "basic/reverse-text/rl", str(tmp_path / "b2.toml"),
+              "--num-infer-gpus", "0", env=mf_env).returncode == 1
 
 
 @pytest.mark.parametrize("secrets", [["WANDB_API_KEY,HF_TOKEN"], ["WANDB_API_KEY, HF_TOKEN"],

@@ -11,15 +11,14 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _helpers import CLI
 
 from skill import registry
 
 NPX = shutil.which("npx")
-MODEL_FACTORY = str(Path(sys.executable).parent / ("model-factory.exe" if os.name == "nt" else "model-factory"))
 INSPECTOR = "@modelcontextprotocol/inspector"
 
 pytestmark = pytest.mark.skipif(NPX is None, reason="npx is not on PATH (install Node.js to run the Inspector)")
@@ -30,7 +29,7 @@ def inspector(mf_env: dict[str, str], *args: str) -> dict:
     forwarded = [part for key in ("PRIME_API_KEY", "PRIME_API_BASE_URL", "PRIME_TRACES_URL",
                                   "PRIME_DISABLE_VERSION_CHECK", "MODEL_FACTORY_STATE_DIR", "HOME")
                  for part in ("-e", f"{key}={mf_env[key]}")]
-    command = [NPX, "-y", INSPECTOR, "--cli", *forwarded, MODEL_FACTORY, "mcp", *args]
+    command = [NPX, "-y", INSPECTOR, "--cli", *forwarded, str(CLI), "mcp", *args]
     env = {**os.environ, "XDG_CACHE_HOME": str(Path(mf_env["HOME"]) / ".cache"), "NO_COLOR": "1"}
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env, check=False)

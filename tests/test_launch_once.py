@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
-import os
 import shutil
 import socket
 import subprocess
@@ -17,9 +16,9 @@ from typing import Any
 
 import httpx
 import pytest
-from _helpers import CLI, EXAMPLE, dispatch, planned
+from _helpers import CLI, EXAMPLE, cli_env, dispatch, emulator_env, planned
 
-from skill.emulator import DEMO_SPEED, EmulatorServer
+from skill.emulator import EmulatorServer
 from skill.exit_codes import EXIT_AMBIGUOUS, exit_code_for
 from tools.core import Context
 from tools.errors import ToolError, ToolFailure
@@ -31,24 +30,13 @@ from tools.platform.client import PlatformClient, RetryPolicy
 from tools.platform.settings import resolve_settings
 
 
-@pytest.fixture
-def emu():
-    with EmulatorServer(speed=DEMO_SPEED) as server:
-        yield server
-
-
-def env_for(emu: EmulatorServer, base_url: str | None = None) -> dict[str, str]:
-    url = base_url or emu.base_url
-    return {"PRIME_API_KEY": emu.api_key, "PRIME_API_BASE_URL": url, "PRIME_TRACES_URL": url}
-
-
-def make_ctx(emu: EmulatorServer, tmp_path: Path, *, base_url: str | None = None,
+def make_ctx(emulator: EmulatorServer, tmp_path: Path, *, base_url: str | None = None,
              transport: httpx.BaseTransport | None = None, create_timeout: float = 120.0,
              reads_once: bool = False, **kw: Any) -> Context:
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     (tmp_path / "project").mkdir(exist_ok=True)
-    env = env_for(emu, base_url)
+    env = emulator_env(emulator, base_url)
     settings = resolve_settings(env=env, home=home)
     client = PlatformClient(settings, create_timeout=create_timeout, transport=transport,
                             retry=RetryPolicy(max_attempts=1) if reads_once else None)
@@ -64,10 +52,9 @@ def approved_plan(ctx: Context, tmp_path: Path) -> tuple[Any, str]:
     return p, approve_plan(p.plan_id, "terminal", ctx)
 
 
-def cli_dispatch(emu: EmulatorServer, tmp_path: Path, plan_id: str, *extra: str) -> tuple[int, dict[str, Any]]:
+def cli_dispatch(emulator: EmulatorServer, tmp_path: Path, plan_id: str, *extra: str) -> tuple[int, dict[str, Any]]:
     """``model-factory dispatch-run PLAN_ID --json`` in a new process over the same state folder."""
-    env = {**env_for(emu), "HOME": str(tmp_path / "home"), "MODEL_FACTORY_STATE_DIR": str(tmp_path / "state"),
-           "PATH": os.environ.get("PATH", ""), "PRIME_DISABLE_VERSION_CHECK": "1"}
+    env = cli_env(emulator, tmp_path / "home", tmp_path / "state")
     done = subprocess.run([str(CLI), "dispatch-run", plan_id, *extra, "--json"], env=env, cwd=tmp_path / "project",
                           capture_output=True, text=True, timeout=60)
     return done.returncode, json.loads(done.stdout)
@@ -77,19 +64,19 @@ def outcomes(ctx: Context, plan_id: str) -> list[str | None]:
     return [a.outcome for a in gate.launch_state(Ledger.for_context(ctx), plan_id).attempts]
 
 
-def test_lost_answer_is_reconciled_and_no_retry_creates_a_second_run(emu, tmp_path):
-    ctx = make_ctx(emu, tmp_path, create_timeout=0.5)
+def test_lost_answer_is_reconciled_and_no_retry_creates_a_second_run(emulator, tmp_path):
+    ctx = make_ctx(emulator, tmp_path, create_timeout=0.5)
     p, token = approved_plan(ctx, tmp_path)
-    emu.faults.commit_then_timeout(mode="delay", delay=3.0)
+    emulator.faults.commit_then_timeout(mode="delay", delay=3.0)
     first = dispatch(ctx, p.plan_id, token)
     assert not isinstance(first, ToolError), first
-    created = list(emu.state.runs.values())
+    created = list(emulator.state.runs.values())
     assert len(created) == 1 and first.status == "reconciled" and first.run_id == created[0].id
     assert created[0].name == p.run_name and outcomes(ctx, p.plan_id) == ["reconciled"]
 
     # Every kind of retry an agent might make: same token, no token, a fresh approval, new processes.
     asked: list[Any] = []
-    again = dispatch(make_ctx(emu, tmp_path, approver=lambda r: asked.append(r) or True), p.plan_id)
+    again = dispatch(make_ctx(emulator, tmp_path, approver=lambda r: asked.append(r) or True), p.plan_id)
     assert (again.status, again.run_id) == ("already_dispatched", first.run_id) and asked == []
     assert dispatch(ctx, p.plan_id, token).run_id == first.run_id
     fresh = gate.mint(Ledger.for_context(ctx), p.plan_id, p.plan_hash, "terminal")
@@ -98,23 +85,23 @@ def test_lost_answer_is_reconciled_and_no_retry_creates_a_second_run(emu, tmp_pa
         approve_plan(p.plan_id, "terminal", ctx)
     assert refused.value.error.code == "already_dispatched"
     for extra in ((), ("--confirmation", token)):
-        code, out = cli_dispatch(emu, tmp_path, p.plan_id, *extra)
+        code, out = cli_dispatch(emulator, tmp_path, p.plan_id, *extra)
         assert (code, out["status"], out["run_id"]) == (0, "already_dispatched", first.run_id)
-    assert len(emu.state.runs) == 1 and emu.state.create_attempts == 1
+    assert len(emulator.state.runs) == 1 and emulator.state.create_attempts == 1
 
 
-def test_unanswered_create_is_never_resent_and_is_found_when_it_appears(emu, tmp_path):
-    ctx = make_ctx(emu, tmp_path)
+def test_unanswered_create_is_never_resent_and_is_found_when_it_appears(emulator, tmp_path):
+    ctx = make_ctx(emulator, tmp_path)
     p, token = approved_plan(ctx, tmp_path)
-    emu.faults.status(504, "POST", "/training/runs")  # sent, no usable answer; nothing created
+    emulator.faults.status(504, "POST", "/training/runs")  # sent, no usable answer; nothing created
     first = dispatch(ctx, p.plan_id, token)
     assert first.code == "ambiguous_launch" and first.ambiguous and exit_code_for(first) == EXIT_AMBIGUOUS
     assert "Never re-dispatch" in first.fix and p.run_name.rsplit("-", 1)[1] in first.fix
-    code, out = cli_dispatch(emu, tmp_path, p.plan_id, "--confirmation", token)
+    code, out = cli_dispatch(emulator, tmp_path, p.plan_id, "--confirmation", token)
     assert code == EXIT_AMBIGUOUS and out["code"] == "ambiguous_launch"
     assert dispatch(ctx, p.plan_id).code == "ambiguous_launch"
-    sent = [f for f in emu.faults.fired if f[2:] == ("POST", "/api/v1/training/runs")]
-    assert len(sent) == 1 and emu.state.create_attempts == 0 and emu.state.runs == {}
+    sent = [f for f in emulator.faults.fired if f[2:] == ("POST", "/api/v1/training/runs")]
+    assert len(sent) == 1 and emulator.state.create_attempts == 0 and emulator.state.runs == {}
     with pytest.raises(ToolFailure) as refused:
         approve_plan(p.plan_id, "terminal", ctx)
     assert refused.value.error.code == "ambiguous_launch"
@@ -125,7 +112,7 @@ def test_unanswered_create_is_never_resent_and_is_found_when_it_appears(emu, tmp
     found = dispatch(ctx, p.plan_id)
     assert (found.status, found.run_id) == ("reconciled", late.run_id)
     assert outcomes(ctx, p.plan_id) == ["reconciled"]
-    assert dispatch(ctx, p.plan_id, token).status == "already_dispatched" and len(emu.state.runs) == 1
+    assert dispatch(ctx, p.plan_id, token).status == "already_dispatched" and len(emulator.state.runs) == 1
 
 
 def dead_port() -> int:
@@ -148,23 +135,23 @@ class CreateGoesToDeadPort(httpx.HTTPTransport):
         return super().handle_request(request)
 
 
-def test_nothing_sent_then_retry_creates_one_run_without_new_approval(emu, tmp_path):
-    ctx = make_ctx(emu, tmp_path)
+def test_nothing_sent_then_retry_creates_one_run_without_new_approval(emulator, tmp_path):
+    ctx = make_ctx(emulator, tmp_path)
     p, token = approved_plan(ctx, tmp_path)
     port = dead_port()
-    down = make_ctx(emu, tmp_path, base_url=f"http://127.0.0.1:{port}", reads_once=True)
+    down = make_ctx(emulator, tmp_path, base_url=f"http://127.0.0.1:{port}", reads_once=True)
     unreachable = dispatch(down, p.plan_id, token)
     assert unreachable.code == "unavailable" and unreachable.retryable and not unreachable.ambiguous
     assert outcomes(ctx, p.plan_id) == []  # the platform was down before anything was claimed
 
-    flaky = make_ctx(emu, tmp_path, transport=CreateGoesToDeadPort(port))
+    flaky = make_ctx(emulator, tmp_path, transport=CreateGoesToDeadPort(port))
     not_sent = dispatch(flaky, p.plan_id, token)
     assert not_sent.code == "unavailable" and not_sent.retryable and "Nothing was sent" in not_sent.message
     assert "same confirmation" in not_sent.fix and outcomes(ctx, p.plan_id) == ["not_sent"]
-    assert emu.state.runs == {}
+    assert emulator.state.runs == {}
     retried = dispatch(flaky, p.plan_id, token)
     assert retried.status == "created" and outcomes(ctx, p.plan_id) == ["not_sent", "created"]
-    assert list(emu.state.runs) == [retried.run_id] and emu.state.create_attempts == 1
+    assert list(emulator.state.runs) == [retried.run_id] and emulator.state.create_attempts == 1
 
 
 def _race_worker(env: dict[str, str], home: str, state: str, plan_id: str, token: str | None,
@@ -179,8 +166,8 @@ def _race_worker(env: dict[str, str], home: str, state: str, plan_id: str, token
 
 
 @pytest.mark.parametrize("channel", ["token", "policy"])
-def test_two_processes_dispatching_the_same_plan_create_one_run(emu, tmp_path, channel):
-    ctx = make_ctx(emu, tmp_path)
+def test_two_processes_dispatching_the_same_plan_create_one_run(emulator, tmp_path, channel):
+    ctx = make_ctx(emulator, tmp_path)
     p, token = approved_plan(ctx, tmp_path)
     if channel == "policy":
         policy = tmp_path / "home" / ".config" / "model-factory" / "policy.toml"
@@ -189,7 +176,7 @@ def test_two_processes_dispatching_the_same_plan_create_one_run(emu, tmp_path, c
         policy.chmod(0o600)
     spawn = mp.get_context("spawn")
     barrier, out = spawn.Barrier(2), spawn.Queue()
-    args = (env_for(emu), str(tmp_path / "home"), str(tmp_path / "state"), p.plan_id,
+    args = (emulator_env(emulator), str(tmp_path / "home"), str(tmp_path / "state"), p.plan_id,
             token if channel == "token" else None, barrier, out)
     workers = [spawn.Process(target=_race_worker, args=args) for _ in range(2)]
     for w in workers:
@@ -197,8 +184,8 @@ def test_two_processes_dispatching_the_same_plan_create_one_run(emu, tmp_path, c
     results = [out.get(timeout=90) for _ in workers]
     for w in workers:
         w.join(timeout=30)
-    assert len(emu.state.runs) == 1 and emu.state.create_attempts == 1
-    (run_id,) = emu.state.runs
+    assert len(emulator.state.runs) == 1 and emulator.state.create_attempts == 1
+    (run_id,) = emulator.state.runs
     winners = [r for r in results if r.get("status") == "created"]
     losers = [r for r in results if r.get("status") != "created"]
     assert len(winners) == 1 and winners[0]["run_id"] == run_id

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import subprocess
-import sys
 import time
 import tomllib
 from collections.abc import Awaitable, Callable, Iterator
@@ -22,6 +20,7 @@ from typing import Any
 
 import anyio
 import pytest
+from _helpers import CLI, cli_env
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -34,7 +33,6 @@ from tools.platform.client import PlatformClient
 from tools.platform.settings import resolve_settings
 
 ROOT = Path(__file__).resolve().parent.parent
-MODEL_FACTORY = str(Path(sys.executable).parent / ("model-factory.exe" if os.name == "nt" else "model-factory"))
 
 
 @pytest.fixture(scope="module")
@@ -53,11 +51,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def env(emu: EmulatorServer, workdir: Path) -> dict[str, str]:
     home = workdir / "home"
     home.mkdir(exist_ok=True)
-    return {
-        "PRIME_API_KEY": emu.api_key, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url,
-        "PRIME_DISABLE_VERSION_CHECK": "1", "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
-        "MODEL_FACTORY_STATE_DIR": str(workdir / "state"), "PATH": os.environ.get("PATH", ""),
-    }
+    return cli_env(emu, home, workdir / "state", XDG_CACHE_HOME=str(home / ".cache"))
 
 
 def with_client(env: dict[str, str], cwd: Path, scenario: Callable[[Client], Awaitable[Any]], *,
@@ -65,7 +59,7 @@ def with_client(env: dict[str, str], cwd: Path, scenario: Callable[[Client], Awa
     """Start ``model-factory mcp``, connect the SDK client, run ``scenario(client)``."""
 
     async def main() -> Any:
-        params = StdioServerParameters(command=MODEL_FACTORY, args=["mcp"], env=env, cwd=str(cwd))
+        params = StdioServerParameters(command=str(CLI), args=["mcp"], env=env, cwd=str(cwd))
         async with Client(params, mode=mode, elicitation_callback=elicitation, read_timeout_seconds=60) as client:
             return await scenario(client)
 
@@ -293,7 +287,7 @@ class RawServer:
     """``model-factory mcp`` over raw pipes; every stdout line must be JSON-RPC."""
 
     def __init__(self, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen([MODEL_FACTORY, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen([str(CLI), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env)
 
     def send(self, message: dict[str, Any]) -> None:

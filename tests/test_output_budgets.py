@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _helpers import EXAMPLE, emulator_env
 
 from skill import registry
 from skill.emulator import EmulatorServer
-from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.platform import wire
 
@@ -30,11 +30,9 @@ BUDGET = 8000
 def busy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     work = tmp_path_factory.mktemp("busy")
     with EmulatorServer(speed=0) as emu:
-        env = {"PRIME_API_KEY": emu.api_key, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url,
-               "PRIME_DISABLE_VERSION_CHECK": "1"}
-        ctx = Context(env=env, home=work, state_dir=work / "state", cwd=work)
-        example = EXAMPLES_DIR / "basic/reverse-text/rl.toml"
-        config = tomllib.loads(example.read_text())
+        ctx = Context(env=emulator_env(emu, PRIME_DISABLE_VERSION_CHECK="1"), home=work, state_dir=work / "state",
+                      cwd=work)
+        config = tomllib.loads(EXAMPLE.read_text())
         long_run = {**config, "max_steps": 300, "ckpt": {"interval": 2}}
         platform = ctx.platform()
         main = platform.create_run(wire.build_create_body(long_run, name="busy-main")).run_id
@@ -44,7 +42,7 @@ def busy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             platform.create_run(wire.build_create_body(config, name=f"busy-{i:02d}-" + "x" * 80))
         emu.state.advance(300 * 30 + 600)  # the long run has finished its 300 steps
         config_path = work / "task.toml"
-        config_path.write_text(example.read_text())
+        config_path.write_text(EXAMPLE.read_text())
         for _ in range(30):
             plan = registry.call_tool("mf_plan_run", {"config_path": str(config_path), "team": "personal"}, ctx)
             assert not registry.is_error(plan), plan

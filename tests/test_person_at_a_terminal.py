@@ -20,7 +20,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from _helpers import EXAMPLE, approved_launch, in_terminal
+from _helpers import EXAMPLE, approved_launch, emulator_env, in_terminal
 
 from skill import terminal
 from skill.demo import SCENARIOS
@@ -42,10 +42,9 @@ def world(emulator, tmp_path):
     home, work, state = tmp_path / "home", tmp_path / "work", tmp_path / "state"
     for folder in (home, work, state):
         folder.mkdir()
-    env = {"PRIME_API_KEY": emulator.api_key, "PRIME_API_BASE_URL": emulator.base_url,
-           "PRIME_TRACES_URL": emulator.base_url, "PRIME_FRONTEND_URL": emulator.base_url,
-           "PRIME_DISABLE_VERSION_CHECK": "1", "HOME": str(home), "MODEL_FACTORY_STATE_DIR": str(state),
-           "LANG": "C.UTF-8"}
+    # no PATH: each test puts the folders it means on it
+    env = emulator_env(emulator, PRIME_FRONTEND_URL=emulator.base_url, PRIME_DISABLE_VERSION_CHECK="1", HOME=str(home),
+                       MODEL_FACTORY_STATE_DIR=str(state), LANG="C.UTF-8")
     ctx = Context(env=env, home=home, state_dir=state)
     plan, run = approved_launch(ctx, EXAMPLE)
     ctx.close()

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _helpers import emulator_env
 from conftest import Recorder
 
 from benchmarks._conformance import envs
@@ -76,17 +77,8 @@ def server() -> Iterator[EmulatorServer]:
 @pytest.fixture(scope="module")
 def cli_env(server: EmulatorServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     home = tmp_path_factory.mktemp("prime-home")
-    return {
-        "PRIME_API_KEY": server.api_key,
-        "PRIME_API_BASE_URL": server.base_url,
-        "PRIME_TRACES_URL": server.base_url,
-        "PRIME_DISABLE_VERSION_CHECK": "1",
-        "HOME": str(home),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "PATH": os.environ.get("PATH", ""),
-        "COLUMNS": "200",
-        "NO_COLOR": "1",
-    }
+    return emulator_env(server, PRIME_DISABLE_VERSION_CHECK="1", HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"),
+                        PATH=os.environ.get("PATH", ""), COLUMNS="200", NO_COLOR="1")
 
 
 @pytest.fixture(scope="module")
@@ -219,10 +211,10 @@ def test_schema_prime_runs_prime_train_validate_and_falls_back_to_the_snapshot_w
     uv = shutil.which("uv")
     if uv is None:
         _unavailable("uv is not on PATH")
-    env = {"PRIME_API_KEY": server.api_key, "PRIME_API_BASE_URL": server.base_url, "PRIME_TRACES_URL": server.base_url,
-           "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
-           "PATH": os.pathsep.join([str(prime_exe.parent), str(Path(uv).parent), "/usr/bin", "/bin"]),
-           "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1,localhost"}
+    env = emulator_env(server, HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"),
+                       PATH=os.pathsep.join([str(prime_exe.parent), str(Path(uv).parent), "/usr/bin", "/bin"]),
+                       HTTPS_PROXY="http://127.0.0.1:9", HTTP_PROXY="http://127.0.0.1:9",
+                       NO_PROXY="127.0.0.1,localhost")
     ctx = Context(env=env, home=home, cwd=tmp_path, state_dir=tmp_path / "state")
     for example, mode in (("basic/reverse-text/rl", "rl"), ("basic/wordle/sft", "sft")):
         config = tmp_path / f"{mode}.toml"

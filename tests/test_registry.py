@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _helpers import CLI
 from pydantic import BaseModel, ConfigDict, Field
 
 from skill import registry
@@ -17,7 +17,6 @@ from tools.core import Context, tool
 from tools.errors import ToolError
 
 ROOT = Path(__file__).resolve().parent.parent
-MODEL_FACTORY = str(Path(sys.executable).parent / "model-factory")
 
 
 @pytest.fixture
@@ -146,7 +145,7 @@ def test_exports_have_one_entry_per_tool_in_each_format() -> None:
 
 @pytest.mark.parametrize("fmt", ["openai", "anthropic", "mcp"])
 def test_cli_export_prints_the_registry_specs(fmt: str) -> None:
-    done = subprocess.run([MODEL_FACTORY, "tools", "export", "--format", fmt], capture_output=True, text=True,
+    done = subprocess.run([str(CLI), "tools", "export", "--format", fmt], capture_output=True, text=True,
                           check=False, timeout=60)
     assert done.returncode == 0, done.stderr
     expected = {"openai": registry.openai_tools, "anthropic": registry.anthropic_tools, "mcp": registry.mcp_tools}

@@ -15,10 +15,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _helpers import EXAMPLE, approved_launch, dispatch, err, ok, write_policy
+from _helpers import EXAMPLE, approved_launch, dispatch, emulator_env, err, ok, write_policy
 from conftest import FakeTime
 
-from skill.emulator import DEMO_SPEED, EmulatorServer, Timing
+from skill.emulator import EmulatorServer, Timing
 from tools.core import Context
 from tools.errors import ToolError
 from tools.launch import (
@@ -40,27 +40,19 @@ PLAN_IN = re.compile(r"plan (\w+) needs a person's confirmation")
 
 
 @pytest.fixture
-def emu():
-    with EmulatorServer(speed=DEMO_SPEED) as server:
-        server.state.set_speed(0)
-        yield server
-
-
-@pytest.fixture
-def ctx(emu, tmp_path):
+def ctx(emulator, tmp_path):
     """A Context on the frozen emulator whose waits move the emulator's clock (no wall time)."""
     for sub in ("home", "project"):
         (tmp_path / sub).mkdir()
-    env = {"PRIME_API_KEY": emu.api_key, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url,
-           "WANDB_API_KEY": FAKE_WANDB}
-    time = FakeTime(emu)
-    c = Context(env=env, home=tmp_path / "home", state_dir=tmp_path / "state", cwd=tmp_path / "project",
-                clock=time.clock, sleep=time.sleep)
+    emulator.state.set_speed(0)
+    time = FakeTime(emulator)
+    c = Context(env=emulator_env(emulator, WANDB_API_KEY=FAKE_WANDB), home=tmp_path / "home",
+                state_dir=tmp_path / "state", cwd=tmp_path / "project", clock=time.clock, sleep=time.sleep)
     yield c
     c.close()
 
 
-def running(ctx: Context, emu: EmulatorServer, step: int = 3, ckpt_interval: int | None = None) -> str:
+def running(ctx: Context, emulator: EmulatorServer, step: int = 3, ckpt_interval: int | None = None) -> str:
     """A run of the reverse-text RL example launched through this ledger (a person approved it at the
     terminal), RUNNING at ``step``; ``ckpt_interval`` sets ``[ckpt] interval``."""
     cfg = Path(ctx.cwd) / "rl.toml"
@@ -69,8 +61,8 @@ def running(ctx: Context, emu: EmulatorServer, step: int = 3, ckpt_interval: int
         cfg.write_text(cfg.read_text().replace("[ckpt]", f"[ckpt]\ninterval = {ckpt_interval}", 1))
     run_id = approved_launch(ctx, cfg)[1].run_id
     t = Timing()
-    emu.state.advance(t.queue_seconds + t.startup_seconds + t.step_seconds * step + 1)
-    assert emu.state.run(run_id).status == "RUNNING"
+    emulator.state.advance(t.queue_seconds + t.startup_seconds + t.step_seconds * step + 1)
+    assert emulator.state.run(run_id).status == "RUNNING"
     return run_id
 
 
@@ -80,11 +72,11 @@ def confirmed(ctx: Context, required: ToolError) -> str:
     return approve_plan(PLAN_IN.search(required.message).group(1), "terminal", ctx)
 
 
-def paused(ctx: Context, emu: EmulatorServer) -> str:
-    run_id = running(ctx, emu)
+def paused(ctx: Context, emulator: EmulatorServer) -> str:
+    run_id = running(ctx, emulator)
     required = pause_run(PauseRunInput(run_id=run_id), ctx)
     ok(pause_run(PauseRunInput(run_id=run_id, confirmation=confirmed(ctx, required)), ctx))
-    assert emu.state.run(run_id).status == "PAUSED"
+    assert emulator.state.run(run_id).status == "PAUSED"
     return run_id
 
 
@@ -95,17 +87,17 @@ def entries(ctx: Context, action: str) -> list:
 # -- pause, restart, stop: a person confirms that action on that run -----------------------------
 
 
-def test_pause_is_refused_without_a_persons_confirmation_even_with_a_policy_then_pauses_and_is_verified(ctx, emu):
-    run_id = running(ctx, emu)
+def test_pause_is_refused_without_a_persons_confirmation_even_with_a_policy_then_pauses_and_is_verified(ctx, emulator):
+    run_id = running(ctx, emulator)
     write_policy(ctx.home, "max_usd_per_run = 1000.0\n")
     required = err(pause_run(PauseRunInput(run_id=run_id), ctx), "confirmation_required")
-    assert emu.state.run(run_id).status == "RUNNING"  # nothing sent
+    assert emulator.state.run(run_id).status == "RUNNING"  # nothing sent
     assert run_id in required.message and "Pause plan" in required.message and "approve pause_" in required.fix
     token = confirmed(ctx, required)
     result = ok(pause_run(PauseRunInput(run_id=run_id, confirmation=token), ctx))
     assert (result.outcome, result.status, result.approval_channel) == ("paused", "PAUSED", "terminal")
     assert result.waited_seconds >= Timing().pause_seconds  # verified by polling until PAUSED
-    assert emu.state.run(run_id).status == "PAUSED" and result.next_calls[0].tool == "mf_resume_run"
+    assert emulator.state.run(run_id).status == "PAUSED" and result.next_calls[0].tool == "mf_resume_run"
     again = ok(pause_run(PauseRunInput(run_id=run_id, confirmation=token), ctx))
     assert again.outcome == "already_paused" and again.plan_id is None
     [entry] = entries(ctx, "pause")
@@ -113,41 +105,42 @@ def test_pause_is_refused_without_a_persons_confirmation_even_with_a_policy_then
         ("dispatched", "created", run_id, "terminal")
 
 
-def test_a_pause_still_saving_its_checkpoint_is_reported_as_still_pausing(ctx, emu):
-    run_id = running(ctx, emu)
+def test_a_pause_still_saving_its_checkpoint_is_reported_as_still_pausing(ctx, emulator):
+    run_id = running(ctx, emulator)
     token = confirmed(ctx, pause_run(PauseRunInput(run_id=run_id), ctx))
     result = ok(pause_run(PauseRunInput(run_id=run_id, confirmation=token, timeout_seconds=5), ctx))
     assert (result.outcome, result.status) == ("still_pausing", "PAUSING")
     assert result.next_calls[0].tool == "mf_wait_for_run"
 
 
-def test_restart_is_refused_without_a_persons_confirmation_even_with_a_policy_then_restarts_and_is_verified(ctx, emu):
-    run_id = running(ctx, emu, step=12, ckpt_interval=5)
+def test_restart_is_refused_without_a_persons_confirmation_even_with_a_policy_then_restarts_and_is_verified(
+        ctx, emulator):
+    run_id = running(ctx, emulator, step=12, ckpt_interval=5)
     write_policy(ctx.home, "max_usd_per_run = 1000.0\n")
     required = err(restart_run(RestartRunInput(run_id=run_id), ctx), "confirmation_required")
-    assert "Restart plan" in required.message and emu.state.run(run_id).attempt == 0
+    assert "Restart plan" in required.message and emulator.state.run(run_id).attempt == 0
     pause_token = confirmed(ctx, pause_run(PauseRunInput(run_id=run_id), ctx))  # a real code, for another action
     err(restart_run(RestartRunInput(run_id=run_id, confirmation=pause_token), ctx), "confirmation_invalid")
-    assert emu.state.run(run_id).status == "RUNNING"
+    assert emulator.state.run(run_id).status == "RUNNING"
     result = ok(restart_run(RestartRunInput(run_id=run_id, confirmation=confirmed(ctx, required)), ctx))
-    sim = emu.state.run(run_id)
+    sim = emulator.state.run(run_id)
     assert (result.outcome, result.status, sim.attempt) == ("restarted", "RUNNING", 1)
     assert result.latest_step is not None and result.latest_step < 12  # back to its latest READY checkpoint
     assert [(e.outcome, e.acted_on) for e in entries(ctx, "restart")] == [("created", run_id)]
 
 
-def test_restarting_a_run_that_is_not_running_is_a_conflict_and_sends_nothing(ctx, emu):
-    run_id = running(ctx, emu)
-    emu.state.run(run_id).status = "QUEUED"
+def test_restarting_a_run_that_is_not_running_is_a_conflict_and_sends_nothing(ctx, emulator):
+    run_id = running(ctx, emulator)
+    emulator.state.run(run_id).status = "QUEUED"
     error = err(restart_run(RestartRunInput(run_id=run_id), ctx), "conflict")
     assert "only a RUNNING run" in error.message and entries(ctx, "restart") == []
 
 
-def test_stop_is_never_approved_by_a_budget_policy(ctx, emu):
-    run_id = running(ctx, emu)
+def test_stop_is_never_approved_by_a_budget_policy(ctx, emulator):
+    run_id = running(ctx, emulator)
     write_policy(ctx.home, "max_usd_per_run = 1000.0\n")
     required = err(stop_run(StopRunInput(run_id=run_id), ctx), "confirmation_required")
-    assert emu.state.run(run_id).status == "RUNNING"
+    assert emulator.state.run(run_id).status == "RUNNING"
     stopped = ok(stop_run(StopRunInput(run_id=run_id, confirmation=confirmed(ctx, required)), ctx))
     assert stopped.outcome == "stopped" and [e.outcome for e in entries(ctx, "stop")] == ["created"]
 
@@ -155,14 +148,14 @@ def test_stop_is_never_approved_by_a_budget_policy(ctx, emu):
 # -- resume: a new billed run, planned and approved like a launch --------------------------------
 
 
-def test_resume_within_the_budget_policy_is_approved_by_it_and_starts_one_new_billed_run(ctx, emu):
-    run_id = paused(ctx, emu)
+def test_resume_within_the_budget_policy_is_approved_by_it_and_starts_one_new_billed_run(ctx, emulator):
+    run_id = paused(ctx, emulator)
     write_policy(ctx.home, "max_usd_per_run = 1000.0\n")
-    before = len(emu.state.runs)
+    before = len(emulator.state.runs)
     result = ok(resume_run(ResumeRunInput(run_id=run_id, secrets=["WANDB_API_KEY"]), ctx))
     assert (result.status, result.approval_channel, result.resumed_from) == ("created", "policy", run_id)
-    assert result.run_id != run_id and len(emu.state.runs) == before + 1
-    new = emu.state.run(result.run_id)
+    assert result.run_id != run_id and len(emulator.state.runs) == before + 1
+    new = emulator.state.run(result.run_id)
     assert new.resumed_from == run_id and new.wandb_api_key == FAKE_WANDB  # forwarded by name, read at sending
     assert result.usd_per_gpu_hour is not None
     [entry] = entries(ctx, "resume")
@@ -172,20 +165,20 @@ def test_resume_within_the_budget_policy_is_approved_by_it_and_starts_one_new_bi
     assert FAKE_WANDB not in (Path(ctx.state_path()) / "launches.jsonl").read_text()
 
 
-def test_resume_over_the_budget_policy_shows_its_cost_and_waits_for_a_person(ctx, emu):
-    run_id = paused(ctx, emu)
+def test_resume_over_the_budget_policy_shows_its_cost_and_waits_for_a_person(ctx, emulator):
+    run_id = paused(ctx, emulator)
     write_policy(ctx.home, "max_usd_per_run = 0.01\n")
     required = err(resume_run(ResumeRunInput(run_id=run_id), ctx), "confirmation_required")
     for shown in ("Resume plan", "Owner (pays):  personal account", "Cost estimate: low $", "per GPU-hour", "GPUs:",
                   "does not cover it"):
         assert shown in required.message, shown
-    assert len(emu.state.runs) == 1
+    assert len(emulator.state.runs) == 1
     result = ok(resume_run(ResumeRunInput(run_id=run_id, confirmation=confirmed(ctx, required)), ctx))
-    assert (result.status, result.approval_channel) == ("created", "terminal") and len(emu.state.runs) == 2
+    assert (result.status, result.approval_channel) == ("created", "terminal") and len(emulator.state.runs) == 2
 
 
-def test_a_second_resume_of_one_pause_needs_a_fresh_approval_whose_summary_names_the_earlier_run(ctx, emu):
-    run_id = paused(ctx, emu)
+def test_a_second_resume_of_one_pause_needs_a_fresh_approval_whose_summary_names_the_earlier_run(ctx, emulator):
+    run_id = paused(ctx, emulator)
     early = confirmed(ctx, resume_run(ResumeRunInput(run_id=run_id), ctx))  # approved before the first went out
     write_policy(ctx.home, "max_usd_per_run = 1000.0\n")
     first = ok(resume_run(ResumeRunInput(run_id=run_id), ctx))
@@ -194,51 +187,51 @@ def test_a_second_resume_of_one_pause_needs_a_fresh_approval_whose_summary_names
     required = err(resume_run(ResumeRunInput(run_id=run_id), ctx), "confirmation_required")  # the policy declines
     assert f"already resumed as run {first.run_id}" in required.message and "never approves" in required.message
     stale = err(resume_run(ResumeRunInput(run_id=run_id, confirmation=early), ctx), "plan_changed")
-    assert first.run_id in stale.message and len(emu.state.runs) == 2  # that approval did not cover a second run
+    assert first.run_id in stale.message and len(emulator.state.runs) == 2  # that approval did not cover a second run
     second = ok(resume_run(ResumeRunInput(run_id=run_id, confirmation=confirmed(ctx, required)), ctx))
-    assert second.run_id not in (run_id, first.run_id) and len(emu.state.runs) == 3
+    assert second.run_id not in (run_id, first.run_id) and len(emulator.state.runs) == 3
     assert {e.run_id for e in entries(ctx, "resume") if e.outcome == "created"} == {first.run_id, second.run_id}
 
 
-def test_a_resume_whose_answer_is_lost_is_reconciled_and_never_sent_twice(ctx, emu):
-    run_id = paused(ctx, emu)
+def test_a_resume_whose_answer_is_lost_is_reconciled_and_never_sent_twice(ctx, emulator):
+    run_id = paused(ctx, emulator)
     token = confirmed(ctx, resume_run(ResumeRunInput(run_id=run_id), ctx))
-    emu.faults.commit_then_timeout("POST", f"/training/runs/{run_id}/resume")  # created, answer lost
-    emu.faults.status(503, "GET", "/rft/runs", times=None)  # and the runs cannot be listed yet
+    emulator.faults.commit_then_timeout("POST", f"/training/runs/{run_id}/resume")  # created, answer lost
+    emulator.faults.status(503, "GET", "/rft/runs", times=None)  # and the runs cannot be listed yet
     lost = err(resume_run(ResumeRunInput(run_id=run_id, confirmation=token), ctx), "ambiguous_launch")
-    assert lost.ambiguous and len(emu.state.runs) == 2  # the run exists; nobody knows it yet
+    assert lost.ambiguous and len(emulator.state.runs) == 2  # the run exists; nobody knows it yet
     plan_id = lost.next_calls[0].arguments["plan_id"]
-    emu.faults.clear()
+    emulator.faults.clear()
     found = ok(dispatch(ctx, plan_id))
-    new = next(r for r in emu.state.runs if r != run_id)
+    new = next(r for r in emulator.state.runs if r != run_id)
     assert (found.status, found.run_id, found.resumed_from) == ("reconciled", new, run_id)
     again = ok(resume_run(ResumeRunInput(run_id=run_id, confirmation=token), ctx))
     assert (again.status, again.run_id) == ("already_dispatched", new)
-    assert len(emu.state.runs) == 2 and emu.state.create_attempts == 2  # the launch and the one resume
+    assert len(emulator.state.runs) == 2 and emulator.state.create_attempts == 2  # the launch and the one resume
 
 
-def test_resuming_a_run_that_is_not_paused_is_a_clear_conflict_and_plans_nothing(ctx, emu):
-    run_id = running(ctx, emu)
+def test_resuming_a_run_that_is_not_paused_is_a_clear_conflict_and_plans_nothing(ctx, emulator):
+    run_id = running(ctx, emulator)
     error = err(resume_run(ResumeRunInput(run_id=run_id), ctx), "conflict")
     assert "RUNNING, not PAUSED" in error.message and error.next_calls[0].tool == "mf_pause_run"
     stop_token = confirmed(ctx, stop_run(StopRunInput(run_id=run_id), ctx))
     ok(stop_run(StopRunInput(run_id=run_id, confirmation=stop_token), ctx))
     stopped = err(resume_run(ResumeRunInput(run_id=run_id), ctx), "conflict")
     assert "STOPPED" in stopped.message and "mf_plan_run" in stopped.fix
-    assert entries(ctx, "resume") == [] and len(emu.state.runs) == 1
+    assert entries(ctx, "resume") == [] and len(emulator.state.runs) == 1
 
 
-def test_a_resume_code_with_other_arguments_than_its_plan_is_refused(ctx, emu):
-    run_id = paused(ctx, emu)
+def test_a_resume_code_with_other_arguments_than_its_plan_is_refused(ctx, emulator):
+    run_id = paused(ctx, emulator)
     token = confirmed(ctx, resume_run(ResumeRunInput(run_id=run_id), ctx))
     error = err(resume_run(ResumeRunInput(run_id=run_id, confirmation=token, image_tag="v9"), ctx), "bad_arguments")
-    assert "image_tag" in error.message and len(emu.state.runs) == 1
+    assert "image_tag" in error.message and len(emulator.state.runs) == 1
 
 
-def test_a_resume_approved_once_and_sent_from_a_copied_state_folder_starts_one_new_run(ctx, emu, tmp_path):
+def test_a_resume_approved_once_and_sent_from_a_copied_state_folder_starts_one_new_run(ctx, emulator, tmp_path):
     """The state folder was copied after the approval and both copies resumed with the same code: the
     second finds the new run of the paused run's name on the platform and sends nothing."""
-    run_id = paused(ctx, emu)
+    run_id = paused(ctx, emulator)
     token = confirmed(ctx, resume_run(ResumeRunInput(run_id=run_id), ctx))
     shutil.copytree(ctx.state_path(), tmp_path / "state-copy")
     copy = Context(env=ctx.env, home=ctx.home, state_dir=tmp_path / "state-copy", cwd=ctx.cwd, clock=ctx.clock,
@@ -248,4 +241,4 @@ def test_a_resume_approved_once_and_sent_from_a_copied_state_folder_starts_one_n
     copy.close()
     assert first.status == "created" and second.status == "already_dispatched"
     assert second.run_id == first.run_id and "already resumed" in second.message
-    assert len(emu.state.runs) == 2
+    assert len(emulator.state.runs) == 2

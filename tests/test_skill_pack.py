@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from _helpers import mf
 
 from skill import install as installer
 from skill import registry
@@ -293,7 +294,7 @@ def test_bundled_example_ids_in_configs_md_are_the_bundled_examples():
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "skill", *args], capture_output=True, text=True, timeout=60)
+    return mf(*args)
 
 
 def tree(folder: Path) -> dict[str, bytes]:

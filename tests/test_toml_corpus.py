@@ -12,12 +12,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tomllib
 import tracemalloc
 from pathlib import Path
 
 import pytest
+from _helpers import CLI
 
 from skill import registry
 from skill.cli import main
@@ -27,7 +27,6 @@ from tools.errors import ToolError
 
 CORPUS = Path(__file__).parent / "data" / "malformed-toml"
 DOCUMENTS = sorted(CORPUS.glob("*.toml"))
-CLI = Path(sys.executable).parent / "model-factory"
 LOCATED = re.compile(r"at line (\d+), column (\d+)")
 #: Peak memory of one validation of a corpus document (the largest is 20 kB).
 MEMORY_BOUND_BYTES = 32 * 1024 * 1024

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _helpers import mf
 from _schema_env import example, validate_table, write_config
 
 from skill.registry import call_tool
@@ -213,8 +213,7 @@ def test_a_damaged_cache_file_is_a_miss_and_is_removed(tmp_path: Path) -> None:
 
 
 def model_factory(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "skill", *args], capture_output=True, text=True, env=env, cwd=ROOT,
-                          timeout=120)
+    return mf(*args, env=env, cwd=ROOT)
 
 
 def test_validate_config_command_reports_the_back_end_and_later_processes_reuse_the_verdict(tmp_path: Path) -> None:
