@@ -1,10 +1,10 @@
-"""Helpers shared by the test modules (the fixtures are in conftest.py): the bundled example, the
-environment that points a process at the emulator, tool results, a launch a person approves at the
-terminal, a budget policy, and the CLI at a pseudo-terminal.
+"""Helpers shared by the test modules (their fixtures are in conftest.py): the bundled example, the
+emulator's timeline, the environment that points a process at the emulator, tool results, a launch
+a person approves at the terminal, a budget policy, and the CLI in a new process or at a
+pseudo-terminal.
 
 Import them by name: ``from _helpers import CLI, in_terminal``.
 """
-
 from __future__ import annotations
 
 import fcntl
@@ -22,11 +22,13 @@ from typing import Any
 import pytest
 
 from skill import registry
-from skill.emulator import EmulatorServer
+from skill.emulator import EmulatorServer, Timing
 from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import ToolError
 from tools.launch import DispatchRunInput, PlanRunInput, approve_plan, dispatch_run, plan_run
+
+# -- facts: the example, the CLI, a confirmation code, the emulator's timeline ---------------------
 
 #: The reverse-text RL example (20 steps, 2 GPUs), as bundled.
 EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
@@ -34,7 +36,18 @@ EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
 CLI = Path(sys.executable).parent / ("model-factory.exe" if os.name == "nt" else "model-factory")
 #: A confirmation code as ``model-factory approve`` prints it.
 TOKEN = re.compile(r"mfc_\S+_[0-9a-f]{40}")
+#: The emulator's default timeline of a run, in simulated seconds.
+T = Timing()
 
+
+def at_step(k: int) -> float:
+    """Simulated seconds from a run's creation until its step ``k`` is done."""
+    return T.queue_seconds + T.startup_seconds + k * T.step_seconds
+
+
+def past_step(k: int) -> float:
+    """Simulated seconds from a run's creation to 1 s after its step ``k`` is done."""
+    return at_step(k) + 1.0
 
 
 # -- the environment of a process on the emulator ---------------------------------------------------
@@ -120,7 +133,7 @@ def write_policy(home: Path, text: str) -> Path:
     return path
 
 
-# -- the CLI in a new process ---------------------------------------------------------------------
+# -- the CLI in a new process or at a pseudo-terminal ----------------------------------------------
 
 
 def mf(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None,

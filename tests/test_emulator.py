@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+from _helpers import T, at_step
 
 from skill.emulator import (
     DEFAULT_USER_ID,
@@ -26,18 +27,11 @@ from skill.emulator import (
     TEAM_EVALS_ID,
     TEAM_RESEARCH_ID,
     EmulatorServer,
-    Timing,
     create_app,
 )
 
-T = Timing()
 CUID = re.compile(r"^c[a-z0-9]{24}$")
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
-
-
-def at_step(k: int) -> float:
-    """Simulated seconds from creation until step ``k`` is done."""
-    return T.queue_seconds + T.startup_seconds + k * T.step_seconds
 
 
 def done_after(steps: int) -> float:

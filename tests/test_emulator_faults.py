@@ -14,7 +14,8 @@ from typing import Any
 import httpx
 import pytest
 import test_emulator
-from test_emulator import _client, at_step, completed_run, create
+from _helpers import at_step
+from test_emulator import _client, completed_run, create
 
 from skill.emulator import EmulatorServer, closed_port
 

@@ -11,7 +11,8 @@ import re
 import httpx
 import pytest
 import test_emulator
-from test_emulator import T, _client, at_step, create, done_after, get_run, logs
+from _helpers import T, at_step
+from test_emulator import _client, create, done_after, get_run, logs
 
 from skill.emulator import TEAM_RESEARCH_ID, EmulatorServer, create_app, serve
 

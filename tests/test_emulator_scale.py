@@ -14,7 +14,8 @@ from collections import Counter
 import httpx
 import pytest
 import test_emulator
-from test_emulator import T, at_step, create, get_run, logs
+from _helpers import T, at_step
+from test_emulator import create, get_run, logs
 
 from skill.emulator import EmulatorServer
 

@@ -12,7 +12,7 @@ import json
 import re
 
 import pytest
-from _helpers import call, size
+from _helpers import call, past_step, size
 
 from skill.emulator.logs import make_line
 from tools import monitor
@@ -20,11 +20,6 @@ from tools.core import OUTPUT_BUDGET_CHARS
 from tools.errors import ToolError
 
 QUEUE, STARTUP, STEP = 60.0, 90.0, 30.0
-
-
-def at_step(k: int) -> float:
-    """Simulated seconds from creation to just after step ``k`` (default emulator timing)."""
-    return QUEUE + STARTUP + STEP * k + 1.0
 
 
 @pytest.fixture
@@ -111,7 +106,7 @@ def test_unknown_run_is_not_found_with_a_fix(ctx):
 
 def test_lines_are_parsed_and_progress_hidden(ctx, emulator, launch):
     run_id = launch()
-    emulator.state.advance(at_step(4))
+    emulator.state.advance(past_step(4))
     orch = call(ctx, "mf_get_logs", run_id=run_id, tail_lines=50)
     assert orch.available and orch.hidden_progress_lines == 4  # one progress entry per step
     assert not any(re.fullmatch(r"\d+%", ln.message) for ln in orch.lines)
@@ -128,7 +123,7 @@ def test_lines_are_parsed_and_progress_hidden(ctx, emulator, launch):
 
 def test_filters_level_search_regex_since(ctx, emulator, launch):
     run_id = launch()
-    emulator.state.advance(at_step(14))
+    emulator.state.advance(past_step(14))
     warnings = call(ctx, "mf_get_logs", run_id=run_id, level="WARNING", since_seconds=3600)
     assert [ln.message for ln in warnings.lines] == [f"Slow rollout batch at step {k}: 3 rollouts exceeded 30s"
                                                       for k in (7, 14)]
@@ -161,7 +156,7 @@ def test_arguments_are_checked_like_the_cli(ctx, arguments, path):
 
 def test_plain_lines_tqdm_and_tracebacks_from_the_platform(ctx, emulator, launch):
     run_id = launch()
-    emulator.state.advance(at_step(1))
+    emulator.state.advance(past_step(1))
     run = emulator.state.run(run_id)
     now = emulator.state.now()
     iso = emulator.state.clock.iso(now)
@@ -183,7 +178,7 @@ def test_plain_lines_tqdm_and_tracebacks_from_the_platform(ctx, emulator, launch
 
 def test_output_budget_keeps_the_newest_lines(ctx, emulator, launch):
     run_id = launch("crash_loop", at_step=1)
-    emulator.state.advance(at_step(1) + 3000)
+    emulator.state.advance(past_step(1) + 3000)
     result = call(ctx, "mf_get_logs", run_id=run_id, env_name="reverse-text", tail_lines=1000)
     newest = call(ctx, "mf_get_logs", run_id=run_id, env_name="reverse-text", tail_lines=1)
     assert result.received_lines > 150
@@ -195,7 +190,7 @@ def test_output_budget_keeps_the_newest_lines(ctx, emulator, launch):
 
 def test_a_filtered_read_after_the_run_ended_says_the_window_that_applied_and_how_to_widen_it(ctx, emulator, launch):
     run_id = launch()
-    emulator.state.advance(at_step(20) + 10 + 3600)  # COMPLETED an hour ago
+    emulator.state.advance(past_step(20) + 10 + 3600)  # COMPLETED an hour ago
     result = call(ctx, "mf_get_logs", run_id=run_id, level="WARNING")
     assert result.lines == [] and result.window_seconds == 900
     assert ("No log lines matched in the last 15.0 min (the window of filtered reads, the server's default)"
@@ -211,7 +206,7 @@ def test_a_filtered_read_after_the_run_ended_says_the_window_that_applied_and_ho
 
 def test_a_run_that_ended_beyond_a_day_is_read_unfiltered(ctx, emulator, launch):
     run_id = launch()
-    emulator.state.advance(at_step(20) + 10 + 2 * 86400)
+    emulator.state.advance(past_step(20) + 10 + 2 * 86400)
     result = call(ctx, "mf_get_logs", run_id=run_id, level="WARNING", since_seconds=86400)
     assert result.lines == [] and "widest window the logs API searches (24 h)" in result.note
     [unfiltered] = result.next_calls
@@ -221,7 +216,7 @@ def test_a_run_that_ended_beyond_a_day_is_read_unfiltered(ctx, emulator, launch)
 
 def test_a_wrong_env_server_name_lists_the_run_s_env_servers(ctx, emulator, launch):
     run_id = launch()
-    emulator.state.advance(at_step(2))
+    emulator.state.advance(past_step(2))
     wrong = call(ctx, "mf_get_logs", run_id=run_id, env_name="reverse-txt")
     assert isinstance(wrong, ToolError) and wrong.code == "not_found"
     assert "has no env server named 'reverse-txt'. Its env servers: reverse-text." in wrong.message
@@ -233,7 +228,7 @@ def test_a_wrong_env_server_name_lists_the_run_s_env_servers(ctx, emulator, laun
 
 def test_a_read_that_hits_its_tail_says_older_lines_were_left_out(ctx, emulator, launch):
     run_id = launch()
-    emulator.state.advance(at_step(6))
+    emulator.state.advance(past_step(6))
     result = call(ctx, "mf_get_logs", run_id=run_id, component="trainer", tail_lines=3)
     assert len(result.lines) == 3 and "capped at tail_lines=3" in result.note
 
@@ -247,7 +242,7 @@ def by_pattern(result) -> dict:
 
 def test_summary_of_a_crash_looping_env_server(ctx, emulator, launch):
     run_id = launch("crash_loop", at_step=2)
-    emulator.state.advance(at_step(2) + 600)
+    emulator.state.advance(past_step(2) + 600)
     result = call(ctx, "mf_summarize_logs", run_id=run_id)
     assert [s.component for s in result.streams] == ["orchestrator", "trainer", "inference", "env-server/reverse-text"]
     stored = [json.loads(ln.text)["message"] for ln in emulator.state.run(run_id).logs
@@ -267,7 +262,7 @@ def test_summary_of_a_crash_looping_env_server(ctx, emulator, launch):
 
 def test_summary_of_a_failure_names_the_oom(ctx, emulator, launch):
     run_id = launch("fail", at_step=4)
-    emulator.state.advance(at_step(5))
+    emulator.state.advance(past_step(5))
     result = call(ctx, "mf_summarize_logs", run_id=run_id, components=["trainer", "orchestrator"])
     assert result.status == "FAILED" and [s.component for s in result.streams] == ["trainer", "orchestrator"]
     trainer_errors = [s for s in result.errors if s.component == "trainer"]
@@ -281,7 +276,7 @@ def test_summary_of_a_failure_names_the_oom(ctx, emulator, launch):
 def test_summary_stays_within_6000_characters_on_hundreds_of_distinct_errors(ctx, emulator, launch):
     run_id = launch("crash_loop", at_step=1)
     run = emulator.state.run(run_id)
-    emulator.state.advance(at_step(1) + 3000)
+    emulator.state.advance(past_step(1) + 3000)
     now = emulator.state.now()
     for i in range(300):  # many distinct error messages, each with a long example
         run.logs.append(make_line(now, emulator.state.clock.iso(now), "trainer", "ERROR",

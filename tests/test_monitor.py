@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _helpers import call, ok, progress, size
+from _helpers import call, ok, past_step, progress, size
 
 from skill import registry
 from skill.emulator import TEAM_EVALS_ID, EmulatorServer, TraceShape
@@ -32,11 +32,6 @@ from tools.platform import wire
 QUEUE, STARTUP, STEP, FINALIZE = 60.0, 90.0, 30.0, 10.0
 
 
-def at_step(k: int) -> float:
-    """Simulated seconds from creation to 1 s after step ``k``."""
-    return QUEUE + STARTUP + STEP * k + 1.0
-
-
 @pytest.fixture
 def ctx(frozen_ctx):
     return frozen_ctx
@@ -47,12 +42,12 @@ def ctx(frozen_ctx):
 
 def test_get_run_reads_the_wire_run(ctx, emulator, launch):
     run_id = launch()
-    emulator.state.advance(at_step(3))
+    emulator.state.advance(past_step(3))
     run = ok(call(ctx, "mf_get_run", run_id=run_id))
     assert (run.run_id, run.status, run.terminal, run.mode) == (run_id, "RUNNING", False, "rl")
     assert run.model == "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT" and run.environments == ["reverse-text"]
     assert (run.max_steps, run.batch_size, run.owner) == (20, 128, "personal account")
-    assert run.running_seconds == pytest.approx(at_step(3) - QUEUE, abs=2)
+    assert run.running_seconds == pytest.approx(past_step(3) - QUEUE, abs=2)
     assert run.dashboard_url is None  # the emulator's run is not on the real dashboard
     assert run.failure_analysis is None and run.error_message is None
 
@@ -72,7 +67,7 @@ def test_the_dashboard_link_on_the_emulator_opens_the_emulators_page_for_the_run
 
 def test_get_run_of_a_failed_run_has_the_failure_analysis(ctx, emulator, launch):
     run_id = launch("fail", at_step=4)
-    emulator.state.advance(at_step(5))
+    emulator.state.advance(past_step(5))
     run = ok(call(ctx, "mf_get_run", run_id=run_id))
     assert run.status == "FAILED" and run.terminal and run.error_message == "trainer pod OOMKilled"
     assert run.failure_analysis.root_cause == "CUDA OOM in trainer at step 4"
@@ -81,7 +76,7 @@ def test_get_run_of_a_failed_run_has_the_failure_analysis(ctx, emulator, launch)
 
 def test_get_run_clips_long_server_texts(ctx, emulator, launch):
     run_id = launch("fail", at_step=1)
-    emulator.state.advance(at_step(2))
+    emulator.state.advance(past_step(2))
     run = emulator.state.run(run_id)
     run.error_message = "E" * 50_000
     run.failure_analysis["evidence"] = ["line " * 2000] * 40
@@ -158,7 +153,7 @@ def test_verdict_starting(ctx, emulator, launch):
 
 def test_verdict_progressing(ctx, emulator, launch):
     run_id = launch()
-    emulator.state.advance(at_step(8))
+    emulator.state.advance(past_step(8))
     result = progress(ctx, run_id)
     assert (result.verdict, result.latest_step, result.max_steps) == ("progressing", 8, 20)
     assert result.percent_complete == 40.0 and result.seconds_per_step == pytest.approx(STEP, abs=0.5)
@@ -170,7 +165,7 @@ def test_verdict_progressing(ctx, emulator, launch):
 
 def test_verdict_stalled_uses_the_threshold(ctx, emulator, launch):
     run_id = launch("stall", at_step=2)
-    emulator.state.advance(at_step(2) + 90)
+    emulator.state.advance(past_step(2) + 90)
     assert progress(ctx, run_id).verdict == "progressing"  # 91 s without a step: under the 600 s floor
     short = progress(ctx, run_id, stall_after_seconds=60)
     assert short.verdict == "stalled" and short.stall_threshold_seconds == 60.0
@@ -183,7 +178,7 @@ def test_verdict_stalled_uses_the_threshold(ctx, emulator, launch):
 
 def test_a_late_step_is_said_with_its_size_before_the_run_is_called_stalled(ctx, emulator, launch):
     run_id = launch("stall", at_step=2)
-    emulator.state.advance(at_step(2) + 50)  # 51 s since step 2: under 3 step times
+    emulator.state.advance(past_step(2) + 50)  # 51 s since step 2: under 3 step times
     on_time = progress(ctx, run_id)
     assert (on_time.verdict, on_time.healthy, on_time.step_overdue) == ("progressing", True, None)
     assert not on_time.evidence[0].startswith("No new step")
@@ -200,7 +195,7 @@ def test_a_late_step_is_said_with_its_size_before_the_run_is_called_stalled(ctx,
 
 def test_verdict_crash_looping(ctx, emulator, launch):
     run_id = launch("crash_loop", at_step=2)
-    emulator.state.advance(at_step(2) + 120)
+    emulator.state.advance(past_step(2) + 120)
     result = progress(ctx, run_id)
     assert result.verdict == "crash_looping" and not result.healthy
     assert [(e.env_name, e.status) for e in result.env_servers] == [("reverse-text", "CrashLoopBackOff")]
@@ -210,7 +205,7 @@ def test_verdict_crash_looping(ctx, emulator, launch):
 
 def test_verdict_failing_on_recent_error_lines(ctx, emulator, launch, rl_config):
     run_id = launch(config={**rl_config, "max_steps": 100})
-    emulator.state.advance(at_step(5))
+    emulator.state.advance(past_step(5))
     now = emulator.state.now()
     emulator.state.run(run_id).logs.append(
         make_line(now, emulator.state.clock.iso(now), "trainer", "ERROR", "NaN loss detected", prefix="[rank0]: "))
@@ -223,7 +218,7 @@ def test_verdict_failing_on_recent_error_lines(ctx, emulator, launch, rl_config)
 
 def test_verdict_failed_surfaces_the_failure_analysis(ctx, emulator, launch):
     run_id = launch("fail", at_step=6)
-    emulator.state.advance(at_step(7))
+    emulator.state.advance(past_step(7))
     result = progress(ctx, run_id)
     assert (result.verdict, result.status, result.terminal, result.latest_step) == ("failed", "FAILED", True, 5)
     assert result.failure_analysis.root_cause == "CUDA OOM in trainer at step 6"
@@ -233,7 +228,7 @@ def test_verdict_failed_surfaces_the_failure_analysis(ctx, emulator, launch):
 
 def test_verdict_completed(ctx, emulator, launch):
     run_id = launch()
-    emulator.state.advance(at_step(20) + FINALIZE)
+    emulator.state.advance(past_step(20) + FINALIZE)
     result = progress(ctx, run_id)
     assert (result.verdict, result.latest_step, result.percent_complete) == ("completed", 20, 100.0)
     assert "mf_download_traces" in result.next_step
@@ -241,7 +236,7 @@ def test_verdict_completed(ctx, emulator, launch):
 
 def test_verdict_stopped_and_paused(ctx, emulator, launch):
     stopped, paused = launch(), launch()
-    emulator.state.advance(at_step(3))
+    emulator.state.advance(past_step(3))
     ctx.platform().stop_run(stopped)
     ctx.platform().pause_run(paused)
     assert progress(ctx, stopped).verdict == "stopped"
@@ -255,7 +250,7 @@ def test_verdict_stopped_and_paused(ctx, emulator, launch):
 
 def test_verdict_unknown_status(ctx, emulator, launch):
     run_id = launch()
-    emulator.state.advance(at_step(1))
+    emulator.state.advance(past_step(1))
     emulator.state.run(run_id).status = "MIGRATING"
     result = progress(ctx, run_id)
     assert (result.verdict, result.status, result.healthy) == ("unknown", "MIGRATING", False)
@@ -267,7 +262,7 @@ def test_verdict_unknown_status(ctx, emulator, launch):
 
 def test_metrics_downsample_keeps_first_and_last(ctx, emulator, launch):
     run_id = launch()
-    emulator.state.advance(at_step(20) + FINALIZE)
+    emulator.state.advance(past_step(20) + FINALIZE)
     stored = {m["step"]: m for m in emulator.state.run(run_id).metrics}
     result = ok(call(ctx, "mf_get_metrics", run_id=run_id, max_points=5))
     steps = [int(row[0]) for row in result.rows]
@@ -284,7 +279,7 @@ def test_metrics_downsample_keeps_first_and_last(ctx, emulator, launch):
 
 def test_metrics_range_and_names(ctx, emulator, launch):
     run_id = launch()
-    emulator.state.advance(at_step(12))
+    emulator.state.advance(past_step(12))
     result = ok(call(ctx, "mf_get_metrics", run_id=run_id, min_step=5, max_step=9, names=["reward", "loss"]))
     assert result.columns == ["step", "reward/all/mean", "reward/all/std", "loss"]
     assert [int(r[0]) for r in result.rows] == [5, 6, 7, 8, 9] and not result.truncated
@@ -300,7 +295,7 @@ def test_metrics_of_a_long_run_stay_in_budget(tmp_path, mf_env, rl_config):
         env = {**mf_env, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url}
         context = Context(env=env, home=tmp_path / "home", state_dir=tmp_path / "state")
         run_id = context.platform().create_run(wire.build_create_body(long)).run_id
-        emu.state.advance(at_step(500))
+        emu.state.advance(past_step(500))
         result = ok(call(context, "mf_get_metrics", run_id=run_id, max_points=500))
         context.close()
     steps = [int(row[0]) for row in result.rows]
@@ -313,7 +308,7 @@ def test_metrics_of_a_long_run_stay_in_budget(tmp_path, mf_env, rl_config):
 
 def test_plot_writes_a_png(ctx, emulator, launch, tmp_path):
     run_id = launch()
-    emulator.state.advance(at_step(10))
+    emulator.state.advance(past_step(10))
     result = ok(call(ctx, "mf_plot_metrics", run_id=run_id))
     data = Path(result.path).read_bytes()
     assert data[:8] == PNG_SIGNATURE and len(data) == result.size_bytes > 1000
@@ -328,7 +323,7 @@ def test_plot_writes_a_png(ctx, emulator, launch, tmp_path):
 
 def test_plot_never_replaces_a_non_png(ctx, emulator, launch, tmp_path):
     run_id = launch()
-    emulator.state.advance(at_step(2))
+    emulator.state.advance(past_step(2))
     precious = tmp_path / "notes.png"
     precious.write_text("my notes, not an image")
     refused = call(ctx, "mf_plot_metrics", run_id=run_id, dest=str(precious))
@@ -346,7 +341,7 @@ def test_plot_never_replaces_a_non_png(ctx, emulator, launch, tmp_path):
 
 def test_checkpoints_newest_first_with_status(ctx, emulator, launch, rl_config):
     run_id = launch(config={**rl_config, "ckpt": {"interval": 5}})
-    emulator.state.advance(at_step(10))  # step 10's checkpoint is 1 s old: still uploading (15 s)
+    emulator.state.advance(past_step(10))  # step 10's checkpoint is 1 s old: still uploading (15 s)
     result = ok(call(ctx, "mf_list_checkpoints", run_id=run_id))
     assert [(c.step, c.status) for c in result.checkpoints] == [(10, "UPLOADING"), (5, "READY")]
     assert result.latest_ready_step == 5 and result.checkpoints[1].uploaded_at is not None
@@ -370,7 +365,7 @@ def wait_until(ctx, run_id: str, **arguments):
 
 def test_wait_is_bounded_on_a_stalled_run(ctx, emulator, launch, fake_time):
     run_id = launch("stall", at_step=1)
-    emulator.state.advance(at_step(1))
+    emulator.state.advance(past_step(1))
     result = ok(call(ctx, "mf_wait_for_run", run_id=run_id))
     assert result.waited_seconds == sum(fake_time.slept) == 40  # 45 s, the last poll 5 s before the end
     assert fake_time.slept[:3] == [2.0, 3.0, 4.5] and max(fake_time.slept) <= 15
@@ -384,7 +379,7 @@ def test_wait_is_bounded_on_a_stalled_run(ctx, emulator, launch, fake_time):
 def test_a_wait_on_a_run_whose_step_is_long_overdue_says_so_and_names_check_progress(ctx, emulator, launch,
                                                                                       fake_time):
     run_id = launch("stall", at_step=2)
-    emulator.state.advance(at_step(2) + 360)
+    emulator.state.advance(past_step(2) + 360)
     result = ok(call(ctx, "mf_wait_for_run", run_id=run_id, step=20))
     assert (result.reached, result.latest_step, result.step_overdue) == (False, 2, True)
     assert result.last_step_age_seconds == pytest.approx(401, abs=1)  # 361 s before the wait, 40 s during it
@@ -394,7 +389,7 @@ def test_a_wait_on_a_run_whose_step_is_long_overdue_says_so_and_names_check_prog
                                  tool_call("mf_wait_for_run", run_id=run_id, step=20)]
     assert all(str(c) in result.next_step for c in result.next_calls)
     healthy = launch()
-    emulator.state.advance(at_step(3))
+    emulator.state.advance(past_step(3))
     moving = ok(call(ctx, "mf_wait_for_run", run_id=healthy, step=20))
     assert (moving.reached, moving.step_overdue, moving.last_step_age_seconds) == (False, None, None)
 
@@ -410,7 +405,7 @@ def test_the_last_poll_of_a_wait_is_cut_at_the_time_left(ctx, emulator, launch, 
     from skill.emulator import route_path
 
     run_id = launch()
-    emulator.state.advance(at_step(1))
+    emulator.state.advance(past_step(1))
     # polls at 0, 2, 5, 9.5, 16.25, 26.4 and 40 s: the seventh read of the run is held 4 s, which a
     # request with the context's 30 s timeouts would wait out; 5 s before the end it gets less than 2 s
     rule = emulator.faults.delay(4.0, "GET", route_path("/api/v1/rft/runs/{run_id}"), skip=6, times=1)
@@ -452,7 +447,7 @@ def test_wait_until_running_and_until_step(ctx, emulator, launch, fake_time):
 
 def test_wait_rides_out_a_transient_outage(ctx, emulator, launch, fake_time):
     run_id = launch()
-    emulator.state.advance(at_step(20) + FINALIZE)
+    emulator.state.advance(past_step(20) + FINALIZE)
     emulator.faults.status(503, "GET", f"/rft/runs/{run_id}", times=1)
     result = ok(call(ctx, "mf_wait_for_run", run_id=run_id, timeout_seconds=10))
     assert (result.status, result.reached, result.polls, fake_time.slept) == ("COMPLETED", True, 2, [2.0])
@@ -478,7 +473,7 @@ def test_an_empty_reward_range_is_refused(ctx, launch):
 
 def test_a_step_alone_means_waiting_for_that_step(ctx, emulator, launch):
     run_id = launch()
-    emulator.state.advance(at_step(2))
+    emulator.state.advance(past_step(2))
     result = ok(call(ctx, "mf_wait_for_run", run_id=run_id, step=1, timeout_seconds=1))
     assert (result.until, result.reached) == ("step", True)
     refused = call(ctx, "mf_wait_for_run", run_id=run_id, step=1, until="running")
@@ -487,7 +482,7 @@ def test_a_step_alone_means_waiting_for_that_step(ctx, emulator, launch):
 
 def test_metric_names_match_by_the_start_of_the_full_name_and_every_match_is_shown(ctx, emulator, launch):
     run_id = launch()
-    emulator.state.advance(at_step(3))
+    emulator.state.advance(past_step(3))
     grad = ok(call(ctx, "mf_get_metrics", run_id=run_id, names=["grad"]))
     assert grad.columns == ["step", "grad_norm"]
     reward = ok(call(ctx, "mf_get_metrics", run_id=run_id, names=["reward"]))
@@ -501,7 +496,7 @@ def test_metric_names_match_by_the_start_of_the_full_name_and_every_match_is_sho
 def test_a_wait_that_loses_the_platform_fails_and_calls_the_last_status_stale(ctx, emulator, launch, fake_time,
                                                                                fault):
     run_id = launch()
-    emulator.state.advance(at_step(3))
+    emulator.state.advance(past_step(3))
     where = ("GET", f"/rft/runs/{run_id}*")  # the run and its progress
     if fault == "503":
         emulator.faults.status(503, *where, skip=2, times=None)  # the first poll answers, every later one fails
@@ -518,7 +513,7 @@ def test_a_wait_that_loses_the_platform_fails_and_calls_the_last_status_stale(ct
 
 def test_a_wait_that_recovers_before_its_end_reports_a_fresh_status(ctx, emulator, launch, fake_time):
     run_id = launch()
-    emulator.state.advance(at_step(3))
+    emulator.state.advance(past_step(3))
     emulator.faults.status(503, "GET", f"/rft/runs/{run_id}*", skip=2, times=3)  # an outage of three polls
     result = ok(call(ctx, "mf_wait_for_run", run_id=run_id, timeout_seconds=55))
     assert result.status == "RUNNING" and result.latest_step == 3 + round(sum(fake_time.slept) // STEP)
@@ -526,7 +521,7 @@ def test_a_wait_that_recovers_before_its_end_reports_a_fresh_status(ctx, emulato
 
 def test_the_cli_wait_exits_non_zero_when_the_platform_is_gone(emulator, mf_env, launch):
     run_id = launch()
-    emulator.state.advance(at_step(2))
+    emulator.state.advance(past_step(2))
     emulator.faults.status(503, "GET", f"/rft/runs/{run_id}*", skip=2, times=None)
     proc = subprocess.run([sys.executable, "-m", "skill", "wait-for-run", run_id, "--timeout-seconds", "1", "--json"],
                           env=mf_env, capture_output=True, text=True, timeout=60)

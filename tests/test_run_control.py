@@ -15,10 +15,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _helpers import EXAMPLE, approved_launch, dispatch, emulator_env, err, ok, write_policy
+from _helpers import EXAMPLE, T, approved_launch, dispatch, emulator_env, err, ok, past_step, write_policy
 from conftest import FakeTime
 
-from skill.emulator import EmulatorServer, Timing
+from skill.emulator import EmulatorServer
 from tools.core import Context
 from tools.errors import ToolError
 from tools.launch import (
@@ -60,8 +60,7 @@ def running(ctx: Context, emulator: EmulatorServer, step: int = 3, ckpt_interval
     if ckpt_interval:
         cfg.write_text(cfg.read_text().replace("[ckpt]", f"[ckpt]\ninterval = {ckpt_interval}", 1))
     run_id = approved_launch(ctx, cfg)[1].run_id
-    t = Timing()
-    emulator.state.advance(t.queue_seconds + t.startup_seconds + t.step_seconds * step + 1)
+    emulator.state.advance(past_step(step))
     assert emulator.state.run(run_id).status == "RUNNING"
     return run_id
 
@@ -96,7 +95,7 @@ def test_pause_is_refused_without_a_persons_confirmation_even_with_a_policy_then
     token = confirmed(ctx, required)
     result = ok(pause_run(PauseRunInput(run_id=run_id, confirmation=token), ctx))
     assert (result.outcome, result.status, result.approval_channel) == ("paused", "PAUSED", "terminal")
-    assert result.waited_seconds >= Timing().pause_seconds  # verified by polling until PAUSED
+    assert result.waited_seconds >= T.pause_seconds  # verified by polling until PAUSED
     assert emulator.state.run(run_id).status == "PAUSED" and result.next_calls[0].tool == "mf_resume_run"
     again = ok(pause_run(PauseRunInput(run_id=run_id, confirmation=token), ctx))
     assert again.outcome == "already_paused" and again.plan_id is None
