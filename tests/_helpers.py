@@ -67,6 +67,16 @@ def cli_env(server: EmulatorServer, home: Path, state: Path, **extra: str) -> di
                                    "PRIME_DISABLE_VERSION_CHECK": "1", "PATH": os.environ.get("PATH", ""), **extra})
 
 
+def make_ctx(server: EmulatorServer, tmp_path: Path, env: dict[str, str] | None = None, **kw: Any) -> Context:
+    """A Context on ``server`` (:func:`emulator_env` plus ``env``) working in ``tmp_path/project``, with
+    home ``tmp_path/home`` and state folder ``tmp_path/state``; ``kw`` go to the Context."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir(exist_ok=True)
+    project.mkdir(exist_ok=True)
+    return Context(env=emulator_env(server, **(env or {})), home=home, state_dir=tmp_path / "state", cwd=project,
+                   **kw)
+
+
 # -- tool results -----------------------------------------------------------------------------------
 
 

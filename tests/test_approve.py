@@ -16,7 +16,18 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from _helpers import CLI, EXAMPLE, TOKEN, cli_env, dispatch, dispatch_approved, emulator_env, in_terminal, planned
+from _helpers import (
+    CLI,
+    EXAMPLE,
+    TOKEN,
+    cli_env,
+    dispatch,
+    dispatch_approved,
+    emulator_env,
+    in_terminal,
+    make_ctx,
+    planned,
+)
 
 from skill.emulator import DEMO_SPEED
 from tools.core import Context
@@ -38,10 +49,7 @@ from tools.launch import (
 @pytest.fixture
 def setup(emulator, tmp_path) -> dict[str, Any]:
     home, project, state = tmp_path / "home", tmp_path / "project", tmp_path / "state"
-    home.mkdir()
-    project.mkdir()
-    env = emulator_env(emulator)
-    ctx = Context(env=env, home=home, state_dir=state, cwd=project)
+    ctx = make_ctx(emulator, tmp_path)
     cfg = project / "rl.toml"
     shutil.copy(EXAMPLE, cfg)
     plan = planned(ctx, cfg, team="personal")

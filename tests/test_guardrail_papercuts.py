@@ -9,7 +9,7 @@ import re
 import shutil
 
 import pytest
-from _helpers import CLI, EXAMPLE, TOKEN, approved_launch, cli_env, emulator_env, in_terminal, mf
+from _helpers import CLI, EXAMPLE, TOKEN, approved_launch, cli_env, in_terminal, make_ctx, mf
 
 from skill.exit_codes import EXIT_TOOL_ERROR, EXIT_USAGE
 from tools.core import Context
@@ -24,10 +24,7 @@ FAKE_TOKEN = "ghp_" + "FAKE" * 9
 def launched(emulator, tmp_path):
     """A run launched from this state folder, its clock frozen while RUNNING."""
     home, project, state = tmp_path / "home", tmp_path / "project", tmp_path / "state"
-    home.mkdir()
-    project.mkdir()
-    env = emulator_env(emulator)
-    ctx = Context(env=env, home=home, state_dir=state, cwd=project)
+    ctx = make_ctx(emulator, tmp_path)
     shutil.copy(EXAMPLE, project / "rl.toml")
     plan, run = approved_launch(ctx, "rl.toml")
     emulator.state.set_speed(0)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _helpers import EXAMPLE, cli_env, dispatch, emulator_env, ok, planned, write_policy
+from _helpers import EXAMPLE, cli_env, dispatch, emulator_env, make_ctx, ok, planned, write_policy
 from conftest import Recorder
 
 from skill.emulator import TEAM_RESEARCH_ID, EmulatorServer
@@ -34,13 +34,6 @@ from tools.guardrails.ledger import Ledger
 from tools.launch import PlanRunInput, StopRunInput, approve_plan, plan_run, stop_run
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def make_ctx(emulator: EmulatorServer, tmp_path: Path, **kw: Any) -> Context:
-    env = kw.pop("env", None) or emulator_env(emulator)
-    for sub in ("home", "project"):
-        (tmp_path / sub).mkdir(exist_ok=True)
-    return Context(env=env, home=tmp_path / "home", state_dir=tmp_path / "state", cwd=tmp_path / "project", **kw)
 
 
 def config(tmp_path: Path) -> Path:
@@ -54,7 +47,7 @@ def config(tmp_path: Path) -> Path:
 
 
 def test_ledger_records_every_fact_of_a_launch(emulator, recorder, tmp_path):
-    ctx = make_ctx(emulator, tmp_path, env=emulator_env(emulator, HF_TOKEN="fake-hf-token-for-ledger"))
+    ctx = make_ctx(emulator, tmp_path, env={"HF_TOKEN": "fake-hf-token-for-ledger"})
     p = planned(ctx, config(tmp_path), team=TEAM_RESEARCH_ID, gpu_type="H100_80GB", volume="research-data",
                 image_tag="v0.5.0", source_ref="main", secrets=["HF_TOKEN"])
     token = approve_plan(p.plan_id, "terminal", ctx)
@@ -113,7 +106,7 @@ def team_sent(recorder: Recorder) -> dict[tuple[str, str], list[Any]]:
 
 def test_the_team_travels_on_every_team_scoped_request(emulator, recorder, tmp_path):
     """PRIME_TEAM_ID names the team; plan, policy check, create and reconciliation all carry it."""
-    ctx = make_ctx(emulator, tmp_path, env=emulator_env(emulator, PRIME_TEAM_ID=TEAM_RESEARCH_ID))
+    ctx = make_ctx(emulator, tmp_path, env={"PRIME_TEAM_ID": TEAM_RESEARCH_ID})
     write_policy(tmp_path / "home", "max_usd_per_run = 100.0\nmax_concurrent_runs = 5\n")
     p = planned(ctx, config(tmp_path), volume="research-data")
     assert p.owner.team_id == TEAM_RESEARCH_ID and p.owner.source == "PRIME_TEAM_ID"
@@ -270,7 +263,7 @@ def test_the_cli_plan_says_the_policy_covers_it_in_json_and_for_a_person(emulato
 def test_an_approval_is_void_when_a_fact_outside_the_file_changes(emulator, tmp_path, change):
     """The approval covers the platform's price and the secret names the TOML's env file forwards,
     not only the config file's bytes: either change after approval gives plan_changed, nothing sent."""
-    ctx = make_ctx(emulator, tmp_path, env=emulator_env(emulator, HF_TOKEN="fake-hf-token-outside"))
+    ctx = make_ctx(emulator, tmp_path, env={"HF_TOKEN": "fake-hf-token-outside"})
     cfg = config(tmp_path)
     env_file = tmp_path / "project" / "run.env"
     env_file.write_text("WANDB_API_KEY=fake-wandb-key-outside\n")

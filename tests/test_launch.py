@@ -17,12 +17,11 @@ from typing import Any
 
 import pytest
 import yaml
-from _helpers import dispatch, dispatch_approved, emulator_env, err, ok, planned, write_policy
+from _helpers import dispatch, dispatch_approved, err, make_ctx, ok, planned, write_policy
 
 from skill.emulator import TEAM_EVALS_ID, TEAM_RESEARCH_ID, EmulatorServer
 from skill.exit_codes import EXIT_CONFIRMATION, exit_code_for
 from tools.configs import EXAMPLES_DIR
-from tools.core import Context
 from tools.errors import ToolFailure
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger, utc_now
@@ -69,14 +68,6 @@ seq_len = 4096
 
 
 # -- fixtures and helpers ------------------------------------------------------------------------
-
-
-def make_ctx(emulator: EmulatorServer, tmp_path: Path, env: dict[str, str] | None = None, **kw: Any) -> Context:
-    home, project = tmp_path / "home", tmp_path / "project"
-    home.mkdir(exist_ok=True)
-    project.mkdir(exist_ok=True)
-    return Context(env=emulator_env(emulator, **(env or {})), home=home, state_dir=tmp_path / "state", cwd=project,
-                   **kw)
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _helpers import EXAMPLE, T, approved_launch, dispatch, emulator_env, err, ok, past_step, write_policy
+from _helpers import EXAMPLE, T, approved_launch, dispatch, err, make_ctx, ok, past_step, write_policy
 from conftest import FakeTime
 
 from skill.emulator import EmulatorServer
@@ -42,12 +42,9 @@ PLAN_IN = re.compile(r"plan (\w+) needs a person's confirmation")
 @pytest.fixture
 def ctx(emulator, tmp_path):
     """A Context on the frozen emulator whose waits move the emulator's clock (no wall time)."""
-    for sub in ("home", "project"):
-        (tmp_path / sub).mkdir()
     emulator.state.set_speed(0)
     time = FakeTime(emulator)
-    c = Context(env=emulator_env(emulator, WANDB_API_KEY=FAKE_WANDB), home=tmp_path / "home",
-                state_dir=tmp_path / "state", cwd=tmp_path / "project", clock=time.clock, sleep=time.sleep)
+    c = make_ctx(emulator, tmp_path, env={"WANDB_API_KEY": FAKE_WANDB}, clock=time.clock, sleep=time.sleep)
     yield c
     c.close()
 
