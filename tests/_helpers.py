@@ -11,6 +11,7 @@ import fcntl
 import os
 import re
 import select
+import stat
 import struct
 import subprocess
 import sys
@@ -108,7 +109,7 @@ def size(result: Any) -> int:
     return len(result.model_dump_json())
 
 
-# -- launches ---------------------------------------------------------------------------------------
+# -- launches and files a test writes ---------------------------------------------------------------
 
 
 def planned(ctx: Context, config: str | Path, **arguments: Any) -> Any:
@@ -140,6 +141,16 @@ def write_policy(home: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     path.chmod(0o600)
+    return path
+
+
+def script(folder: Path, name: str, body: str) -> Path:
+    """An executable shell script ``folder/name`` running ``body`` (a program that misbehaves on cue);
+    its path. ``folder`` is created if missing."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return path
 
 

@@ -9,25 +9,17 @@ from __future__ import annotations
 import http.server
 import json
 import os
-import stat
 import threading
 from pathlib import Path
 
 import pytest
+from _helpers import script
 
 from skill.emulator import DEFAULT_API_KEY, OTHER_API_KEY, TEAM_EVALS_ID, TEAM_RESEARCH_ID, EmulatorServer
 from tools.core import Context
 from tools.preflight import EMULATOR_API_KEY, PreflightInput, PreflightReport, preflight
 
 UNUSED_TEAM = "c" + "z" * 24  # well-formed team id nobody belongs to
-
-
-def script(folder: Path, name: str, body: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    path.write_text(f"#!/bin/sh\n{body}\n")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    return path
 
 
 def run(env: dict[str, str], tmp_path: Path, **kw) -> PreflightReport:

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from _helpers import script
 from _schema_env import backend_warnings, example, first_error, validate_table
 
 from tools.configs import EXAMPLES_DIR, Interpreter, ValidationReport, find_interpreters, schema_worker
@@ -34,14 +34,6 @@ def with_env(ctx: Context, **extra: str) -> Context:
 def real_ctx(schema_ctx: Context, schema_python: Path) -> Context:
     """A context whose MODEL_FACTORY_SCHEMA_PYTHON is the fixture's schema environment."""
     return with_env(schema_ctx, MODEL_FACTORY_SCHEMA_PYTHON=str(schema_python))
-
-
-def script(tmp_path: Path, name: str, body: str) -> Path:
-    """An executable shell script standing in for an interpreter that misbehaves."""
-    path = tmp_path / name
-    path.write_text("#!/bin/sh\n" + body + "\n")
-    path.chmod(path.stat().st_mode | stat.S_IEXEC)
-    return path
 
 
 # --- end to end ----------------------------------------------------------------------------
