@@ -8,6 +8,7 @@ Import them by name: ``from _helpers import CLI, in_terminal``.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import select
@@ -18,7 +19,7 @@ import sys
 import termios
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -49,6 +50,15 @@ def at_step(k: int) -> float:
 def past_step(k: int) -> float:
     """Simulated seconds from a run's creation to 1 s after its step ``k`` is done."""
     return at_step(k) + 1.0
+
+
+def unavailable(reason: str, required_by: str) -> NoReturn:
+    """Skip the test, saying ``reason``; fail it instead when the environment variable ``required_by``
+    is 1 (``.ci/run`` sets MF_REQUIRE_SCHEMA, MF_REQUIRE_INTEROP, MF_REQUIRE_INSTALL: there those
+    tests must run)."""
+    if os.environ.get(required_by) == "1":
+        pytest.fail(f"{required_by}=1 but the test cannot run: {reason}")
+    pytest.skip(reason)
 
 
 # -- the environment of a process on the emulator ---------------------------------------------------
@@ -163,6 +173,12 @@ def mf(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = 
     environment): its exit code and output as text."""
     return subprocess.run([str(CLI), *map(str, args)], env=env, cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def mf_json(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[int, Any]:
+    """``model-factory ARGS --json`` (:func:`mf`): its exit code and the JSON it printed on stdout."""
+    done = mf(*args, "--json", env=env, cwd=cwd)
+    return done.returncode, json.loads(done.stdout)
 
 
 def in_terminal(args: list[str | Path], env: dict[str, str], cwd: Path, answers: str | list[str] | None = None, *,

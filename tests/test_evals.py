@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 from _helpers import emulator_env
+from conftest import FakeTime
 
 from skill import registry
 from tools.configs import EXAMPLES_DIR
@@ -49,7 +50,7 @@ class Replay:
             (root / sub).mkdir()
         self.env = emulator_env(emulator, HOME=str(root / "home"), WANDB_API_KEY=FAKE_WANDB,
                                 PATH=os.environ.get("PATH", ""))
-        self.now = 0.0
+        self.time = FakeTime(emulator)  # waits move the emulator's clock, not the wall clock
         self.ctx = self.context()
         self.saved: dict[str, Any] = {}
         self.planned: set[str] = set()
@@ -59,11 +60,7 @@ class Replay:
 
     def context(self, **extra: Any) -> Context:
         return Context(env=self.env, home=self.root / "home", state_dir=self.root / "state",
-                       cwd=self.root / "project", clock=lambda: self.now, sleep=self.sleep, **extra)
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-        self.emulator.state.advance(seconds)
+                       cwd=self.root / "project", clock=self.time.clock, sleep=self.time.sleep, **extra)
 
     def resolve(self, value: Any) -> Any:
         if isinstance(value, dict):

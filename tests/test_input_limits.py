@@ -13,17 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _helpers import EXAMPLE, mf
+from _helpers import EXAMPLE, mf, mf_json
 
 from skill import registry
 from tools.configs import MAX_CONFIG_BYTES
 from tools.core import INT64_MAX, Context
 from tools.errors import ToolError
-
-
-def mf_json(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any]]:
-    done = mf(*args, "--json", env=env)
-    return done.returncode, json.loads(done.stdout)
 
 
 @pytest.fixture(params=["dev_zero", "fifo", "folder", "sparse_1gb"])
@@ -52,7 +47,7 @@ def test_anything_but_a_regular_config_file_is_refused_before_reading(mf_env, no
     for args, argument in ((("validate-config", str(path)), "config_path"),
                            (("plan-run", str(path), "--team", "personal"), "config_path"),
                            (("prepare-config", str(path), str(path.parent / "copy.toml")), "example")):
-        code, error = mf_json(mf_env, *args)
+        code, error = mf_json(*args, env=mf_env)
         assert (code, error["code"]) == (exit_expected, code_expected) and said in error["message"], error
         if code_expected == "bad_arguments":  # the argument that named it, and what to pass instead
             assert [f["path"] for f in error["fields"]] == [argument], error
@@ -65,11 +60,11 @@ def test_a_config_of_exactly_the_limit_is_read_and_one_byte_more_is_not(mf_env, 
     at_limit = tmp_path / "at.toml"
     at_limit.write_text(text + "x" * (MAX_CONFIG_BYTES - len(text.encode()) - 1) + "\n")
     assert at_limit.stat().st_size == MAX_CONFIG_BYTES
-    code, report = mf_json(mf_env, "validate-config", str(at_limit))
+    code, report = mf_json("validate-config", str(at_limit), env=mf_env)
     assert code == 0 and report["valid"], report
     over = tmp_path / "over.toml"
     over.write_bytes(at_limit.read_bytes() + b"\n")
-    code, error = mf_json(mf_env, "validate-config", str(over))
+    code, error = mf_json("validate-config", str(over), env=mf_env)
     assert (code, error["code"]) == (3, "config_not_found")
 
 
@@ -78,7 +73,7 @@ def test_a_file_whose_size_is_not_known_before_reading_is_read_only_up_to_the_li
     source = Path("/proc/kallsyms")
     if not source.is_file() or source.stat().st_size != 0:
         pytest.skip("needs a Linux /proc file that reports size 0")
-    code, error = mf_json(mf_env, "validate-config", str(source))
+    code, error = mf_json("validate-config", str(source), env=mf_env)
     assert (code, error["code"]) == (3, "config_not_found") and "larger than 1,048,576 bytes" in error["message"]
 
 
@@ -98,7 +93,7 @@ def test_deeply_nested_toml_is_a_clear_invalid_toml_error(mf_env, tmp_path, shap
     cfg.write_text(EXAMPLE.read_text() + "\n" + NESTED[shape])
     for args in (("validate-config", str(cfg)), ("plan-run", str(cfg), "--team", "personal"),
                  ("prepare-config", str(cfg), str(tmp_path / "copy.toml"))):
-        code, error = mf_json(mf_env, *args)
+        code, error = mf_json(*args, env=mf_env)
         assert (code, error["code"]) == (3, "invalid_toml"), error
         assert "nested more than 64 levels" in error["message"]
     assert not (tmp_path / "copy.toml").exists()
@@ -108,7 +103,7 @@ def test_nesting_within_the_limit_is_still_valid_toml(mf_env, tmp_path):
     cfg = tmp_path / "ok.toml"
     # under [inference.vllm], which passes extra keys on to vLLM as they are (an unknown table would be a schema error)
     cfg.write_text(EXAMPLE.read_text() + "\n[inference.vllm]\nx = " + "[" * 60 + "]" * 60 + "\n")
-    code, report = mf_json(mf_env, "validate-config", str(cfg))
+    code, report = mf_json("validate-config", str(cfg), env=mf_env)
     assert code == 0 and "invalid_toml" not in json.dumps(report)
 
 
@@ -125,7 +120,7 @@ def test_nesting_within_the_limit_is_still_valid_toml(mf_env, tmp_path):
     ("--max-steps", "0", "1 to 10,000,000"),
 ])
 def test_out_of_range_numbers_are_usage_errors_stating_the_range(mf_env, tmp_path, option, value, accepted):
-    code, error = mf_json(mf_env, "plan-run", str(EXAMPLE), "--team", "personal", f"{option}={value}")
+    code, error = mf_json("plan-run", str(EXAMPLE), "--team", "personal", f"{option}={value}", env=mf_env)
     assert (code, error["code"]) == (2, "bad_arguments"), error
     field = option.removeprefix("--").replace("-", "_")
     assert [f["path"] for f in error["fields"]] == [field] and accepted in error["fields"][0]["problem"]
@@ -134,8 +129,8 @@ def test_out_of_range_numbers_are_usage_errors_stating_the_range(mf_env, tmp_pat
 
 
 def test_the_largest_accepted_figures_plan_with_their_warnings(emulator, mf_env):
-    code, plan = mf_json(mf_env, "plan-run", str(EXAMPLE), "--team", "personal", "--max-steps", "10000000",
-                         "--seconds-per-step", "86400")
+    code, plan = mf_json("plan-run", str(EXAMPLE), "--team", "personal", "--max-steps", "10000000",
+                         "--seconds-per-step", "86400", env=mf_env)
     assert code == 0 and plan["max_steps"] == 10_000_000, plan
     said = " ".join(plan["warnings"])
     assert "The high cost estimate is $" in said and "The step cap is 10,000,000 steps" in said, plan["warnings"]
@@ -179,16 +174,16 @@ def test_a_clock_speed_out_of_range_is_a_usage_error(mf_env, command, speed):
 
 def test_prepare_refuses_a_destination_folder_that_does_not_exist(mf_env, tmp_path):
     dest = tmp_path / "missing" / "dir" / "x.toml"
-    code, error = mf_json(mf_env, "prepare-config", "basic/reverse-text/rl", str(dest))
+    code, error = mf_json("prepare-config", "basic/reverse-text/rl", str(dest), env=mf_env)
     assert (code, error["code"]) == (2, "bad_arguments") and str(dest.parent) in error["message"]
     assert not (tmp_path / "missing").exists()
 
 
 def test_prepare_exits_1_when_the_file_it_wrote_is_invalid(mf_env, tmp_path):
     good, bad = tmp_path / "good.toml", tmp_path / "bad.toml"
-    code, result = mf_json(mf_env, "prepare-config", "basic/reverse-text/rl", str(good))
+    code, result = mf_json("prepare-config", "basic/reverse-text/rl", str(good), env=mf_env)
     assert code == 0 and result["valid"] is True
-    code, result = mf_json(mf_env, "prepare-config", "basic/reverse-text/rl", str(bad), "--num-infer-gpus", "0")
+    code, result = mf_json("prepare-config", "basic/reverse-text/rl", str(bad), "--num-infer-gpus", "0", env=mf_env)
     assert code == 1 and result["valid"] is False and result["validation"]["errors"] and bad.exists()
     assert mf("prepare-config", "basic/reverse-text/rl", str(tmp_path / "b2.toml"),
               "--num-infer-gpus", "0", env=mf_env).returncode == 1
@@ -202,8 +197,8 @@ def test_secret_names_may_come_comma_separated(emulator, mf_env, secrets):
                               Context(env=env))
     assert not isinstance(plan, ToolError), plan
     assert plan.secret_names == ["HF_TOKEN", "WANDB_API_KEY"]
-    code, out = mf_json(env, "plan-run", str(EXAMPLE), "--team", "personal",
-                        *[arg for name in secrets for arg in ("--secrets", name)])
+    code, out = mf_json("plan-run", str(EXAMPLE), "--team", "personal",
+                        *[arg for name in secrets for arg in ("--secrets", name)], env=env)
     assert code == 0 and out["secret_names"] == ["HF_TOKEN", "WANDB_API_KEY"], out
 
 

@@ -6,19 +6,16 @@ creates the run and then holds the answer past the client's (shortened) create t
 
 from __future__ import annotations
 
-import json
 import multiprocessing as mp
 import shutil
-import socket
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from _helpers import CLI, EXAMPLE, cli_env, dispatch, emulator_env, planned
+from _helpers import EXAMPLE, cli_env, dispatch, emulator_env, mf_json, planned
 
-from skill.emulator import EmulatorServer
+from skill.emulator import EmulatorServer, closed_port
 from skill.exit_codes import EXIT_AMBIGUOUS, exit_code_for
 from tools.core import Context
 from tools.errors import ToolError, ToolFailure
@@ -55,9 +52,7 @@ def approved_plan(ctx: Context, tmp_path: Path) -> tuple[Any, str]:
 def cli_dispatch(emulator: EmulatorServer, tmp_path: Path, plan_id: str, *extra: str) -> tuple[int, dict[str, Any]]:
     """``model-factory dispatch-run PLAN_ID --json`` in a new process over the same state folder."""
     env = cli_env(emulator, tmp_path / "home", tmp_path / "state")
-    done = subprocess.run([str(CLI), "dispatch-run", plan_id, *extra, "--json"], env=env, cwd=tmp_path / "project",
-                          capture_output=True, text=True, timeout=60)
-    return done.returncode, json.loads(done.stdout)
+    return mf_json("dispatch-run", plan_id, *extra, env=env, cwd=tmp_path / "project")
 
 
 def outcomes(ctx: Context, plan_id: str) -> list[str | None]:
@@ -115,12 +110,6 @@ def test_unanswered_create_is_never_resent_and_is_found_when_it_appears(emulator
     assert dispatch(ctx, p.plan_id, token).status == "already_dispatched" and len(emulator.state.runs) == 1
 
 
-def dead_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class CreateGoesToDeadPort(httpx.HTTPTransport):
     """Real HTTP, except that the first create is sent to a port nobody listens on (connection refused)."""
 
@@ -138,14 +127,14 @@ class CreateGoesToDeadPort(httpx.HTTPTransport):
 def test_nothing_sent_then_retry_creates_one_run_without_new_approval(emulator, tmp_path):
     ctx = make_ctx(emulator, tmp_path)
     p, token = approved_plan(ctx, tmp_path)
-    port = dead_port()
-    down = make_ctx(emulator, tmp_path, base_url=f"http://127.0.0.1:{port}", reads_once=True)
-    unreachable = dispatch(down, p.plan_id, token)
-    assert unreachable.code == "unavailable" and unreachable.retryable and not unreachable.ambiguous
-    assert outcomes(ctx, p.plan_id) == []  # the platform was down before anything was claimed
+    with closed_port() as dead:
+        down = make_ctx(emulator, tmp_path, base_url=dead.url, reads_once=True)
+        unreachable = dispatch(down, p.plan_id, token)
+        assert unreachable.code == "unavailable" and unreachable.retryable and not unreachable.ambiguous
+        assert outcomes(ctx, p.plan_id) == []  # the platform was down before anything was claimed
 
-    flaky = make_ctx(emulator, tmp_path, transport=CreateGoesToDeadPort(port))
-    not_sent = dispatch(flaky, p.plan_id, token)
+        flaky = make_ctx(emulator, tmp_path, transport=CreateGoesToDeadPort(dead.port))
+        not_sent = dispatch(flaky, p.plan_id, token)
     assert not_sent.code == "unavailable" and not_sent.retryable and "Nothing was sent" in not_sent.message
     assert "same confirmation" in not_sent.fix and outcomes(ctx, p.plan_id) == ["not_sent"]
     assert emulator.state.runs == {}

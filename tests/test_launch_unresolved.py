@@ -9,12 +9,11 @@ restarted agent would. Real HTTP against the emulator; new processes are the rea
 
 from __future__ import annotations
 
-import json
 import shutil
 from typing import Any
 
 import pytest
-from _helpers import EXAMPLE, call, cli_env, emulator_env, mf, ok, write_policy
+from _helpers import EXAMPLE, call, cli_env, emulator_env, mf_json, ok, write_policy
 
 from skill.emulator import EmulatorServer
 from skill.exit_codes import EXIT_AMBIGUOUS, EXIT_CONFIRMATION, EXIT_OK
@@ -49,8 +48,7 @@ def world(emulator, tmp_path) -> dict[str, Any]:
 
 def cli(world: dict[str, Any], *args: str) -> tuple[int, dict[str, Any]]:
     """``model-factory ARGS --json`` in a new process over the same state folder."""
-    done = mf(*args, "--json", env=world["env"], cwd=world["cwd"])
-    return done.returncode, json.loads(done.stdout)
+    return mf_json(*args, env=world["env"], cwd=world["cwd"])
 
 
 def plan(world: dict[str, Any], **extra: Any) -> Any:

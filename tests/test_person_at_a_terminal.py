@@ -20,7 +20,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from _helpers import EXAMPLE, approved_launch, emulator_env, in_terminal
+from _helpers import EXAMPLE, approved_launch, emulator_env, in_terminal, unavailable
 
 from skill import terminal
 from skill.demo import SCENARIOS
@@ -134,9 +134,7 @@ def installed(tmp_path_factory) -> Path:
     ``model-factory`` a person's PATH would find."""
     uv = shutil.which("uv")
     if uv is None:
-        if os.environ.get("MF_REQUIRE_INSTALL") == "1":
-            pytest.fail("uv is not on PATH: the install test cannot run")
-        pytest.skip("uv is not on PATH")
+        unavailable("uv is not on PATH", "MF_REQUIRE_INSTALL")
     base = tmp_path_factory.mktemp("uv-tool")
     env = {**os.environ, "UV_TOOL_DIR": str(base / "tools"), "UV_TOOL_BIN_DIR": str(base / "bin")}
     env.pop("VIRTUAL_ENV", None)

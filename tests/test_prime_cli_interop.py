@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _helpers import emulator_env
+from _helpers import emulator_env, unavailable
 from conftest import Recorder
 
 from benchmarks._conformance import envs
@@ -35,13 +35,6 @@ from tools.core import Context
 pytestmark = pytest.mark.interop
 
 T = Timing()
-
-
-def _unavailable(reason: str) -> None:
-    """Skip, or fail when ``MF_REQUIRE_INTEROP=1`` (CI sets it: these tests must run there)."""
-    if os.environ.get("MF_REQUIRE_INTEROP") == "1":
-        pytest.fail(f"interop required but unavailable: {reason}")
-    pytest.skip(reason)
 
 
 def _version_ok(exe: Path) -> bool:
@@ -59,11 +52,10 @@ def prime_exe() -> Path:
     try:
         python = envs.prime_python()
     except envs.EnvironmentUnavailable as exc:
-        _unavailable(str(exc))
-        raise  # unreachable: _unavailable skips or fails
+        unavailable(str(exc), "MF_REQUIRE_INTEROP")
     exe = python.parent / ("prime.exe" if os.name == "nt" else "prime")
     if not _version_ok(exe):
-        _unavailable(f"prime {envs.PRIME_VERSION} installed but does not run from {exe}")
+        unavailable(f"prime {envs.PRIME_VERSION} installed but does not run from {exe}", "MF_REQUIRE_INTEROP")
     return exe
 
 
@@ -210,7 +202,7 @@ def test_schema_prime_runs_prime_train_validate_and_falls_back_to_the_snapshot_w
     home.mkdir()
     uv = shutil.which("uv")
     if uv is None:
-        _unavailable("uv is not on PATH")
+        unavailable("uv is not on PATH", "MF_REQUIRE_INTEROP")
     env = emulator_env(server, HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"),
                        PATH=os.pathsep.join([str(prime_exe.parent), str(Path(uv).parent), "/usr/bin", "/bin"]),
                        HTTPS_PROXY="http://127.0.0.1:9", HTTP_PROXY="http://127.0.0.1:9",
