@@ -20,7 +20,6 @@ from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.platform import wire
 
-ROOT = Path(__file__).resolve().parent.parent
 #: The schema environments and helpers (tests/_schema_env.py), for the schema tests.
 pytest_plugins = ["_schema_env"]
 
@@ -31,6 +30,13 @@ def emulator() -> Iterator[EmulatorServer]:
     completes in about 4 s). Freeze it with ``emulator.state.set_speed(0)`` and move it with
     ``emulator.state.advance(seconds)`` for exact states."""
     with EmulatorServer(speed=DEMO_SPEED) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def module_emulator() -> Iterator[EmulatorServer]:
+    """One emulator for a whole test module, its clock stopped (tests move it with ``state.advance``)."""
+    with EmulatorServer(speed=0) as server:
         yield server
 
 

@@ -28,8 +28,6 @@ from skill.exit_codes import (
 )
 from tools.errors import ToolError
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 def no_traceback(proc: subprocess.CompletedProcess) -> None:
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr

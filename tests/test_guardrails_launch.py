@@ -33,8 +33,6 @@ from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger
 from tools.launch import PlanRunInput, StopRunInput, approve_plan, plan_run, stop_run
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 def config(tmp_path: Path) -> Path:
     dest = tmp_path / "project" / "rl.toml"

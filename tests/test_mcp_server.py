@@ -14,7 +14,7 @@ import json
 import subprocess
 import time
 import tomllib
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,15 +32,6 @@ from tools.platform import wire
 from tools.platform.client import PlatformClient
 from tools.platform.settings import resolve_settings
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="module")
-def emu() -> Iterator[EmulatorServer]:
-    """One emulator for the module, clock frozen (tests move it explicitly)."""
-    with EmulatorServer(speed=0) as server:
-        yield server
-
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -48,10 +39,10 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def env(emu: EmulatorServer, workdir: Path) -> dict[str, str]:
+def env(module_emulator: EmulatorServer, workdir: Path) -> dict[str, str]:
     home = workdir / "home"
     home.mkdir(exist_ok=True)
-    return cli_env(emu, home, workdir / "state", XDG_CACHE_HOME=str(home / ".cache"))
+    return cli_env(module_emulator, home, workdir / "state", XDG_CACHE_HOME=str(home / ".cache"))
 
 
 def with_client(env: dict[str, str], cwd: Path, scenario: Callable[[Client], Awaitable[Any]], *,
@@ -75,7 +66,7 @@ def structured(result: Any) -> dict[str, Any]:
     return result.structured_content
 
 
-def create_run(emu: EmulatorServer, env: dict[str, str], workdir: Path) -> str:
+def create_run(module_emulator: EmulatorServer, env: dict[str, str], workdir: Path) -> str:
     config = tomllib.loads((EXAMPLES_DIR / "basic/reverse-text/rl.toml").read_text())
     with PlatformClient(resolve_settings(env=env, home=workdir / "home")) as client:
         return client.create_run(wire.build_create_body(config, name="mcp-test")).run_id
@@ -86,9 +77,10 @@ def prepare(client: Client, workdir: Path, name: str) -> Awaitable[Any]:
                                                   "dest": str(workdir / f"{name}.toml"), "name": name})
 
 
-def test_lists_tools_and_calls_preflight_and_get_logs(emu: EmulatorServer, env: dict[str, str], workdir: Path) -> None:
-    run_id = create_run(emu, env, workdir)
-    emu.state.advance(600)  # started, several steps, logs written
+def test_lists_tools_and_calls_preflight_and_get_logs(
+        module_emulator: EmulatorServer, env: dict[str, str], workdir: Path) -> None:
+    run_id = create_run(module_emulator, env, workdir)
+    module_emulator.state.advance(600)  # started, several steps, logs written
 
     async def scenario(client: Client) -> dict[str, Any]:
         listing = await client.list_tools()
@@ -111,7 +103,7 @@ def test_lists_tools_and_calls_preflight_and_get_logs(emu: EmulatorServer, env: 
 
     preflight = got["preflight"]
     assert preflight.is_error is False, preflight.content[0].text
-    assert emu.api_key not in preflight.content[0].text  # never shows the key
+    assert module_emulator.api_key not in preflight.content[0].text  # never shows the key
     logs = got["logs"]
     assert logs.is_error is False, logs.content[0].text
     payload = structured(logs)
@@ -120,10 +112,11 @@ def test_lists_tools_and_calls_preflight_and_get_logs(emu: EmulatorServer, env: 
     assert structured(got["missing"])["code"] == "not_found"
 
 
-def test_dispatch_refuses_without_valid_confirmation(emu: EmulatorServer, env: dict[str, str], workdir: Path) -> None:
+def test_dispatch_refuses_without_valid_confirmation(
+        module_emulator: EmulatorServer, env: dict[str, str], workdir: Path) -> None:
     """No elicitation capability: the gate answers confirmation_required, a made-up code is
     refused, and no run is created."""
-    before = len(emu.state.runs)
+    before = len(module_emulator.state.runs)
 
     async def scenario(client: Client) -> dict[str, Any]:
         prepared = await prepare(client, workdir, "gate")
@@ -141,10 +134,10 @@ def test_dispatch_refuses_without_valid_confirmation(emu: EmulatorServer, env: d
     assert f"model-factory approve {got['plan_id']}" in bare["fix"]
     forged = structured(got["forged"])
     assert got["forged"].is_error is True and forged["code"].startswith("confirmation_")
-    assert len(emu.state.runs) == before
+    assert len(module_emulator.state.runs) == before
 
 
-def test_elicitation_accept_launches_and_decline_refuses(emu: EmulatorServer, env: dict[str, str],
+def test_elicitation_accept_launches_and_decline_refuses(module_emulator: EmulatorServer, env: dict[str, str],
                                                          workdir: Path) -> None:
     import mcp_types as types
 
@@ -157,14 +150,14 @@ def test_elicitation_accept_launches_and_decline_refuses(emu: EmulatorServer, en
         asked.append(params)
         return next(answers)
 
-    before = len(emu.state.runs)
+    before = len(module_emulator.state.runs)
 
     async def scenario(client: Client) -> dict[str, Any]:
         await prepare(client, workdir, "elicit")
         arguments = {"config_path": str(workdir / "elicit.toml"), "team": "personal"}
         plan = structured(await client.call_tool("mf_plan_run", arguments))
         declined = await client.call_tool("mf_dispatch_run", {"plan_id": plan["plan_id"]})
-        runs_after_decline = len(emu.state.runs)
+        runs_after_decline = len(module_emulator.state.runs)
         unticked = await client.call_tool("mf_dispatch_run", {"plan_id": plan["plan_id"]})
         accepted = await client.call_tool("mf_dispatch_run", {"plan_id": plan["plan_id"]})
         return {"plan": plan, "declined": declined, "runs_after_decline": runs_after_decline,
@@ -177,7 +170,7 @@ def test_elicitation_accept_launches_and_decline_refuses(emu: EmulatorServer, en
     accepted = got["accepted"]
     assert accepted.is_error is False, accepted.content[0].text
     run_id = structured(accepted)["run_id"]
-    assert run_id in emu.state.runs and len(emu.state.runs) == before + 1
+    assert run_id in module_emulator.state.runs and len(module_emulator.state.runs) == before + 1
     assert len(asked) == 3
     form = asked[0]
     assert got["plan"]["plan_id"] in form.message and got["plan"]["summary"].splitlines()[0] in form.message
@@ -186,20 +179,21 @@ def test_elicitation_accept_launches_and_decline_refuses(emu: EmulatorServer, en
     assert structured(accepted)["approval_channel"] == "mcp_elicitation"  # the ledger names the channel
 
 
-def test_progress_notifications_and_plot_image(emu: EmulatorServer, env: dict[str, str], workdir: Path) -> None:
-    run_id = create_run(emu, env, workdir)
+def test_progress_notifications_and_plot_image(
+        module_emulator: EmulatorServer, env: dict[str, str], workdir: Path) -> None:
+    run_id = create_run(module_emulator, env, workdir)
     updates: list[tuple[float, float | None, str | None]] = []
 
     async def progress(done: float, total: float | None, message: str | None) -> None:
         updates.append((done, total, message))
 
     async def scenario(client: Client) -> dict[str, Any]:
-        emu.state.set_speed(300)  # a step every 0.1 s of wall time
+        module_emulator.state.set_speed(300)  # a step every 0.1 s of wall time
         try:
             waited = await client.call_tool("mf_wait_for_run", {"run_id": run_id, "until": "step", "step": 4,
                                                                 "timeout_seconds": 30}, progress_callback=progress)
         finally:
-            emu.state.set_speed(0)
+            module_emulator.state.set_speed(0)
         waited_updates = list(updates)
         updates.clear()
         downloaded = await client.call_tool("mf_download_traces", {"run_id": run_id, "dest": str(workdir / "traces"),
@@ -239,7 +233,7 @@ def test_bad_calls_are_error_results(env: dict[str, str], workdir: Path) -> None
     assert got["unknown"].is_error is True and structured(got["unknown"])["code"] == "unknown_tool"
 
 
-def test_modern_protocol_client_lists_calls_and_approves(emu: EmulatorServer, env: dict[str, str],
+def test_modern_protocol_client_lists_calls_and_approves(module_emulator: EmulatorServer, env: dict[str, str],
                                                          workdir: Path) -> None:
     """A 2026-07-28 client (the SDK's default ``auto`` mode) is served too. It has no
     server-to-client requests, so the approval form travels in an ``input_required`` round
@@ -254,7 +248,7 @@ def test_modern_protocol_client_lists_calls_and_approves(emu: EmulatorServer, en
         asked.append(params)
         return next(answers)
 
-    before = len(emu.state.runs)
+    before = len(module_emulator.state.runs)
 
     async def scenario(client: Client) -> dict[str, Any]:
         got = {"version": client.protocol_version, "listing": await client.list_tools(),
@@ -263,7 +257,7 @@ def test_modern_protocol_client_lists_calls_and_approves(emu: EmulatorServer, en
         plan = structured(await client.call_tool("mf_plan_run", {"config_path": str(workdir / "modern.toml"),
                                                                  "team": "personal"}))
         got["declined"] = await client.call_tool("mf_dispatch_run", {"plan_id": plan["plan_id"]})
-        got["runs_after_decline"] = len(emu.state.runs)
+        got["runs_after_decline"] = len(module_emulator.state.runs)
         got["accepted"] = await client.call_tool("mf_dispatch_run", {"plan_id": plan["plan_id"]})
         got["plan"] = plan
         return got
@@ -276,7 +270,7 @@ def test_modern_protocol_client_lists_calls_and_approves(emu: EmulatorServer, en
     assert got["runs_after_decline"] == before
     accepted = structured(got["accepted"])
     assert got["accepted"].is_error is False and accepted["approval_channel"] == "mcp_elicitation"
-    assert accepted["run_id"] in emu.state.runs and len(emu.state.runs) == before + 1
+    assert accepted["run_id"] in module_emulator.state.runs and len(module_emulator.state.runs) == before + 1
     assert len(asked) == 2 and got["plan"]["plan_id"] in asked[0].message
 
 

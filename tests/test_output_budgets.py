@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,32 +21,31 @@ from skill.emulator import EmulatorServer
 from tools.core import Context
 from tools.platform import wire
 
-ROOT = Path(__file__).resolve().parent.parent
 BUDGET = 8000
 
 
 @pytest.fixture(scope="module")
-def busy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def busy(module_emulator: EmulatorServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     work = tmp_path_factory.mktemp("busy")
-    with EmulatorServer(speed=0) as emu:
-        ctx = Context(env=emulator_env(emu, PRIME_DISABLE_VERSION_CHECK="1"), home=work, state_dir=work / "state",
-                      cwd=work)
-        config = tomllib.loads(EXAMPLE.read_text())
-        long_run = {**config, "max_steps": 300, "ckpt": {"interval": 2}}
-        platform = ctx.platform()
-        main = platform.create_run(wire.build_create_body(long_run, name="busy-main")).run_id
-        emu.state.set_scenario("crash_loop", None, at_step=2)
-        crashing = platform.create_run(wire.build_create_body(config, name="busy-crash-loop")).run_id
-        for i in range(30):
-            platform.create_run(wire.build_create_body(config, name=f"busy-{i:02d}-" + "x" * 80))
-        emu.state.advance(300 * 30 + 600)  # the long run has finished its 300 steps
-        config_path = work / "task.toml"
-        config_path.write_text(EXAMPLE.read_text())
-        for _ in range(30):
-            plan = registry.call_tool("mf_plan_run", {"config_path": str(config_path), "team": "personal"}, ctx)
-            assert not registry.is_error(plan), plan
-        yield {"ctx": ctx, "main": main, "crashing": crashing, "config": str(config_path), "emu": emu}
-        ctx.close()
+    emu = module_emulator
+    ctx = Context(env=emulator_env(emu, PRIME_DISABLE_VERSION_CHECK="1"), home=work, state_dir=work / "state",
+                  cwd=work)
+    config = tomllib.loads(EXAMPLE.read_text())
+    long_run = {**config, "max_steps": 300, "ckpt": {"interval": 2}}
+    platform = ctx.platform()
+    main = platform.create_run(wire.build_create_body(long_run, name="busy-main")).run_id
+    emu.state.set_scenario("crash_loop", None, at_step=2)
+    crashing = platform.create_run(wire.build_create_body(config, name="busy-crash-loop")).run_id
+    for i in range(30):
+        platform.create_run(wire.build_create_body(config, name=f"busy-{i:02d}-" + "x" * 80))
+    emu.state.advance(300 * 30 + 600)  # the long run has finished its 300 steps
+    config_path = work / "task.toml"
+    config_path.write_text(EXAMPLE.read_text())
+    for _ in range(30):
+        plan = registry.call_tool("mf_plan_run", {"config_path": str(config_path), "team": "personal"}, ctx)
+        assert not registry.is_error(plan), plan
+    yield {"ctx": ctx, "main": main, "crashing": crashing, "config": str(config_path), "emu": emu}
+    ctx.close()
 
 
 def calls(b: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

@@ -18,7 +18,6 @@ import os
 import shutil
 import subprocess
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,26 +59,20 @@ def prime_exe() -> Path:
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[EmulatorServer]:
-    """One emulator for the module, clock frozen (tests move it explicitly)."""
-    with EmulatorServer(speed=0) as emu:
-        yield emu
-
-
-@pytest.fixture(scope="module")
-def cli_env(server: EmulatorServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def prime_env(module_emulator: EmulatorServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     home = tmp_path_factory.mktemp("prime-home")
-    return emulator_env(server, PRIME_DISABLE_VERSION_CHECK="1", HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"),
-                        PATH=os.environ.get("PATH", ""), COLUMNS="200", NO_COLOR="1")
+    return emulator_env(module_emulator, PRIME_DISABLE_VERSION_CHECK="1", HOME=str(home),
+                        XDG_CACHE_HOME=str(home / ".cache"), PATH=os.environ.get("PATH", ""), COLUMNS="200",
+                        NO_COLOR="1")
 
 
 @pytest.fixture(scope="module")
-def prime(prime_exe: Path, cli_env: dict[str, str]):
+def prime(prime_exe: Path, prime_env: dict[str, str]):
     """Run ``prime ARGS`` against the emulator; returns the CompletedProcess (text)."""
 
     def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
         done = subprocess.run([str(prime_exe), *args], check=False, capture_output=True, text=True,
-                              env=cli_env, timeout=120)
+                              env=prime_env, timeout=120)
         if ok:
             assert done.returncode == 0, f"prime {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
         return done
@@ -92,7 +85,7 @@ def as_json(done: subprocess.CompletedProcess[str]) -> Any:
 
 
 @pytest.fixture(scope="module")
-def dispatched(prime, server: EmulatorServer, examples_dir: Path,
+def dispatched(prime, module_emulator: EmulatorServer, examples_dir: Path,
                tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """``prime train run rl.toml -y -o json`` on a copy of the reverse-text example; then the
     clock is moved until the run has COMPLETED."""
@@ -102,23 +95,23 @@ def dispatched(prime, server: EmulatorServer, examples_dir: Path,
     done = prime("train", "run", str(config), "-y", "-o", "json")
     result = as_json(done)
     run_id = result["run"]["runId"]
-    status_at_dispatch = server.state.run(run_id).status
-    server.state.advance(T.queue_seconds + T.startup_seconds + 20 * T.step_seconds + T.finalize_seconds
+    status_at_dispatch = module_emulator.state.run(run_id).status
+    module_emulator.state.advance(T.queue_seconds + T.startup_seconds + 20 * T.step_seconds + T.finalize_seconds
                          + T.checkpoint_upload_seconds + 1)
     return {"result": result, "run_id": run_id, "config": tomllib.loads(config.read_text()),
             "status_at_dispatch": status_at_dispatch}
 
 
-def test_train_run_dispatches_with_the_on_demand_placement(dispatched: dict, server: EmulatorServer) -> None:
+def test_train_run_dispatches_with_the_on_demand_placement(dispatched: dict, module_emulator: EmulatorServer) -> None:
     run = dispatched["result"]["run"]
     assert run == {"runId": dispatched["run_id"], "onDemand": True, "gpuType": "H200_141GB", "pricePerGpuHour": 2.5,
                    "estimatedCostPerHour": 5.0, "isBeta": True}
     assert dispatched["status_at_dispatch"] == "QUEUED"
-    sim = server.state.run(dispatched["run_id"])
+    sim = module_emulator.state.run(dispatched["run_id"])
     assert sim.config == dispatched["config"]  # the whole TOML travels as `config`
     assert (sim.spec.base_model, sim.spec.max_steps, sim.placement.team_id) == \
         ("PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT", 20, None)
-    assert server.state.summary()["run_count"] == 1
+    assert module_emulator.state.summary()["run_count"] == 1
 
 
 def test_train_list_and_get(prime, dispatched: dict) -> None:
@@ -173,7 +166,7 @@ def test_train_components(prime, dispatched: dict) -> None:
     assert any("env-server" in r and "reverse-text" in r and "Completed" in r for r in rows)
 
 
-def test_traces_list_and_raw_download(prime, dispatched: dict, server: EmulatorServer,
+def test_traces_list_and_raw_download(prime, dispatched: dict, module_emulator: EmulatorServer,
                                       tmp_path: Path) -> None:
     page = as_json(prime("traces", "list", "--run-id", dispatched["run_id"], "-o", "json"))
     assert len(page["items"]) == 20 and page["next_cursor"]
@@ -183,7 +176,7 @@ def test_traces_list_and_raw_download(prime, dispatched: dict, server: EmulatorS
     trace_id = page["items"][0]["trace_id"]
     dest = tmp_path / "trace.json"
     written = as_json(prime("traces", "get", trace_id, "--raw", "--dest", str(dest), "-o", "json"))
-    stored = server.state.store.traces[trace_id].raw
+    stored = module_emulator.state.store.traces[trace_id].raw
     assert written == {"dest": str(dest), "bytes_written": len(stored)}
     assert dest.read_bytes() == stored
     assert json.loads(stored)["id"] == trace_id
@@ -193,17 +186,17 @@ def test_traces_list_and_raw_download(prime, dispatched: dict, server: EmulatorS
 
 
 def test_schema_prime_runs_prime_train_validate_and_falls_back_to_the_snapshot_when_offline(
-        prime_exe: Path, server: EmulatorServer, examples_dir: Path, tmp_path: Path) -> None:
+        prime_exe: Path, module_emulator: EmulatorServer, examples_dir: Path, tmp_path: Path) -> None:
     """Offline (as here), `prime train validate` asks the platform for the runtime and then cannot
     build its schema venv: the snapshot decides and the report says why. uv's downloads go to a
     closed loopback port (the CLI passes the proxy variables on), so nothing leaves the machine."""
-    recorder = Recorder.install(server)
+    recorder = Recorder.install(module_emulator)
     home = tmp_path / "home"
     home.mkdir()
     uv = shutil.which("uv")
     if uv is None:
         unavailable("uv is not on PATH", "MF_REQUIRE_INTEROP")
-    env = emulator_env(server, HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"),
+    env = emulator_env(module_emulator, HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"),
                        PATH=os.pathsep.join([str(prime_exe.parent), str(Path(uv).parent), "/usr/bin", "/bin"]),
                        HTTPS_PROXY="http://127.0.0.1:9", HTTP_PROXY="http://127.0.0.1:9",
                        NO_PROXY="127.0.0.1,localhost")

@@ -16,8 +16,6 @@ from skill import registry
 from tools.core import Context, tool
 from tools.errors import ToolError
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 @pytest.fixture
 def ctx(mf_env: dict[str, str], tmp_path: Path) -> Context:
