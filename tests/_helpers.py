@@ -12,6 +12,7 @@ import json
 import os
 import re
 import select
+import shutil
 import stat
 import struct
 import subprocess
@@ -152,6 +153,15 @@ def write_policy(home: Path, text: str) -> Path:
     path.write_text(text)
     path.chmod(0o600)
     return path
+
+
+def example(tmp_path: Path, rel: str = "reverse-text/rl.toml", name: str | None = None) -> Path:
+    """The bundled example ``basic/<rel>`` copied into ``tmp_path/project`` (as ``name``, else ``rel``
+    with ``-`` for ``/``); its path."""
+    dest = tmp_path / "project" / (name or rel.replace("/", "-"))
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(EXAMPLES_DIR / "basic" / rel, dest)
+    return dest
 
 
 def script(folder: Path, name: str, body: str) -> Path:

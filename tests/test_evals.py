@@ -18,11 +18,10 @@ from typing import Any
 
 import pytest
 import yaml
-from _helpers import emulator_env
+from _helpers import EXAMPLE, emulator_env
 from conftest import FakeTime
 
 from skill import registry
-from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import ToolError
 from tools.launch import approve_plan
@@ -94,7 +93,7 @@ class Replay:
             self.emulator.state.run(self.resolve(step["pause"])).pause(self.emulator.state.now())
         elif "launch" in step:  # a run launched earlier through the tools, approved by the person then
             config = self.root / "project" / "launched.toml"
-            shutil.copy(EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml", config)
+            shutil.copy(EXAMPLE, config)
             host = self.context(approver=lambda request: True)
             plan = registry.call_tool("mf_plan_run", {"config_path": str(config), "team": "personal",
                                                       **step["launch"]}, host)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _helpers import EXAMPLE, cli_env, dispatch, emulator_env, make_ctx, ok, planned, write_policy
+from _helpers import EXAMPLE, cli_env, dispatch, emulator_env, example, make_ctx, ok, planned, write_policy
 from conftest import Recorder
 
 from skill.emulator import TEAM_RESEARCH_ID, EmulatorServer
@@ -33,21 +32,13 @@ from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger
 from tools.launch import PlanRunInput, StopRunInput, approve_plan, plan_run, stop_run
 
-
-def config(tmp_path: Path) -> Path:
-    dest = tmp_path / "project" / "rl.toml"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy(EXAMPLE, dest)
-    return dest
-
-
 # -- the ledger ------------------------------------------------------------------------------------
 
 
 def test_ledger_records_every_fact_of_a_launch(emulator, recorder, tmp_path):
     ctx = make_ctx(emulator, tmp_path, env={"HF_TOKEN": "fake-hf-token-for-ledger"})
-    p = planned(ctx, config(tmp_path), team=TEAM_RESEARCH_ID, gpu_type="H100_80GB", volume="research-data",
-                image_tag="v0.5.0", source_ref="main", secrets=["HF_TOKEN"])
+    p = planned(ctx, example(tmp_path, name="rl.toml"), team=TEAM_RESEARCH_ID, gpu_type="H100_80GB",
+                volume="research-data", image_tag="v0.5.0", source_ref="main", secrets=["HF_TOKEN"])
     token = approve_plan(p.plan_id, "terminal", ctx)
     d = ok(dispatch(ctx, p.plan_id, token))
 
@@ -106,7 +97,7 @@ def test_the_team_travels_on_every_team_scoped_request(emulator, recorder, tmp_p
     """PRIME_TEAM_ID names the team; plan, policy check, create and reconciliation all carry it."""
     ctx = make_ctx(emulator, tmp_path, env={"PRIME_TEAM_ID": TEAM_RESEARCH_ID})
     write_policy(tmp_path / "home", "max_usd_per_run = 100.0\nmax_concurrent_runs = 5\n")
-    p = planned(ctx, config(tmp_path), volume="research-data")
+    p = planned(ctx, example(tmp_path, name="rl.toml"), volume="research-data")
     assert p.owner.team_id == TEAM_RESEARCH_ID and p.owner.source == "PRIME_TEAM_ID"
     emulator.faults.commit_then_timeout(mode="drop")  # the answer is lost: dispatch reconciles by listing runs
     d = ok(dispatch(ctx, p.plan_id))
@@ -119,7 +110,7 @@ def test_the_team_travels_on_every_team_scoped_request(emulator, recorder, tmp_p
     # An explicit personal owner overrides PRIME_TEAM_ID: no team on any request.
     recorder.requests.clear()
     emulator.faults.clear()
-    q = planned(ctx, config(tmp_path), team="personal")
+    q = planned(ctx, example(tmp_path, name="rl.toml"), team="personal")
     ok(dispatch(ctx, q.plan_id))
     seen = team_sent(recorder)
     assert ("POST", "/api/v1/training/runs") in seen
@@ -143,7 +134,7 @@ def finished(proc: subprocess.Popen[str]) -> tuple[int, dict[str, Any]]:
 
 def test_a_dispatch_killed_in_flight_then_any_retry_leaves_one_run(emulator, tmp_path):
     ctx = make_ctx(emulator, tmp_path)
-    p = planned(ctx, config(tmp_path), team="personal")
+    p = planned(ctx, example(tmp_path, name="rl.toml"), team="personal")
     token = approve_plan(p.plan_id, "terminal", ctx)
     emulator.faults.commit_then_timeout(mode="delay", delay=60.0)  # the run is created; its answer is held
 
@@ -178,7 +169,7 @@ def test_a_dispatch_killed_in_flight_then_any_retry_leaves_one_run(emulator, tmp
 
 def test_a_dropped_create_answer_is_reconciled_and_never_resent(emulator, tmp_path):
     ctx = make_ctx(emulator, tmp_path)
-    p = planned(ctx, config(tmp_path), team="personal")
+    p = planned(ctx, example(tmp_path, name="rl.toml"), team="personal")
     token = approve_plan(p.plan_id, "terminal", ctx)
     emulator.faults.commit_then_timeout(mode="drop")  # created, then the connection closes without an answer
     first = ok(dispatch(ctx, p.plan_id, token))
@@ -196,10 +187,10 @@ def test_policy_max_concurrent_runs_counts_active_runs_on_the_platform(emulator,
     ctx = make_ctx(emulator, tmp_path)
     write_policy(tmp_path / "home", "max_usd_per_run = 100.0\nmax_concurrent_runs = 1\n")
     emulator.state.set_speed(0)
-    first = planned(ctx, config(tmp_path), team="personal")
+    first = planned(ctx, example(tmp_path, name="rl.toml"), team="personal")
     run = ok(dispatch(ctx, first.plan_id))
     assert run.approval_channel == "policy" and emulator.state.run(run.run_id).status == "QUEUED"
-    second = planned(ctx, config(tmp_path), team="personal")
+    second = planned(ctx, example(tmp_path, name="rl.toml"), team="personal")
     denied = dispatch(ctx, second.plan_id)
     assert denied.code == "confirmation_required" and "exceeds max_concurrent_runs 1" in denied.message
     assert len(emulator.state.runs) == 1
@@ -217,7 +208,7 @@ def test_a_plan_the_budget_policy_covers_says_so_in_its_summary_next_step_and_js
     ctx = make_ctx(emulator, tmp_path)
     write_policy(tmp_path / "home", 'max_usd_per_run = 25.0\nmax_gpus = 8\nowners = ["personal"]\n')
     policy_file = str(tmp_path / "home" / ".config" / "model-factory" / "policy.toml")
-    plan = planned(ctx, config(tmp_path), team="personal")
+    plan = planned(ctx, example(tmp_path, name="rl.toml"), team="personal")
     assert plan.policy_approves is True and plan.policy_path == policy_file
     assert f"the budget policy {policy_file} covers this plan" in plan.summary
     assert "without a code" in plan.summary and "max_usd_per_run $25.00" in plan.summary
@@ -231,7 +222,7 @@ def test_a_plan_the_budget_policy_covers_says_so_in_its_summary_next_step_and_js
 def test_a_plan_the_budget_policy_does_not_cover_asks_for_a_person(emulator, tmp_path, policy):
     ctx = make_ctx(emulator, tmp_path)
     write_policy(tmp_path / "home", policy)
-    plan = planned(ctx, config(tmp_path), team="personal")
+    plan = planned(ctx, example(tmp_path, name="rl.toml"), team="personal")
     assert plan.policy_approves is False and plan.policy_path is None
     assert "covers this plan" not in plan.summary and "confirmation_required" in plan.next_step
     if "inf" in policy:
@@ -242,7 +233,7 @@ def test_a_plan_the_budget_policy_does_not_cover_asks_for_a_person(emulator, tmp
 def test_the_cli_plan_says_the_policy_covers_it_in_json_and_for_a_person(emulator, tmp_path):
     home = tmp_path / "home"
     write_policy(home, "max_usd_per_run = 25.0\n")
-    cfg = config(tmp_path)
+    cfg = example(tmp_path, name="rl.toml")
     env = cli_env(emulator, home, tmp_path / "state", COLUMNS="200")
     run = subprocess.run([sys.executable, "-m", "skill", "plan-run", str(cfg), "--team", "personal", "--json"],
                          env=env, cwd=cfg.parent, capture_output=True, text=True, timeout=120)
@@ -262,7 +253,7 @@ def test_an_approval_is_void_when_a_fact_outside_the_file_changes(emulator, tmp_
     """The approval covers the platform's price and the secret names the TOML's env file forwards,
     not only the config file's bytes: either change after approval gives plan_changed, nothing sent."""
     ctx = make_ctx(emulator, tmp_path, env={"HF_TOKEN": "fake-hf-token-outside"})
-    cfg = config(tmp_path)
+    cfg = example(tmp_path, name="rl.toml")
     env_file = tmp_path / "project" / "run.env"
     env_file.write_text("WANDB_API_KEY=fake-wandb-key-outside\n")
     cfg.write_text('env_files = ["run.env"]\n' + cfg.read_text())
@@ -289,7 +280,7 @@ def test_an_approval_is_void_when_a_fact_outside_the_file_changes(emulator, tmp_
 def test_the_ledger_defaults_to_the_project_folder_and_is_configurable(emulator, tmp_path):
     (tmp_path / "home").mkdir()
     project = tmp_path / "project"
-    cfg = config(tmp_path)
+    cfg = example(tmp_path, name="rl.toml")
     default = Context(env=emulator_env(emulator), home=tmp_path / "home", cwd=project)
     p = planned(default, cfg, team="personal")
     assert (project / ".model-factory" / "launches.jsonl").is_file()
@@ -308,7 +299,7 @@ def test_the_ledger_defaults_to_the_project_folder_and_is_configurable(emulator,
 
 def test_an_env_file_holding_the_launch_key_is_refused_without_echoing_it(emulator, recorder, tmp_path):
     ctx = make_ctx(emulator, tmp_path)
-    cfg = config(tmp_path)
+    cfg = example(tmp_path, name="rl.toml")
     keys = tmp_path / "project" / "keys.env"
     keys.write_text("WANDB_API_KEY=fake-wandb-key-1\nPRIME_API_KEY=fake-prime-key-in-file\n")
     for where in ("toml", "argument"):

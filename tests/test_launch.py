@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import tomllib
 from datetime import timedelta
 from pathlib import Path
@@ -17,11 +16,10 @@ from typing import Any
 
 import pytest
 import yaml
-from _helpers import dispatch, dispatch_approved, err, make_ctx, ok, planned, write_policy
+from _helpers import dispatch, dispatch_approved, err, example, make_ctx, ok, planned, write_policy
 
 from skill.emulator import TEAM_EVALS_ID, TEAM_RESEARCH_ID, EmulatorServer
 from skill.exit_codes import EXIT_CONFIRMATION, exit_code_for
-from tools.configs import EXAMPLES_DIR
 from tools.errors import ToolFailure
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger, utc_now
@@ -37,7 +35,6 @@ from tools.launch import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = EXAMPLES_DIR / "basic"
 CASSETTES = ROOT / "tests" / "cassettes"
 
 # The TOMLs prime 0.18.0 dispatched when the contract cassettes were captured (tests/cassettes/capture_cli.py).
@@ -75,14 +72,6 @@ def ctx(emulator, tmp_path):
     c = make_ctx(emulator, tmp_path)
     yield c
     c.close()
-
-
-def example(tmp_path: Path, rel: str, name: str | None = None) -> Path:
-    """A real prime-rl example copied into the project folder."""
-    dest = tmp_path / "project" / (name or rel.replace("/", "-"))
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy(EXAMPLES / rel, dest)
-    return dest
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

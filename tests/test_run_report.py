@@ -10,7 +10,7 @@ import json
 import shutil
 
 import pytest
-from _helpers import call, ok
+from _helpers import EXAMPLE, call, ok
 
 from skill.emulator import TEAM_RESEARCH_ID
 from tools.errors import call as tool_call
@@ -28,12 +28,12 @@ def ctx(frozen_ctx, tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def launched(ctx, emulator, examples_dir, tmp_path):
+def launched(ctx, tmp_path):
     """Plan and dispatch the reverse-text example through the tools; returns (plan, run id)."""
 
     def launch(**plan_arguments):
         config = tmp_path / f"rl-{len(list(tmp_path.glob('rl-*.toml')))}.toml"
-        shutil.copy(examples_dir / "basic" / "reverse-text" / "rl.toml", config)
+        shutil.copy(EXAMPLE, config)
         plan = ok(call(ctx, "mf_plan_run", config_path=str(config), **{"team": "personal", **plan_arguments}))
         return plan, ok(call(ctx, "mf_dispatch_run", plan_id=plan.plan_id)).run_id
 
@@ -140,10 +140,9 @@ def test_the_run_name_suffix_is_explained_once_in_the_summary_and_is_no_warning(
     assert plan.summary.count(f"-{suffix} marks this plan") == 1
 
 
-def test_a_plan_validated_against_another_prime_rl_commit_than_the_run_uses_says_so(ctx, emulator, examples_dir,
-                                                                                    tmp_path):
+def test_a_plan_validated_against_another_prime_rl_commit_than_the_run_uses_says_so(ctx, emulator, tmp_path):
     config = tmp_path / "rl.toml"
-    shutil.copy(examples_dir / "basic" / "reverse-text" / "rl.toml", config)
+    shutil.copy(EXAMPLE, config)
     plan = ok(call(ctx, "mf_plan_run", config_path=str(config), team="personal"))
     validated, runs_on = plan.validation.schema_commit, plan.runtime.schema_commit
     assert validated and runs_on and validated != runs_on  # the emulator's image is not the snapshot's commit
