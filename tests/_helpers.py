@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
+import yaml
 
 from skill import registry
 from skill.emulator import EmulatorServer, Timing
@@ -31,8 +32,10 @@ from tools.core import Context
 from tools.errors import ToolError
 from tools.launch import DispatchRunInput, PlanRunInput, approve_plan, dispatch_run, plan_run
 
-# -- facts: the example, the CLI, a confirmation code, the emulator's timeline ---------------------
+# -- facts: the skill, the example, the CLI, a confirmation code, the emulator's timeline ----------
 
+#: The skill's entry point (frontmatter and body).
+SKILL_MD = Path(__file__).resolve().parent.parent / "SKILL.md"
 #: The reverse-text RL example (20 steps, 2 GPUs), as bundled.
 EXAMPLE = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
 #: The installed ``model-factory`` console script beside this interpreter.
@@ -60,6 +63,13 @@ def unavailable(reason: str, required_by: str) -> NoReturn:
     if os.environ.get(required_by) == "1":
         pytest.fail(f"{required_by}=1 but the test cannot run: {reason}")
     pytest.skip(reason)
+
+
+def split_skill() -> tuple[dict[str, Any], str]:
+    """SKILL.md as (its YAML frontmatter, its body)."""
+    match = re.match(r"\A---\n(.*?)\n---\n(.*)\Z", SKILL_MD.read_text(encoding="utf-8"), re.S)
+    assert match, "SKILL.md must start with a --- YAML frontmatter block ---"
+    return yaml.safe_load(match[1]), match[2]
 
 
 # -- the environment of a process on the emulator ---------------------------------------------------

@@ -71,6 +71,15 @@ def schema_ctx(tmp_path: Path) -> Context:
                    state_dir=tmp_path / "state")
 
 
+@pytest.fixture(scope="module")
+def real_schema_ctx(schema_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Context:
+    """A Context for a whole test module whose MODEL_FACTORY_SCHEMA_PYTHON is the fixture's schema
+    environment; HOME, working and state folders in a temporary folder, PATH the system's."""
+    folder = tmp_path_factory.mktemp("real-schema")
+    env = {"HOME": str(folder), "PATH": "/usr/bin:/bin", "MODEL_FACTORY_SCHEMA_PYTHON": str(schema_python)}
+    return Context(env=env, home=folder, cwd=folder, state_dir=folder / "state")
+
+
 def example(name: str) -> dict[str, Any]:
     """The parsed TOML of a bundled example (``basic/reverse-text/rl``)."""
     return tomllib.loads((EXAMPLES_DIR / f"{name}.toml").read_text())

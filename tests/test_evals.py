@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from _helpers import EXAMPLE, emulator_env
+from _helpers import EXAMPLE, emulator_env, split_skill
 from conftest import FakeTime
 
 from skill import registry
@@ -32,12 +32,6 @@ POSITIVE = [c for c in CASES if c["should_trigger"]]
 NEGATIVE = [c for c in CASES if not c["should_trigger"]]
 FAKE_WANDB = "wandb_v1_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE00"
 PLACEHOLDER = re.compile(r"\{([a-z_]+)(?:\.([a-z_]+))?\}")
-
-
-def skill_text() -> tuple[str, str]:
-    text = (ROOT / "SKILL.md").read_text(encoding="utf-8")
-    front, body = re.match(r"\A---\n(.*?)\n---\n(.*)\Z", text, re.S).groups()
-    return yaml.safe_load(front)["description"], body
 
 
 class Replay:
@@ -191,7 +185,8 @@ def test_a_positive_case_replays_on_the_emulator_within_the_guardrails(case, emu
 @pytest.mark.parametrize("case", NEGATIVE, ids=[c["id"] for c in NEGATIVE])
 def test_a_negative_case_names_no_tool_and_the_skill_excludes_it(case):
     assert case["expected_calls"] == []
-    description, body = skill_text()
+    front, body = split_skill()
+    description = front["description"]
     assert "Not for" in description
     if "alternative" in case:
         alternative = case["alternative"]

@@ -38,31 +38,25 @@ def judged(prime_python: Path, schema_python: Path,
         yield out
 
 
-@pytest.fixture(scope="module")
-def tool_ctx(schema_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Context:
-    home = tmp_path_factory.mktemp("home")
-    return Context(env={"HOME": str(home), "PATH": "/usr/bin:/bin", "MODEL_FACTORY_SCHEMA_PYTHON": str(schema_python)},
-                   home=home, cwd=home, state_dir=home / "state")
-
-
 def test_the_corpus_covers_all_ten_examples_with_at_least_120_mutations() -> None:
     cases = list(corpus.cases())
     assert {c.base for c in cases} == set(corpus.BASES)
     assert sum(1 for c in cases if c.ops) >= 120
 
 
-def test_real_backend_agrees_with_prime_0_18_0_on_every_config(judged, tool_ctx: Context) -> None:
+def test_real_backend_agrees_with_prime_0_18_0_on_every_config(judged, real_schema_ctx: Context) -> None:
     tally = Tally("real")
     for case_id, path, ref in judged:
-        tally.add(case_id, ref, validate(path, tool_ctx, "real", ref.mode))
+        tally.add(case_id, ref, validate(path, real_schema_ctx, "real", ref.mode))
     assert tally.backends == {"real": tally.total}, tally.backends
     assert tally.counts["agree"] == tally.total, tally.disagreements
 
 
-def test_snapshot_agrees_on_at_least_95_percent_of_the_corpus_without_false_alarms(judged, tool_ctx: Context) -> None:
+def test_snapshot_agrees_on_at_least_95_percent_of_the_corpus_without_false_alarms(
+        judged, real_schema_ctx: Context) -> None:
     tally = Tally("snapshot")
     for case_id, path, ref in judged:
         if not case_id.startswith("fuzz/"):
-            tally.add(case_id, ref, validate(path, tool_ctx, "snapshot", ref.mode))
+            tally.add(case_id, ref, validate(path, real_schema_ctx, "snapshot", ref.mode))
     assert tally.agreement >= 0.95, tally.disagreements
     assert tally.counts["false_alarm"] == 0, tally.disagreements

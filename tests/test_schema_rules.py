@@ -157,19 +157,12 @@ def verdict(report: ValidationReport, *, run_start: bool = True) -> tuple[bool, 
     return not errors, errors[0].path if errors else None
 
 
-@pytest.fixture(scope="module")
-def real_ctx(schema_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Context:
-    folder = tmp_path_factory.mktemp("cross")
-    env = {"HOME": str(folder), "PATH": "/usr/bin:/bin", "MODEL_FACTORY_SCHEMA_PYTHON": str(schema_python)}
-    return Context(env=env, home=folder, cwd=folder, state_dir=folder / "state")
-
-
 @pytest.mark.parametrize("case", CROSS, ids=[c.id for c in CROSS])
-def test_rules_give_the_real_schemas_verdict_on_cross_field_cases(case: corpus.Case, real_ctx: Context) -> None:
+def test_rules_give_the_real_schemas_verdict_on_cross_field_cases(case: corpus.Case, real_schema_ctx: Context) -> None:
     config = corpus.build(case)
-    real = validate_table(config, real_ctx, schema="real", name="real.toml")
+    real = validate_table(config, real_schema_ctx, schema="real", name="real.toml")
     assert real.schema_check == "real", real.warnings
-    ours = validate_table(config, real_ctx, schema="snapshot", name="snapshot.toml")
+    ours = validate_table(config, real_schema_ctx, schema="snapshot", name="snapshot.toml")
     checked = not any("not checked here" in note for note in real.notes)
     assert verdict(ours, run_start=checked) == verdict(real), ([e.message for e in ours.errors],
                                                               [e.message for e in real.errors])

@@ -20,8 +20,7 @@ import typing
 from pathlib import Path
 
 import pytest
-import yaml
-from _helpers import mf
+from _helpers import SKILL_MD, mf, split_skill
 
 from skill import install as installer
 from skill import registry
@@ -32,7 +31,6 @@ from tools.configs import MODEL_BEFORE, RULES
 from tools.errors import ErrorCode
 
 ROOT = Path(__file__).resolve().parent.parent
-SKILL_MD = ROOT / "SKILL.md"
 REFERENCES = sorted((ROOT / "references").glob("*.md"))
 DOCS = [SKILL_MD, *REFERENCES]
 SPEC_KEYS = {"name", "description", "license", "compatibility", "metadata", "allowed-tools"}
@@ -41,13 +39,6 @@ LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 TOOL_NAME = re.compile(r"\bmf_[a-z][a-z_]*[a-z]\b")
 TOOL_CALL = re.compile(r"\b(mf_[a-z_]+)\(([^)]*)\)")
 CODE_SPAN = re.compile(r"`([^`]+)`")
-
-
-def split_skill() -> tuple[dict, str]:
-    text = SKILL_MD.read_text(encoding="utf-8")
-    match = re.match(r"\A---\n(.*?)\n---\n(.*)\Z", text, re.S)
-    assert match, "SKILL.md must start with a --- YAML frontmatter block ---"
-    return yaml.safe_load(match[1]), match[2]
 
 
 def section(path: Path, heading: str) -> str:
