@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _helpers import EXAMPLE, cli_env, emulator_env
+from _helpers import EXAMPLE, cli_env, emulator_env, mf
 from conftest import Recorder
 
 from skill import registry
@@ -235,8 +234,7 @@ def test_no_canary_leaves_through_any_tool_or_command(emu, tmp_path):
 
     # -- the CLI, one fresh process per command ------------------------------------------------------
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([sys.executable, "-m", "skill", *args], env=proc_env, cwd=project,
-                              capture_output=True, text=True, timeout=120)
+        done = mf(*args, env=proc_env, cwd=project)
         seen.add(f"cli {' '.join(args)[:80]} (exit {done.returncode})", done.stdout + done.stderr)
         return done
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _helpers import EXAMPLE, cli_env, dispatch, emulator_env, example, make_ctx, ok, planned, write_policy
+from _helpers import EXAMPLE, cli_env, dispatch, emulator_env, example, make_ctx, mf, mf_json, ok, planned, write_policy
 from conftest import Recorder
 
 from skill.emulator import TEAM_RESEARCH_ID, EmulatorServer
@@ -235,12 +235,9 @@ def test_the_cli_plan_says_the_policy_covers_it_in_json_and_for_a_person(emulato
     write_policy(home, "max_usd_per_run = 25.0\n")
     cfg = example(tmp_path, name="rl.toml")
     env = cli_env(emulator, home, tmp_path / "state", COLUMNS="200")
-    run = subprocess.run([sys.executable, "-m", "skill", "plan-run", str(cfg), "--team", "personal", "--json"],
-                         env=env, cwd=cfg.parent, capture_output=True, text=True, timeout=120)
-    data = json.loads(run.stdout)
+    _, data = mf_json("plan-run", cfg, "--team", "personal", env=env, cwd=cfg.parent)
     assert data["policy_approves"] is True and data["policy_path"].endswith("policy.toml")
-    run = subprocess.run([sys.executable, "-m", "skill", "plan-run", str(cfg), "--team", "personal"],
-                         env=env, cwd=cfg.parent, capture_output=True, text=True, timeout=120)
+    run = mf("plan-run", cfg, "--team", "personal", env=env, cwd=cfg.parent)
     said = run.stdout + run.stderr
     assert run.returncode == 0 and "covers this plan" in said and "Approve it in a terminal" not in said
 

@@ -11,14 +11,11 @@ Runs are created from the bundled prime-rl example ``basic/reverse-text/rl.toml`
 from __future__ import annotations
 
 import itertools
-import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from _helpers import call, ok, past_step, progress, size
+from _helpers import call, mf_json, ok, past_step, progress, size
 
 from skill import registry
 from skill.emulator import TEAM_EVALS_ID, EmulatorServer, TraceShape
@@ -523,7 +520,5 @@ def test_the_cli_wait_exits_non_zero_when_the_platform_is_gone(emulator, mf_env,
     run_id = launch()
     emulator.state.advance(past_step(2))
     emulator.faults.status(503, "GET", f"/rft/runs/{run_id}*", skip=2, times=None)
-    proc = subprocess.run([sys.executable, "-m", "skill", "wait-for-run", run_id, "--timeout-seconds", "1", "--json"],
-                          env=mf_env, capture_output=True, text=True, timeout=60)
-    error = json.loads(proc.stdout)
-    assert proc.returncode == 3 and error["code"] == "unavailable" and "stale" in error["message"]
+    code, error = mf_json("wait-for-run", run_id, "--timeout-seconds", "1", env=mf_env)
+    assert code == 3 and error["code"] == "unavailable" and "stale" in error["message"]

@@ -20,7 +20,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from _helpers import EXAMPLE, approved_launch, emulator_env, in_terminal, unavailable
+from _helpers import EXAMPLE, approved_launch, emulator_env, in_terminal, mf, unavailable
 
 from skill import terminal
 from skill.demo import SCENARIOS
@@ -109,8 +109,7 @@ def test_the_demo_of_a_failed_run_fits_80_columns(tmp_path):
 def test_piped_output_is_tab_separated_data_without_padding_or_colour(world):
     env = {**world["env"], "PATH": os.environ["PATH"], "TERM": "xterm"}
     for args in main_commands(world):
-        done = subprocess.run([sys.executable, "-m", "skill", *args], env=env, cwd=world["work"],
-                              capture_output=True, text=True, timeout=300)
+        done = mf(*args, env=env, cwd=world["work"], timeout=300)
         assert "\x1b[" not in done.stdout + done.stderr, args
         # no padding (a row may end in a tab: its last cell is empty, the columns stay the same)
         assert not [line for line in done.stdout.splitlines() if line != line.rstrip(" ")], args
@@ -120,8 +119,7 @@ def test_piped_output_is_tab_separated_data_without_padding_or_colour(world):
             rows = [line.split("\t") for line in done.stdout.splitlines() if line]
             assert len(rows) > 1 and len({len(r) for r in rows}) == 1, (args, done.stdout)
             assert all("  " not in cell for row in rows for cell in row), args
-    runs = subprocess.run([sys.executable, "-m", "skill", "list-runs"], env=env, cwd=world["work"],
-                          capture_output=True, text=True, timeout=120)
+    runs = mf("list-runs", env=env, cwd=world["work"])
     assert runs.stdout.splitlines()[1].split("\t")[0] == world["run_id"]  # `| cut -f1` gives the ids
 
 
@@ -256,8 +254,7 @@ def test_piped_check_progress_holds_the_same_facts_whether_or_not_the_result_has
     emulator.state.advance(600)
     facts = {}
     for run_id in (world["run_id"], looping):
-        done = subprocess.run([sys.executable, "-m", "skill", "check-progress", run_id], env=env, cwd=world["work"],
-                              capture_output=True, text=True, timeout=120)
+        done = mf("check-progress", run_id, env=env, cwd=world["work"])
         sections = piped_sections(done.stdout)
         assert all(len(row) == 2 for row in sections[0]), done.stdout
         assert not [line for line in done.stdout.splitlines() if line.startswith("- ")], done.stdout
@@ -274,8 +271,7 @@ def test_piped_validate_config_prints_its_facts_on_stdout_with_or_without_errors
     bad.write_text(EXAMPLE.read_text() + "\n[trainer.nonsense]\nwhat = 1\n")
     names = []
     for config in (str(EXAMPLE), str(bad)):
-        done = subprocess.run([sys.executable, "-m", "skill", "validate-config", config], env=env, cwd=world["work"],
-                              capture_output=True, text=True, timeout=120)
+        done = mf("validate-config", config, env=env, cwd=world["work"])
         sections = piped_sections(done.stdout)
         assert all(len(row) == 2 for row in sections[0]), done.stdout
         names.append([row[0] for row in sections[0]])

@@ -4,12 +4,11 @@ chat-assistant helpers, against real tools and the emulator over HTTP."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _helpers import CLI
+from _helpers import mf
 from pydantic import BaseModel, ConfigDict, Field
 
 from skill import registry
@@ -143,8 +142,7 @@ def test_exports_have_one_entry_per_tool_in_each_format() -> None:
 
 @pytest.mark.parametrize("fmt", ["openai", "anthropic", "mcp"])
 def test_cli_export_prints_the_registry_specs(fmt: str) -> None:
-    done = subprocess.run([str(CLI), "tools", "export", "--format", fmt], capture_output=True, text=True,
-                          check=False, timeout=60)
+    done = mf("tools", "export", "--format", fmt)
     assert done.returncode == 0, done.stderr
     expected = {"openai": registry.openai_tools, "anthropic": registry.anthropic_tools, "mcp": registry.mcp_tools}
     assert json.loads(done.stdout) == expected[fmt]()

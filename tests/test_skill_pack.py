@@ -390,8 +390,7 @@ def test_install_skill_goes_to_each_agents_folder_per_user_or_per_project(agent,
     env = {"PATH": os.environ["PATH"], "HOME": str(home)}
     name = split_skill()[0]["name"]
     for extra, where in (([], home / user), (["--project"], work / project)):
-        done = subprocess.run([sys.executable, "-m", "skill", "install-skill", "--agent", agent, *extra], env=env,
-                              cwd=work, capture_output=True, text=True, timeout=60)
+        done = mf("install-skill", "--agent", agent, *extra, env=env, cwd=work)
         assert done.returncode == 0, done.stderr
         assert (where / name / "SKILL.md").read_bytes() == SKILL_MD.read_bytes()
 

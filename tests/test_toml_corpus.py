@@ -11,13 +11,12 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import tomllib
 import tracemalloc
 from pathlib import Path
 
 import pytest
-from _helpers import CLI
+from _helpers import mf_json
 
 from skill import registry
 from skill.cli import main
@@ -92,10 +91,9 @@ def test_the_cli_reports_each_malformed_document_with_its_line_and_column(docume
 @pytest.mark.parametrize("name", ["key-duplicate", "nesting-arrays-unclosed-5000", "utf8-invalid-byte",
                                   "string-multiline-basic-unterminated"])
 def test_the_installed_cli_reports_the_line_and_column_in_its_own_process(mf_env, name):
-    done = subprocess.run([str(CLI), "validate-config", str(CORPUS / f"{name}.toml"), "--json"], env=mf_env,
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert done.returncode == 3, done.stderr
-    located(ToolError.model_validate(json.loads(done.stdout)), name)
+    code, error = mf_json("validate-config", CORPUS / f"{name}.toml", env=mf_env)
+    assert code == 3, error
+    located(ToolError.model_validate(error), name)
 
 
 # -- refused before parsing, each with its own error ---------------------------------------------------
