@@ -80,7 +80,7 @@ def test_refused_without_a_terminal(setup):
 
 def test_refused_with_json_even_at_a_terminal(setup):
     plan = setup["plan"]
-    code, out = in_terminal([CLI, "approve", plan.plan_id, "--json"], setup["env"], setup["cwd"], None)
+    code, out = in_terminal([CLI, "approve", plan.plan_id, "--json"], setup["env"], setup["cwd"])
     assert code == 4 and "--json" in out and not TOKEN.search(out)
     assert approvals(setup["ctx"], plan.plan_id) == 0
 
@@ -105,9 +105,9 @@ def test_three_wrong_answers_or_a_changed_plan_are_not_approved(setup):
     assert out.count("last 4 characters") == 3 and "2 more tries" in out and "1 more try" in out
     assert "To try again, run" in out and printed_command(out, "approve").endswith(f"approve {plan.plan_id}")
     setup["cfg"].write_text(setup["cfg"].read_text().replace("max_steps = 20", "max_steps = 400"))
-    code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], None)
+    code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"])
     assert code == 4 and "plan_changed" in out and "file_sha256" in out and not TOKEN.search(out)
-    code, out = in_terminal([CLI, "approve", "plan_000000000000"], setup["env"], setup["cwd"], None)
+    code, out = in_terminal([CLI, "approve", "plan_000000000000"], setup["env"], setup["cwd"])
     assert code == 3 and "unknown_plan" in out
     assert approvals(setup["ctx"], plan.plan_id) == 0
 
