@@ -13,6 +13,7 @@ import os
 import re
 import select
 import shutil
+import socket
 import stat
 import struct
 import subprocess
@@ -174,6 +175,14 @@ def example(tmp_path: Path, rel: str = "reverse-text/rl.toml", name: str | None 
     return dest
 
 
+def free_port() -> int:
+    """A loopback port free now (bound, then released): for a server a test starts on it, or one that
+    nothing listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def script(folder: Path, name: str, body: str) -> Path:
     """An executable shell script ``folder/name`` running ``body`` (a program that misbehaves on cue);
     its path. ``folder`` is created if missing."""
@@ -185,6 +194,12 @@ def script(folder: Path, name: str, body: str) -> Path:
 
 
 # -- the CLI in a new process or at a pseudo-terminal ----------------------------------------------
+
+
+def pasted(command: str, env: dict[str, str], cwd: Path | None = None,
+           timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``command``, as printed for a person, pasted into their bash: the finished process, output as text."""
+    return subprocess.run(["bash", "-c", command], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
 def mf(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None,

@@ -26,6 +26,7 @@ from _helpers import (
     emulator_env,
     in_terminal,
     make_ctx,
+    pasted,
     planned,
 )
 
@@ -150,8 +151,7 @@ def test_terminal_approval_of_a_second_resume_shows_its_cost_and_the_earlier_run
     assert code == 0 and "PAUSE this run" in out and run.run_id in out
     command = printed_command(out, "pause-run")  # pasted into the person's shell as printed
     emulator.state.set_speed(DEMO_SPEED)  # the pause completes while the command polls
-    done = subprocess.run(["bash", "-c", command], env=setup["env"], cwd=setup["cwd"], capture_output=True, text=True,
-                          timeout=60)
+    done = pasted(command, setup["env"], setup["cwd"], timeout=60)
     assert done.returncode == 0, done.stderr
     assert emulator.state.run(run.run_id).status == "PAUSED" and "PAUSED" in done.stderr + done.stdout
 
@@ -166,8 +166,7 @@ def test_terminal_approval_of_a_second_resume_shows_its_cost_and_the_earlier_run
                   "per GPU-hour", "GPUs:"):
         assert shown in out, shown
     command = printed_command(out, "resume-run")
-    done = subprocess.run(["bash", "-c", command], env=setup["env"], cwd=setup["cwd"], capture_output=True, text=True,
-                          timeout=60)
+    done = pasted(command, setup["env"], setup["cwd"], timeout=60)
     assert done.returncode == 0, done.stderr
     assert len(emulator.state.runs) == 3  # the launch, the first resume, and this one a person approved
 
@@ -248,7 +247,6 @@ def test_the_approval_screen_fits_80_columns_and_prints_its_command_whole_on_a_l
         assert len(line) <= 80 or line == command or len(line.split()) == 1, line
         last = line.split()[-1] if line.split() else ""
         assert not [w for w in words if 4 <= len(last) < len(w) and w.startswith(last)], line  # nothing split
-    done = subprocess.run(["bash", "-c", command], env=setup["env"], cwd=setup["cwd"], capture_output=True, text=True,
-                          timeout=120)
+    done = pasted(command, setup["env"], setup["cwd"], timeout=120)
     assert done.returncode == 0, done.stderr
     assert len(emulator.state.runs) == 1

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _helpers import EXAMPLE, approved_launch, mf, planned
+from _helpers import EXAMPLE, approved_launch, free_port, mf, pasted, planned
 
 from skill import registry
 from skill.cli import COMMANDS, main
@@ -449,15 +449,11 @@ def test_an_emulator_host_this_machine_does_not_have_is_named_as_the_problem(env
 
 @pytest.mark.parametrize(("host", "warned"), [("0.0.0.0", True), ("127.0.0.1", False), ("localhost", False)])
 def test_an_emulator_listening_beyond_the_loopback_warns_that_other_machines_can_use_its_fixed_key(env, host, warned):
-    import socket
-
     import httpx
 
     from skill.emulator import DEFAULT_API_KEY
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "skill", "emulator", "--host", host, "--port", str(port)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -493,10 +489,6 @@ def hinted(proc: subprocess.CompletedProcess, label: str) -> str:
     found = re.search(rf"Next: {label} `([^`]+)`", " ".join(proc.stderr.split()))
     assert found, proc.stderr
     return found[1]
-
-
-def pasted(command: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=120)
 
 
 def test_list_runs_page_hints_keep_the_limit_and_filters_and_paste_as_printed(env, emulator, launch):

@@ -9,10 +9,10 @@ injection (``emulator.faults``); the clock is frozen and advanced explicitly.
 from __future__ import annotations
 
 import io
-import socket
 from pathlib import Path
 
 import pytest
+from _helpers import free_port
 
 from skill.emulator import TEAM_RESEARCH_ID, EmulatorServer
 from tools.platform import errors as perr
@@ -180,9 +180,7 @@ def test_create_rejections_are_typed_and_not_ambiguous(mf):
 
 
 def test_connection_refused_means_nothing_was_sent(tmp_path):
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     env = {"PRIME_API_KEY": "fake-prime-api-key", "PRIME_API_BASE_URL": f"http://127.0.0.1:{port}"}
     sleeps: list[float] = []
     with PlatformClient(resolve_settings(env=env, home=tmp_path), retry=RetryPolicy(sleep=sleeps.append)) as client:

@@ -8,14 +8,13 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import httpx
 import pytest
-from _helpers import mf
+from _helpers import free_port, mf, pasted
 
 from skill.demo import SCENARIOS
 from skill.emulator import DEFAULT_API_KEY
@@ -87,12 +86,6 @@ def test_demo_scenario_json_gives_the_verdict_and_its_evidence(scenario, tmp_pat
         assert "dest" not in out and not (tmp_path / "traces").exists()
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def served(tmp_path):
     """``model-factory emulator --scenario stalled`` in its own process, and the exports it prints."""
@@ -140,10 +133,9 @@ def test_a_stalled_run_whose_logs_say_nothing_is_diagnosed_so_and_the_printed_st
     assert "found no error" in said and "env-server/reverse-text" in said, proc.stderr
     stop = re.search(r"Next: Stop the run so it stops costing money: `([^`]+ stop-run (\w+))`", said)
     assert stop, proc.stderr
-    pasted = subprocess.run(["bash", "-c", stop[1]], env=env, cwd=tmp_path, capture_output=True, text=True,
-                            timeout=120)
+    stopped = pasted(stop[1], env, tmp_path)
     # the stop is planned for that run and waits for a person's approval (exit 4), as every stop does
-    assert pasted.returncode == 4 and f"stop run {stop[2]}" in pasted.stderr, pasted.stderr
+    assert stopped.returncode == 4 and f"stop run {stop[2]}" in stopped.stderr, stopped.stderr
 
 
 @pytest.fixture
@@ -218,6 +210,5 @@ def test_an_interrupted_demo_that_cannot_stop_its_run_prints_the_command_that_do
     assert out["next_calls"] == [{"tool": "mf_stop_run", "arguments": {"run_id": run_id}}]
     command = re.search(r"Stop it with `([^`]+)`", said)[1]
     httpx.delete(f"{base}/_emulator/faults").raise_for_status()
-    pasted = subprocess.run(["bash", "-c", command], env=env, cwd=tmp_path, capture_output=True, text=True,
-                            timeout=120)
-    assert pasted.returncode == 4 and f"stop run {run_id}" in pasted.stderr, pasted.stderr  # a person approves it
+    stopped = pasted(command, env, tmp_path)
+    assert stopped.returncode == 4 and f"stop run {run_id}" in stopped.stderr, stopped.stderr  # a person approves it
