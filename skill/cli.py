@@ -11,8 +11,10 @@ rendering or, with ``--json``, the result model as JSON.
 Argument values are checked in one place, the registry (:func:`skill.registry.check_arguments`):
 the parser passes them on as text, so a bad value gives the same ``bad_arguments`` ToolError on
 every surface. Usage errors never quote a value back (it may be a pasted secret): they name the
-argument and what it expects. With ``--json`` a usage error is a ToolError-shaped JSON object
-(``code: bad_arguments``) on stdout; without it, argparse's usage line and message on stderr.
+argument and what it expects, and an unknown option by its name (unless it looks like a key); a
+positional argument given as an option (``--dest DIR``) gets the usage line to use. With
+``--json`` a usage error is a ToolError-shaped JSON object (``code: bad_arguments``) on stdout;
+without it, argparse's usage line and the message on stderr (wrapped at a terminal).
 Exit codes: :mod:`skill.exit_codes` (usage errors exit 2).
 """
 
@@ -92,6 +94,7 @@ class _Parser(argparse.ArgumentParser):
         kwargs.setdefault("allow_abbrev", False)  # "--t" never silently means "--tail-lines"
         super().__init__(*args, add_help=False, **kwargs)
         self.fields: dict[str, str] = {}  # option string or metavar -> the field it sets
+        self._argv: list[str] = []  # the words parse_all was given
         if add_help:
             self.add_argument("-h", "--help", action="help", help="Show this help and exit.")
 
@@ -108,25 +111,86 @@ class _Parser(argparse.ArgumentParser):
         fields: list[tuple[str, str]] = []
         if required := _REQUIRED.match(message):
             fields = [(self.fields.get(n.strip(), n.strip()), "required") for n in required[1].split(",")]
+            options = {o for a in self._actions for o in a.option_strings}
+            words = self._argv[:self._argv.index("--")] if "--" in self._argv else self._argv
+            unknown = [n for w in words if w.startswith("--") and (n := _option_name(w)) and n not in options]
+            if unknown:  # said at once, so one correction fixes both
+                message += f"; unknown option{'s' if len(unknown) > 1 else ''} {', '.join(dict.fromkeys(unknown))}"
         elif named := _ARGUMENT.match(message):
             name = named[1].split("/")[0].strip()
             fields = [(self.fields.get(name, name), message[named.end():])]
         raise UsageError(self.prog, message, self.format_usage(), fields)
 
     def parse_all(self, argv: list[str]) -> dict[str, Any]:
-        """Parse ``argv``; anything left over is a usage error that names this command's own
-        options (the closest ones when there are) and never the words that were given."""
+        """Parse ``argv``. A positional argument given as an option (``--dest DIR``) is a usage error
+        naming it and the usage line to use; anything else left over is one naming each unknown
+        option (:func:`_option_name`) and this command's own options (the closest ones when there
+        are), never the values that were given."""
+        self._argv = list(argv)
+        self._refuse_positional_as_option(argv)
         values, extra = self.parse_known_args(argv)
         if extra:
             ours = sorted({o for a in self._actions for o in a.option_strings if o.startswith("--")})
             typed = [w.split("=", 1)[0] for w in extra if w.startswith("-")]
+            named = [n for n in dict.fromkeys(map(_option_name, typed)) if n]
+            hidden = sum(1 for w in typed if not _option_name(w))
             close = sorted({m for w in typed for m in difflib.get_close_matches(w, ours, n=2)})
-            what = [f"{len(typed)} unknown option(s)"] if typed else []
-            what += [f"{len(extra) - len(typed)} unexpected value(s)"] if len(extra) > len(typed) else []
+            what = [f"unknown option{'s' if len(named) > 1 else ''} {', '.join(named)}"] if named else []
+            what += [f"{hidden} unknown option(s) (not shown)"] if hidden else []
+            what += [f"{len(extra) - len(typed)} unexpected value(s) (not shown)"] if len(extra) > len(typed) else []
             hint = f"did you mean {' or '.join(close)}?" if close else f"its options: {', '.join(ours)}"
-            raise UsageError(self.prog, f"{' and '.join(what)} (not shown); {hint}", self.format_usage(),
+            raise UsageError(self.prog, f"{' and '.join(what)}; {hint}", self.format_usage(),
                              [("", f"{' and '.join(what)}; {hint}")])
         return vars(values)
+
+    def _refuse_positional_as_option(self, argv: list[str]) -> None:
+        """Raise a usage error when a word of ``argv`` (before ``--``) is an option this command does not
+        have whose name is one of its positional arguments (``--dest`` for DEST, ``--run-id`` or ``--run``
+        for RUN_ID, ``--config`` for CONFIG_PATH): it names them and prints the usage line with the
+        positional arguments in order, as the person's shell runs this installation."""
+        positional = [a for a in self._actions
+                      if not a.option_strings and not isinstance(a, argparse._SubParsersAction)]
+        options = {o for a in self._actions for o in a.option_strings}
+        typed: dict[str, argparse.Action] = {}
+        for word in argv[:argv.index("--")] if "--" in argv else argv:
+            name = word.split("=", 1)[0]
+            if not name.startswith("-") or name in options:
+                continue
+            key = name.lstrip("-").lower().replace("-", "_")
+            for action in positional:
+                if key in (action.dest, action.dest.removesuffix("_id"), action.dest.removesuffix("_path")):
+                    typed.setdefault(name, action)
+        if not typed:
+            return
+        from tools.core import program
+
+        metavar = {a.dest: str(a.metavar or a.dest.upper()) for a in positional}
+        usage = " ".join([program(), self.prog.removeprefix(PROG).strip(),
+                          *(metavar[a.dest] if a.nargs is None else f"[{metavar[a.dest]}]" for a in positional)])
+        given = list(dict.fromkeys(typed.values()))
+        names, args = " and ".join(typed), " and ".join(metavar[a.dest] for a in given)
+        subject = f"{names} {'is not an option' if len(typed) == 1 else 'are not options'}"
+        what = (f"{args} is positional, given without an option name" if len(given) == 1 else
+                f"{args} are positional, given in this order without option names")
+        message = f"{subject}: {what}: `{usage}` (any options after)"
+        raise UsageError(self.prog, message, self.format_usage(),
+                         [(a.dest, f"positional: give {metavar[a.dest]} without {n}") for n, a in typed.items()])
+
+
+#: What an option name looks like: shown in a usage error (a value never is).
+_OPTION_NAME = re.compile(r"--?[A-Za-z][A-Za-z0-9_-]{0,39}")
+
+
+def _option_name(word: str) -> str | None:
+    """The option name a command-line word gives (``--dest`` of ``--dest=out``, its value dropped) when it
+    may be shown: shaped like an option name and not like a key (a known key format pasted after ``--``);
+    else None."""
+    name = word.split("=", 1)[0]
+    if not _OPTION_NAME.fullmatch(name):
+        return None
+    from tools.guardrails.secrets import find_secret_values
+
+    return None if find_secret_values(name, root="option") else name
 
 
 def _choice(*allowed: str) -> Callable[[str], str]:
@@ -526,8 +590,13 @@ def _print_usage_error(error: UsageError, as_json: bool) -> None:
         fields = [FieldProblem(path=path, problem=problem) for path, problem in error.fields]
         print(ToolError(code="bad_arguments", message=f"{error.prog}: {error.message}", fix=fix,
                         fields=fields).model_dump_json(indent=2))
-    else:
-        print(f"{error.usage}{error.prog}: error: {error.message}\n{fix}", file=sys.stderr)
+    else:  # at a terminal, wrapped to its width with each command on a line of its own
+        from skill import terminal
+
+        width = terminal.stderr().width
+        lines = [*terminal.wrap(f"{error.prog}: error: {error.message}", width, "  ", "", commands=True),
+                 *terminal.wrap(fix, width, "  ", "", commands=True)]
+        print(error.usage + "\n".join(lines), file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 from _helpers import EXAMPLE, approved_launch, free_port, mf, pasted, planned
 
 from skill import registry
-from skill.cli import COMMANDS, main
+from skill.cli import COMMANDS, command_parser, main
 from skill.exit_codes import (
     EXIT_AMBIGUOUS,
     EXIT_CHECK_FAILED,
@@ -26,6 +27,7 @@ from skill.exit_codes import (
     EXIT_TOOL_ERROR,
     EXIT_USAGE,
 )
+from tools.core import program
 from tools.errors import ToolError
 
 
@@ -260,7 +262,7 @@ SECRET_LIKE = "correct-horse-battery-staple-pw"
     ["get-logs", "crun", "--since-seconds", SECRET_LIKE],
     ["get-logs", "crun", "--component", SECRET_LIKE],
     ["get-run", "crun", SECRET_LIKE],
-    ["get-run", "crun", f"--{SECRET_LIKE}={SECRET_LIKE}"],
+    ["get-run", "crun", f"--no-such-option={SECRET_LIKE}"],
     ["get-run", "crun", f"--json={SECRET_LIKE}"],
     ["emulator", "--port", SECRET_LIKE],
     ["tools", "export", "--format", SECRET_LIKE],
@@ -272,6 +274,59 @@ def test_a_usage_error_names_the_argument_and_never_echoes_its_value(env, args):
         no_traceback(proc)
         assert proc.returncode == EXIT_USAGE, (args, extra, proc.stdout, proc.stderr)
         assert SECRET_LIKE not in proc.stdout + proc.stderr, (args, extra)
+
+
+FAKE_KEY = "hf_" + "FAKE" * 9
+
+
+def test_an_unknown_option_names_itself_but_never_its_value_nor_a_key_pasted_as_an_option(env):
+    proc = mf("list-runs", f"--lmit={SECRET_LIKE}", "--bogus", SECRET_LIKE, f"--{FAKE_KEY}", env=env)
+    no_traceback(proc)
+    assert proc.returncode == EXIT_USAGE and "unknown options --lmit, --bogus" in proc.stderr, proc.stderr
+    assert "did you mean --limit?" in proc.stderr and "1 unknown option(s) (not shown)" in proc.stderr
+    assert SECRET_LIKE not in proc.stderr and FAKE_KEY not in proc.stderr
+
+
+def positional_words(command: str) -> list[tuple[str, str]]:
+    """(field, METAVAR) of each positional argument of ``command``, in order."""
+    parser = command_parser(command)
+    return [(a.dest, a.metavar) for a in parser._actions if not a.option_strings and a.dest != "action"]
+
+
+WITH_POSITIONALS = [c for c in [*COMMANDS, *(s.command for s in registry.TOOLS)] if positional_words(c)]
+
+
+@pytest.mark.parametrize("command", WITH_POSITIONALS)
+def test_a_positional_argument_given_as_an_option_says_it_is_positional_with_the_usage_line(command, capsys):
+    words = positional_words(command)
+    usage = " ".join([program(), command, *(metavar for _, metavar in words)])
+    for field, metavar in words:
+        for option in ("--" + field.replace("_", "-"), "--" + field.removesuffix("_id").removesuffix("_path")):
+            with pytest.raises(SystemExit) as done:
+                main([command, *(["x"] * (len(words) - 1)), option, "y"])
+            said = capsys.readouterr().err
+            assert done.value.code == EXIT_USAGE and "Traceback" not in said
+            flat = " ".join(said.split())
+            assert f"{option} is not an option: {metavar} is positional" in flat and f"`{usage}`" in flat, said
+            with pytest.raises(SystemExit):
+                main([command, f"{option}=y", "--json"])
+            error = json.loads(capsys.readouterr().out)
+            assert error["code"] == "bad_arguments" and [f["path"] for f in error["fields"]] == [field], error
+
+
+def test_the_usage_line_of_a_positional_given_as_an_option_runs_when_pasted_with_its_values(env, emulator, launch,
+                                                                                              tmp_path):
+    run_id = launch()
+    emulator.state.advance(3600)
+    dest = tmp_path / "traces here"
+    proc = mf("download-traces", run_id, "--dest", str(dest), env=env)
+    no_traceback(proc)
+    assert proc.returncode == EXIT_USAGE and not dest.exists()
+    usage = re.search(r"`([^`]+ RUN_ID DEST)`", " ".join(proc.stderr.split()))
+    assert usage and "--dest is not an option: DEST is positional" in " ".join(proc.stderr.split()), proc.stderr
+    done = pasted(usage[1].replace("RUN_ID", run_id).replace("DEST", shlex.quote(str(dest))), env)
+    assert done.returncode == 0, done.stderr
+    assert (dest / "manifest.jsonl").is_file()
 
 
 def test_a_bad_value_says_which_field_and_what_type_it_expects(env):
@@ -347,7 +402,8 @@ def test_every_command_answers_a_usage_error_under_json_with_a_tool_error(comman
     out = capsys.readouterr().out
     assert done.value.code == EXIT_USAGE
     error = json.loads(out)
-    assert error["code"] == "bad_arguments" and "--help" in error["fix"] and "no-such-option" not in out
+    assert error["code"] == "bad_arguments" and "--help" in error["fix"]
+    assert re.search(r"unknown options? --no-such-option\b", error["message"]), error["message"]
 
 
 # -- a reader that stops early (`| head -1`) -----------------------------------------------------
