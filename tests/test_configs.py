@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tomllib
 from collections.abc import Callable
@@ -527,6 +528,21 @@ def test_a_folder_and_a_byte_order_mark(tmp_path: Path, ctx: Context):
     bom = tmp_path / "bom.toml"
     bom.write_bytes(b"\xef\xbb\xbf" + (EXAMPLES / "basic/reverse-text/rl.toml").read_bytes())
     assert validate(bom, ctx).valid
+
+
+def test_a_folder_given_as_a_config_suggests_only_a_prime_rl_config_in_it_or_a_bundled_example(tmp_path: Path,
+                                                                                                  ctx: Context):
+    (tmp_path / "a-stray.toml").write_text("[tool.black]\nline-length = 100\n")  # sorts first: not a prime-rl config
+    (tmp_path / "b-broken.toml").write_text("[model\n")
+    stray = validate_config(ValidateConfigInput(config_path=str(tmp_path)), ctx)
+    assert isinstance(stray, ToolError) and stray.code == "bad_arguments"
+    assert "a-stray" not in stray.fix and "b-broken" not in stray.fix and "not a prime-rl config" in stray.fix
+    example = re.search(r"a bundled example id such as (\S+) ", stray.fix)
+    assert example and validate(example[1], ctx).valid, stray.fix  # the id it names exists and validates
+    shutil.copy(EXAMPLES / "basic/reverse-text/rl.toml", tmp_path / "c-run.toml")
+    holding = validate_config(ValidateConfigInput(config_path=str(tmp_path)), ctx)
+    named = re.search(r"e\.g\. (\S+) \(a prime-rl config in that folder\)", holding.fix)
+    assert named and named[1] == str(tmp_path / "c-run.toml") and validate(Path(named[1]), ctx).valid, holding.fix
 
 
 def test_an_example_id_can_be_validated(ctx: Context):

@@ -34,22 +34,47 @@ MAX_CONFIG_BYTES = 1024 * 1024
 MAX_NESTING = 64
 
 
-#: Entries of a folder passed as a config path that are looked at for .toml files to name instead.
+#: Entries of a folder passed as a config path that are looked at for .toml files to name instead, and
+#: how many of those are read to find one that is a prime-rl config.
 _FOLDER_SCAN = 1000
+_FOLDER_READS = 20
+#: Top-level tables of which a prime-rl config (RL or SFT) has at least one.
+_PRIME_RL_TABLES = ("model", "trainer", "orchestrator", "inference", "deployment", "data", "ckpt")
+#: The bundled example named where a path is not a config file: it exists wherever these tools are installed.
+SMOKE_EXAMPLE = "basic/reverse-text/rl"
+
+
+def _config_in(folder: Path) -> tuple[Path | None, int]:
+    """The first .toml file of ``folder`` (by name) that is a prime-rl config (a regular file up to
+    :data:`MAX_CONFIG_BYTES` that parses and has one of :data:`_PRIME_RL_TABLES`), and how many .toml
+    files the folder holds (of its first :data:`_FOLDER_SCAN` entries). A stray TOML (a pyproject.toml,
+    a broken file) is never the one named."""
+    try:
+        with os.scandir(folder) as entries:
+            tomls = sorted(e.name for e in itertools.islice(entries, _FOLDER_SCAN)
+                           if e.name.endswith(".toml") and e.is_file())
+    except OSError:
+        return None, 0
+    for name in tomls[:_FOLDER_READS]:
+        try:
+            data = parse_toml_text(read_bounded(folder / name), folder / name)[1]
+        except ToolFailure:
+            continue
+        if any(isinstance(data.get(table), dict) for table in _PRIME_RL_TABLES):
+            return folder / name, len(tomls)
+    return None, len(tomls)
 
 
 def _not_a_file(path: Path, folder: bool, argument: str) -> ToolFailure:
-    """``bad_arguments`` for a config path that is a folder (naming a .toml file in it, when it has one) or
-    another file that is not regular (a FIFO, device or socket: never read, it could block or never end)."""
-    examples = f"or make one from a bundled example: {_EXAMPLES} lists them, mf_prepare_config copies one."
+    """``bad_arguments`` for a config path that is a folder (naming a prime-rl config in it, when it has
+    one) or another file that is not regular (a FIFO, device or socket: never read, it could block or never
+    end). The fix names only what exists and works: that config's path, or a bundled example id."""
+    examples = (f"or a bundled example id such as {SMOKE_EXAMPLE} ({_EXAMPLES} lists them; mf_prepare_config copies "
+                "one to edit).")
     if folder:
-        try:
-            with os.scandir(path) as entries:
-                tomls = sorted(e.name for e in itertools.islice(entries, _FOLDER_SCAN)
-                               if e.name.endswith(".toml") and e.is_file())
-        except OSError:
-            tomls = []
-        inside = (f"e.g. {path / tomls[0]}" + (f" (the folder holds {len(tomls)})" if len(tomls) > 1 else "")
+        found, tomls = _config_in(path)
+        inside = (f"e.g. {found} (a prime-rl config in that folder)" if found else
+                  f"not a folder (its {tomls} .toml file{'s are' if tomls > 1 else ' is'} not a prime-rl config)"
                   if tomls else "not a folder")
         return fail("bad_arguments", f"{path} is a folder, not a config file.",
                     f"Pass the path of a .toml file, {inside}, {examples}", next_calls=[_EXAMPLES],
