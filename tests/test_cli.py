@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _helpers import EXAMPLE, approved_launch, free_port, mf, pasted, planned
+from _helpers import EXAMPLE, approved_launch, free_port, mf, mf_json, pasted, planned
 
 from skill import registry
 from skill.cli import COMMANDS, command_parser, main
@@ -277,6 +277,18 @@ def test_a_usage_error_names_the_argument_and_never_echoes_its_value(env, args):
 
 
 FAKE_KEY = "hf_" + "FAKE" * 9
+
+
+def test_plan_run_takes_a_bundled_example_id_as_validate_config_and_prepare_config_do(env, tmp_path):
+    code, plan = mf_json("plan-run", "basic/reverse-text/rl", "--team", "personal", env=env)
+    assert code == 0 and plan["config_path"] == str(EXAMPLE), plan
+    for args in (("plan-run", "basic/no-such/rl", "--team", "personal"), ("validate-config", "basic/no-such/rl"),
+                 ("prepare-config", "basic/no-such/rl", str(tmp_path / "x.toml"))):
+        code, error = mf_json(*args, env=env)
+        assert (code, error["code"]) == (EXIT_TOOL_ERROR, "config_not_found"), error
+        assert "'basic/no-such/rl' is not a bundled example id" in error["message"], error
+        assert error["next_calls"] == [{"tool": "mf_list_examples", "arguments": {}}]
+    assert not (tmp_path / "x.toml").exists()
 
 
 def test_an_unknown_option_names_itself_but_never_its_value_nor_a_key_pasted_as_an_option(env):

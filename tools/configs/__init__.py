@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tools.configs._analysis import Issue, ValidationReport, analyze, validate_file, validate_read
 from tools.configs._edits import Change, dest_exists, edit, write_new_file
-from tools.configs._examples import EXAMPLES_DIR, example_descriptions, example_paths, resolve_example
+from tools.configs._examples import EXAMPLES_DIR, example_descriptions, example_paths, resolve_config
 from tools.configs._facts import (
     CLI_ONLY_KEYS,
     CLI_OPTIONS,
@@ -116,6 +116,7 @@ __all__ = [
     "prepare_config",
     "read_bounded",
     "read_config",
+    "resolve_config",
     "schema_worker",
     "snapshot_metadata",
     "snapshot_schema",
@@ -252,14 +253,12 @@ def validate_config(inp: ValidateConfigInput, ctx: Context) -> ValidationReport:
     project). Verdicts are cached in the state folder (``<state>/validation-cache``).
 
     ``config_path`` may also be a bundled example id (``basic/reverse-text/rl``, see
-    mf_list_examples) when no file has that path.
+    mf_list_examples) when no file has that path (:func:`resolve_config`, as every config argument).
 
     Errors: ``config_not_found``, ``bad_arguments`` (a folder, FIFO or device), ``invalid_toml`` (line and
     column in ``fields``).
     """
-    path = ctx.resolve_path(inp.config_path)
-    if not path.exists():
-        path = example_paths().get(inp.config_path.strip().removeprefix("examples/").removesuffix(".toml"), path)
+    path, _ = resolve_config(inp.config_path, ctx)
     prime = None
     if inp.schema == "prime":
         prime = PrimeOptions(image_tag=inp.image_tag, source_ref=inp.source_ref,
@@ -319,7 +318,7 @@ def prepare_config(inp: PrepareConfigInput, ctx: Context) -> PreparedConfig:
     example, an example path that is a folder, FIFO or device), ``write_failed``,
     ``secret_in_input`` (the source holds a secret-looking value; nothing is written).
     """
-    source, label = resolve_example(inp.example, ctx)
+    source, label = resolve_config(inp.example, ctx)
     dest = ctx.resolve_path(inp.dest)
     if dest.suffix != ".toml":
         raise fail("bad_arguments", "dest must be the path of a .toml file (its name does not end in .toml; value "

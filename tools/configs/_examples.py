@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from tools.configs._toml import SMOKE_EXAMPLE
 from tools.core import Context
 from tools.errors import call, fail
 
@@ -28,16 +29,21 @@ def example_descriptions() -> dict[str, str]:
     return {ident: f"{kind.strip()}: {notes.strip()}" for ident, kind, notes in rows}
 
 
-def resolve_example(example: str, ctx: Context) -> tuple[Path, str]:
-    ident = example.strip().removeprefix("examples/").removesuffix(".toml")
+def resolve_config(text: str, ctx: Context) -> tuple[Path, str]:
+    """What a config argument names (``example`` of mf_prepare_config, ``config_path`` of
+    mf_validate_config and mf_plan_run; the one place that decides): ``(path, label)``. An existing
+    path wins (relative to the working folder; a folder or FIFO too, so reading it says what is wrong);
+    else a bundled example id (``basic/reverse-text/rl``, also written ``examples/...`` or with
+    ``.toml``), labelled with its id; else ToolFailure ``config_not_found`` naming both and
+    mf_list_examples. ``bad_arguments`` for a path that cannot be a path (NUL, unknown ``~user``)."""
+    path = ctx.resolve_path(text)
+    if path.exists():
+        return path, str(path)
+    ident = text.strip().removeprefix("examples/").removesuffix(".toml")
     bundled = example_paths()
     if ident in bundled:
         return bundled[ident], ident
-    path = ctx.resolve_path(example)
-    if path.exists():  # reading it says what is wrong when it is not a config file
-        return path, str(path)
     listing = call("mf_list_examples")
-    raise fail("config_not_found", f"No bundled example {example!r} and no TOML file at {path}.",
-               f"Pass one of the ids {listing} lists (e.g. basic/reverse-text/rl), or an existing path.",
-               next_calls=[listing])
-
+    raise fail("config_not_found", f"No config file at {path}, and {text!r} is not a bundled example id.",
+               f"Check the path, or pass a bundled example id ({listing} lists them, e.g. {SMOKE_EXAMPLE}; "
+               "mf_prepare_config copies one to edit).", next_calls=[listing])

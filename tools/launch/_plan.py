@@ -77,7 +77,8 @@ class PlanRunInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     config_path: str = Field(description="Path of the prime-rl TOML to run (absolute, or relative to the "
-                                         "working folder). Validate it first with mf_validate_config.")
+                                         "working folder), or a bundled example id (mf_list_examples). Validate it "
+                                         "first with mf_validate_config.")
     team: str | None = Field(default=None, description=(
         "Who pays: 'personal', a team id (c + 24 lowercase letters/digits, see mf_list_teams), or null for "
         "the configured owner (PRIME_TEAM_ID, then the prime config). Planning stops when null and the "
@@ -373,7 +374,7 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     """
     known = ctx.scrubber.known_values()
     gsecrets.refuse_secret_values(args.model_dump(exclude_none=True), root="arguments", known_values=known)
-    path = ctx.resolve_path(args.config_path)
+    path, _ = configs.resolve_config(args.config_path, ctx)  # a path, or a bundled example id
     data, raw = configs.read_config(path)
     if args.source_ref is not None and (problem := configs.source_ref_problem(args.source_ref)):
         raise fail("bad_arguments", f"source_ref argument: {problem}",
