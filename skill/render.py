@@ -482,7 +482,9 @@ def _prepare(r: Any, v: View) -> None:
     v.opening = [f"Wrote {r.path} ({r.mode.upper()}, from {r.source}, {_count(len(r.changes), 'change')}); "
                  + ("it validates." if r.validation.valid else
                     f"{_count(len(r.validation.errors), 'validation error')}.")]
-    v.drop("path", "validation.valid")
+    if r.created_folders:  # made for it, as mkdir -p would
+        v.opening.append(f"Created {_count(len(r.created_folders), 'folder')} for it: {', '.join(r.created_folders)}.")
+    v.drop("path", "validation.valid", "created_folders")
     v.facts = [(k, val) for k, val in v.facts if not k.startswith("validation.")]
     nxt = call("mf_plan_run", config_path=r.path) if r.validation.valid else \
         call("mf_validate_config", config_path=r.path)

@@ -1,5 +1,5 @@
 """Inputs without limits: what is not a config file, files too large, TOML nested too deeply,
-numbers out of range, a destination folder that does not exist, lists of secret names.
+numbers out of range, a destination that cannot be a new file, lists of secret names.
 
 Through the ``model-factory`` CLI (a new process; its timeout only guards against a hang) or
 the registry, against the emulator where a plan needs it.
@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _helpers import EXAMPLE, mf, mf_json
+from _helpers import EXAMPLE, mf, mf_json, pasted
 
 from skill import registry
 from tools.configs import MAX_CONFIG_BYTES
@@ -172,11 +175,60 @@ def test_a_clock_speed_out_of_range_is_a_usage_error(mf_env, command, speed):
     assert done.returncode == 2 and "0 to 1e+06" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_prepare_refuses_a_destination_folder_that_does_not_exist(mf_env, tmp_path):
-    dest = tmp_path / "missing" / "dir" / "x.toml"
+def test_prepare_creates_the_missing_folders_of_its_destination_and_says_so(mf_env, tmp_path):
+    dest = tmp_path / "missing" / "dir with space" / "x.toml"
+    code, result = mf_json("prepare-config", "basic/reverse-text/rl", str(dest), env=mf_env)
+    assert code == 0 and result["path"] == str(dest) and dest.is_file() and result["valid"], result
+    assert result["created_folders"] == [str(tmp_path / "missing"), str(dest.parent)]
+    human = mf("prepare-config", "basic/reverse-text/rl", str(tmp_path / "more" / "y.toml"), env=mf_env)
+    assert human.returncode == 0 and f"Created 1 folder for it: {tmp_path / 'more'}." in human.stderr, human.stderr
+    code, existing = mf_json("prepare-config", "basic/reverse-text/rl", str(tmp_path / "z.toml"), env=mf_env)
+    assert code == 0 and existing["created_folders"] is None
+
+
+def test_prepare_removes_the_folders_it_made_when_the_write_fails(mf_env, tmp_path):
+    dest = tmp_path / "made" / "deeper" / ("a" * 245 + ".toml")  # a name the file system takes, its temp file's not
     code, error = mf_json("prepare-config", "basic/reverse-text/rl", str(dest), env=mf_env)
-    assert (code, error["code"]) == (2, "bad_arguments") and str(dest.parent) in error["message"]
-    assert not (tmp_path / "missing").exists()
+    assert (code, error["code"]) == (3, "write_failed") and not (tmp_path / "made").exists(), error
+
+
+@pytest.fixture(params=["folder", "fifo", "device", "under_a_file", "not_toml"])
+def wrong_destination(request, tmp_path: Path) -> tuple[Path, str]:
+    """A destination prepare-config must refuse, and what its message says of it."""
+    project = tmp_path / "project"
+    project.mkdir()
+    if request.param == "folder":
+        (project / "configs.toml").mkdir()
+        return project / "configs.toml", "is a folder"
+    if request.param == "fifo":
+        os.mkfifo(project / "pipe.toml")
+        return project / "pipe.toml", "is not a regular file"
+    if request.param == "device":
+        return Path("/dev/null"), "is not a regular file"
+    if request.param == "under_a_file":
+        (project / "notes").write_text("mine\n")
+        return project / "notes" / "sub" / "x.toml", f"{project / 'notes'} is a file, not a folder"
+    return project / "run.yaml", "does not end in .toml"
+
+
+def test_a_wrong_destination_is_named_with_a_command_that_works_when_pasted(mf_env, tmp_path, wrong_destination):
+    dest, said = wrong_destination
+    before = sorted(tmp_path.rglob("*"))
+    args = ("prepare-config", "basic/reverse-text/rl", str(dest), "--num-train-gpus", "1", "--num-infer-gpus", "1")
+    code, error = mf_json(*args, env=mf_env, cwd=tmp_path / "project")
+    assert (code, error["code"]) == (2, "bad_arguments") and str(dest) in error["message"], error
+    assert said in error["message"] and [f["path"] for f in error["fields"]] == ["dest"], error
+    human = mf(*args, env=mf_env, cwd=tmp_path / "project")
+    assert human.returncode == 2 and "Traceback" not in human.stderr and str(dest) in human.stderr
+    assert sorted(tmp_path.rglob("*")) == before  # nothing written, no folder made
+    fix = re.search(r"Fix: .*?e\.g\. `([^`]+)`", " ".join(human.stderr.split()))
+    assert fix, human.stderr
+    done = pasted(fix[1], mf_env, cwd=tmp_path / "project")
+    assert done.returncode == 0, done.stderr
+    words = shlex.split(fix[1])
+    written = Path(words[words.index("prepare-config") + 2])
+    assert written.is_file() and written.suffix == ".toml" and written != dest
+    assert tomllib.loads(written.read_text())["deployment"] == {"num_train_gpus": 1, "num_infer_gpus": 1}
 
 
 def test_prepare_exits_1_when_the_file_it_wrote_is_invalid(mf_env, tmp_path):

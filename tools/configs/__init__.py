@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import hashlib
 import warnings
+from pathlib import Path
 from typing import Literal
 
 import tomlkit
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.configs._analysis import Issue, ValidationReport, analyze, validate_file, validate_read
-from tools.configs._edits import Change, dest_exists, edit, write_new_file
+from tools.configs._edits import Change, edit, folders_to_create, make_folders, remove_folders, write_new_file
 from tools.configs._examples import EXAMPLES_DIR, example_descriptions, example_paths, resolve_config
 from tools.configs._facts import (
     CLI_ONLY_KEYS,
@@ -63,7 +64,7 @@ from tools.configs._schema_real import worker_for as schema_worker
 from tools.configs._schema_snapshot import snapshot_metadata, snapshot_schema, union_tags
 from tools.configs._toml import MAX_CONFIG_BYTES, load_toml, parse_document, read_bounded, read_config
 from tools.core import MAX_STEPS, Context, tool
-from tools.errors import FieldProblem, fail
+from tools.errors import ToolFailure, call
 from tools.guardrails.secrets import refuse_secret_values, toml_env_files
 
 __all__ = [
@@ -213,6 +214,8 @@ class PreparedConfig(BaseModel):
     sha256: str = Field(description="sha256 (hex) of the written file.")
     size_bytes: int = Field(description="Size of the written file in bytes.")
     changes: list[Change] = Field(description="Edits made to the copy; comments and key order are kept.")
+    created_folders: list[str] | None = Field(default=None, description=(
+        "Folders created for dest, outermost first, as mkdir -p would; null when its folder existed."))
     valid: bool = Field(description="True when the written file passes validation (validation.valid); the CLI exits "
                                     "1 otherwise, as validate-config does.")
     validation: ValidationReport = Field(description="mf_validate_config's report of the written file.")
@@ -225,7 +228,7 @@ class PrepareConfigInput(BaseModel):
 
     example: str = Field(description="Example id from mf_list_examples (e.g. basic/reverse-text/rl), or a path "
                                       "to an existing TOML.")
-    dest: str = Field(description="Path of the new .toml file; must not exist yet.")
+    dest: str = Field(description="Path of the new .toml file; must not exist yet (missing folders are created).")
     gpu_type: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_]{1,64}$",
                                  description="Top-level gpu_type for the run, e.g. H200_141GB (see mf_list_gpus).")
     num_train_gpus: int | None = Field(default=None, ge=1, le=64,
@@ -310,27 +313,21 @@ def prepare_config(inp: PrepareConfigInput, ctx: Context) -> PreparedConfig:
     ``deployment.num_train_gpus`` / ``num_infer_gpus`` (single_node only), top-level
     ``gpu_type``, ``max_steps`` (and any trainer/orchestrator ``max_steps``, which would
     otherwise conflict) and ``name`` when given. The source is only read. ``dest`` is written
-    atomically and never overwritten. Returns the path, sha256, the changes and the
-    validation report of the written file.
+    atomically and never overwritten; its missing folders are created as ``mkdir -p`` would
+    (``created_folders``; removed again when the write fails). Returns the path, sha256, the changes
+    and the validation report of the written file.
 
     Errors: ``config_not_found`` (unknown example), ``invalid_toml``, ``dest_exists``,
-    ``bad_arguments`` (dest not .toml, its folder missing (never created), GPU counts on a multi_node
-    example, an example path that is a folder, FIFO or device), ``write_failed``,
-    ``secret_in_input`` (the source holds a secret-looking value; nothing is written).
+    ``bad_arguments`` (dest not .toml, a folder, FIFO or device, or under a file: each names the path
+    and a call that works; GPU counts on a multi_node example, an example path that is a folder, FIFO
+    or device), ``write_failed``, ``secret_in_input`` (the source holds a secret-looking value;
+    nothing is written).
     """
     source, label = resolve_config(inp.example, ctx)
     dest = ctx.resolve_path(inp.dest)
-    if dest.suffix != ".toml":
-        raise fail("bad_arguments", "dest must be the path of a .toml file (its name does not end in .toml; value "
-                   "not shown).",
-                   "Pass a dest ending in .toml.", fields=[FieldProblem(path="dest", problem="must end in .toml")])
-    if dest.exists():
-        raise dest_exists(dest)
-    if not dest.parent.is_dir():  # never create folders: a typo in the path would scatter files
-        raise fail("bad_arguments", f"The folder {dest.parent} does not exist; folders are never created here "
-                   "(a mistyped path would scatter files).",
-                   "Create the folder first (or pick an existing one), then call mf_prepare_config again.",
-                   fields=[FieldProblem(path="dest", problem="its folder does not exist")])
+    stem = source.stem if label == str(source) else label.replace("/", "-").removeprefix("basic-")
+    missing = folders_to_create(dest, stem, ctx.cwd or Path.cwd(), lambda path: call(
+        "mf_prepare_config", **{**inp.model_dump(exclude_none=True), "dest": str(path)}))
     raw, data = read_config(source, argument="example")
     for env_path in toml_env_files(data, source):
         ctx.scrubber.add_env_file(env_path, ctx.env)
@@ -341,8 +338,13 @@ def prepare_config(inp: PrepareConfigInput, ctx: Context) -> PreparedConfig:
     changes = edit(doc, mode, gpu_type=inp.gpu_type, num_train_gpus=inp.num_train_gpus,
                    num_infer_gpus=inp.num_infer_gpus, max_steps=inp.max_steps, name=inp.name)
     text = tomlkit.dumps(doc).encode("utf-8")
-    write_new_file(dest, text)
+    made = make_folders(missing)
+    try:
+        write_new_file(dest, text)
+    except ToolFailure:
+        remove_folders(made)  # nothing left behind
+        raise
     report = validate_file(dest, ctx)
     return PreparedConfig(
         path=str(dest), source=label, mode=mode, sha256=hashlib.sha256(text).hexdigest(), size_bytes=len(text),
-        changes=changes, valid=report.valid, validation=report)
+        changes=changes, created_folders=[str(f) for f in made] or None, valid=report.valid, validation=report)

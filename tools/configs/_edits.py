@@ -1,12 +1,15 @@
 """What ``mf_prepare_config`` does to the copy: hosted-run edits with tomlkit (comments, key order
-and value types kept), and the write that never replaces an existing file.
+and value types kept), where it may go (:func:`folders_to_create`: a new .toml file, its missing
+folders made as ``mkdir -p`` would), and the write that never replaces an existing file.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from tools.configs._facts import SFT_ONLINE_EVAL_KEYS, Mode
 from tools.configs._toml import toml_text
-from tools.errors import FieldProblem, call, fail
+from tools.errors import Call, FieldProblem, ToolFailure, call, fail
 
 
 class Change(BaseModel):
@@ -113,11 +116,108 @@ def edit(doc: tomlkit.TOMLDocument, mode: Mode, *, gpu_type: str | None = None, 
     return changes
 
 
+def free_name(folder: Path, stem: str) -> Path:
+    """``folder/<stem>.toml``, or ``<stem>-2.toml``, ``-3`` ... the first name nothing has in ``folder``."""
+    for n in range(1, 100):
+        path = folder / f"{stem}{'' if n == 1 else f'-{n}'}.toml"
+        if not os.path.lexists(path):
+            return path
+    return folder / f"{stem}-{os.getpid()}.toml"
+
+
+def folders_to_create(dest: Path, stem: str, cwd: Path, again: Callable[[Path], Call]) -> list[Path]:
+    """Where ``dest`` may be written: the folders to create for it (outermost first; ``[]`` when its
+    folder exists), after refusing, with the path named and a call that works instead (``again(path)``;
+    a new name from ``stem``, the source's name, via :func:`free_name`):
+
+    - ``dest_exists``: a file (or a link) is there; it is never overwritten;
+    - ``bad_arguments``: ``dest`` is a folder (a name inside it is offered), a FIFO, device or socket
+      (one in the working folder ``cwd``), a path under a file (one beside that file), or a name not
+      ending in ``.toml`` (the same name with ``.toml``).
+    """
+    def refuse(message: str, problem: str, instead: Path, what: str) -> ToolFailure:
+        retry = again(instead)
+        return fail("bad_arguments", message, f"Pass {what}, e.g. {retry}.", next_calls=[retry],
+                    fields=[FieldProblem(path="dest", problem=problem)])
+
+    try:
+        os.lstat(dest)
+        taken = True
+    except (FileNotFoundError, NotADirectoryError):  # under a file: said below
+        taken = False
+    except OSError as exc:
+        raise fail("write_failed", f"Cannot look at {dest}: {exc.strerror or exc}.",
+                   "Pick a destination in a folder you can write to, then call again.") from None
+    if taken:
+        with contextlib.suppress(OSError):  # a link to nothing is a name taken all the same
+            mode = os.stat(dest).st_mode
+            if stat.S_ISDIR(mode):
+                raise refuse(f"{dest} is a folder; mf_prepare_config writes a new file, never in a folder's place.",
+                             "is a folder, not a new file", free_name(dest, stem), "the path of the new file inside it")
+            if not stat.S_ISREG(mode):
+                raise refuse(f"{dest} is not a regular file (a pipe, device or socket); mf_prepare_config writes a "
+                             "new .toml file and never into one.", "is a pipe, device or socket, not a new file",
+                             free_name(cwd, stem), "the path of a new .toml file")
+        raise dest_exists(dest)
+    missing: list[Path] = []
+    folder = dest.parent
+    while True:
+        try:
+            folder_mode = os.stat(folder).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            missing.insert(0, folder)
+            folder = folder.parent
+            continue
+        except OSError as exc:
+            raise fail("write_failed", f"Cannot look at {folder}: {exc.strerror or exc}.",
+                       "Pick a destination in a folder you can write to, then call again.") from None
+        break
+    if not stat.S_ISDIR(folder_mode):
+        beside = folder.parent / dest.name if not os.path.lexists(folder.parent / dest.name) else \
+            free_name(folder.parent, stem)
+        raise refuse(f"{folder} is a file, not a folder, so {dest} cannot be written under it.",
+                     "a file stands where a folder of it would be", beside, "a path in a folder")
+    if dest.suffix != ".toml":
+        named = dest.with_suffix(".toml")
+        named = named if not os.path.lexists(named) else free_name(dest.parent, stem)
+        raise refuse(f"{dest} does not end in .toml; mf_prepare_config writes a prime-rl .toml file.",
+                     "must end in .toml", named, "a path ending in .toml")
+    return missing
+
+
+def make_folders(folders: list[Path]) -> list[Path]:
+    """Create ``folders`` (outermost first, as from :func:`folders_to_create`) as ``mkdir -p`` would:
+    the ones this call made (one made meanwhile by someone else is not counted). Raises ToolFailure
+    ``write_failed`` naming the folder, after removing the ones it made."""
+    made: list[Path] = []
+    for folder in folders:
+        try:
+            folder.mkdir()
+            made.append(folder)
+        except FileExistsError:
+            if not folder.is_dir():
+                remove_folders(made)
+                raise fail("write_failed", f"{folder} appeared meanwhile, and is not a folder.",
+                           "Pick another destination, then call again.") from None
+        except OSError as exc:
+            remove_folders(made)
+            raise fail("write_failed", f"Could not create the folder {folder}: {exc.strerror or exc}.",
+                       "Pick a destination in a folder you can write to, then call again.") from None
+    return made
+
+
+def remove_folders(made: list[Path]) -> None:
+    """Remove the folders :func:`make_folders` made, innermost first, each only while empty."""
+    for folder in reversed(made):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
 def write_new_file(dest: Path, data: bytes) -> None:
     """Write ``data`` to ``dest`` atomically, never replacing an existing file.
 
-    ``dest``'s folder must exist (it is never created). Temp file in the same folder, fsync, then
-    ``os.link`` (fails if ``dest`` exists, so a
+    ``dest``'s folder must exist (:func:`make_folders` creates it first). Temp file in the same folder,
+    fsync, then ``os.link`` (fails if ``dest`` exists, so a
     file created meanwhile is never overwritten); the temp file is always removed. Raises
     ToolFailure ``dest_exists`` / ``write_failed``; on any failure ``dest`` is untouched.
     """
