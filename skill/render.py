@@ -245,9 +245,11 @@ def generic_view(result: BaseModel) -> View:
         view.hint(fields["next_step"], *fields.get("next_calls", []))
     if fields.get("truncated") is True:
         left = fields.get("omitted")
+        hint = fields.get("narrow_hint") or ""
+        quoted = [c for c in fields.get("next_calls") or [] if str(c) in hint]  # as commands, not tool calls
         view.notes.append("Part of the result is not shown" + (f" ({display('omitted', left)} left out)" if left
                                                                   else "") + ". `--json` has what was kept."
-                          + (f" {fields['narrow_hint']}" if fields.get("narrow_hint") else ""))
+                          + (f" {for_people(hint, quoted)}" if hint else ""))
     return view
 
 
@@ -534,19 +536,21 @@ def _list_runs(r: Any, v: View) -> None:
     if not r.runs and r.page > r.last_page and r.total:
         v.opening = [f"No runs on page {r.page:,}: the {_count(r.total, 'run')} of the {r.owner} end on page "
                      f"{r.last_page}."]
-        v.hint(f"The last page: {r.next_calls[0]}.", *r.next_calls)  # with the same team, limit and status
+        v.hint(f"The last page: {r.next_calls[0]}.", r.next_calls[0])  # with the same team, limit and status
     elif not r.runs:
         v.opening = [f"No runs for the {r.owner}." if r.page == 1 else f"No runs on page {r.page}."]
         first = call("mf_list_examples")
         v.hint(f"Start one from an example: {first}.", first)
     else:
-        active = sum(1 for run in r.runs if not run.terminal)
-        v.opening = [f"{_count(r.total, 'run')} for the {r.owner}" + (f", {active} active" if active else "")
-                     + (f" (page {r.page})" if r.page > 1 or r.next_page else "") + "."]
+        paged = r.page > 1 or bool(r.next_page)
+        active = sum(1 for run in r.runs if not run.terminal)  # counted on this page only: say so when paged
+        v.opening = [f"{_count(r.total, 'run')} for the {r.owner}"
+                     + (f", {active} active" + (" on this page" if paged else "") if active else "")
+                     + (f" (page {r.page})" if paged else "") + "."]
         nxt = call("mf_get_run", run_id=r.runs[0].run_id)
-        v.hint(f"Details of the newest: {nxt}.", nxt)
-        if r.next_calls:  # the next page, with the same team, limit and status
-            v.hint(f"More: {r.next_calls[0]}.", *r.next_calls)
+        v.hint(f"Details of the newest{' on this page' if r.page > 1 else ''}: {nxt}.", nxt)
+        if r.next_page:  # the next page, with the same team, limit and status
+            v.hint(f"More: {r.next_calls[0]}.", r.next_calls[0])
     v.drop("owner", "total", "page", "next_page", "last_page", "scan_complete")
     table = v.table("runs")
     if table:

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _helpers import EXAMPLE, approved_launch, free_port, mf, mf_json, pasted, planned
+from _helpers import EXAMPLE, approved_launch, free_port, mf, mf_json, past_step, pasted, planned
 
 from skill import registry
 from skill.cli import COMMANDS, command_parser, main
@@ -550,6 +550,36 @@ def test_list_runs_past_its_last_page_names_the_last_page_and_shows_latest_steps
     piped = mf("list-runs", env=env)
     header, row = piped.stdout.splitlines()[:2]
     assert header.split("\t")[2] == "latest_step" and row.split("\t")[2].isdigit(), piped.stdout
+
+
+def test_list_runs_shows_latest_steps_on_every_page_and_counts_active_runs_of_the_page_as_such(env, emulator,
+                                                                                                 launch):
+    made = [launch() for _ in range(3)]
+    emulator.state.advance(past_step(4))  # all three RUNNING at step 4
+    second = mf("list-runs", "--limit", "2", "--page", "2", env=env)
+    header, row = second.stdout.splitlines()
+    assert header.split("\t")[2] == "latest_step" and row.split("\t")[1:3] == ["RUNNING", "4"], second.stdout
+    assert row.split("\t")[0] in made
+    assert second.stderr.startswith("3 runs for the personal account (from default), 1 active on this page (page 2).")
+    assert "Details of the newest on this page:" in second.stderr, second.stderr
+    whole = mf("list-runs", env=env)
+    assert whole.stderr.startswith("3 runs for the personal account (from default), 3 active."), whole.stderr
+
+
+def test_a_list_runs_page_cut_to_fit_prints_a_narrower_command_that_pastes(env, emulator, launch):
+    made = [launch() for _ in range(40)]
+    cut = mf("list-runs", "--limit", "40", env=env)
+    note = " ".join(cut.stderr.split())
+    assert cut.returncode == 0 and "Part of the result is not shown" in note and "limit=" not in note, cut.stderr
+    narrower = re.search(r"Ask for (\d+) runs per page, from the first run of this page: `([^`]+)`", note)
+    assert narrower and f"--limit {narrower[1]}" in narrower[2], note
+    shown = [line.split("\t")[0] for line in cut.stdout.splitlines()[1:]]
+    again = pasted(narrower[2], env)
+    rows = [line.split("\t")[0] for line in again.stdout.splitlines()[1:]]
+    assert again.returncode == 0 and "not shown" not in again.stderr and len(rows) == int(narrower[1]), again.stderr
+    assert rows == shown[:len(rows)] and set(rows) <= set(made)
+    code, page = mf_json("list-runs", "--limit", "40", env=env)
+    assert f"mf_list_runs(limit={narrower[1]})" in page["narrow_hint"], page  # agents read the call
 
 
 def hinted(proc: subprocess.CompletedProcess, label: str) -> str:

@@ -119,7 +119,20 @@ def test_list_runs_stays_in_budget(ctx, emulator, launch):
     result = ok(call(ctx, "mf_list_runs", limit=100))
     assert size(result) <= OUTPUT_BUDGET_CHARS
     assert result.truncated and result.omitted == 60 - len(result.runs) > 0
-    assert f"limit={len(result.runs)}" in result.narrow_hint
+    narrow = result.next_calls[-1]  # fewer runs a page, starting where this page starts: every row fits
+    assert str(narrow) in result.narrow_hint and narrow.arguments["limit"] <= len(result.runs)
+    smaller = ok(call(ctx, narrow.tool, **narrow.arguments))
+    ids = [r.run_id for r in smaller.runs]
+    assert not smaller.truncated and ids == [r.run_id for r in result.runs][:len(ids)]
+
+
+def test_list_runs_says_why_started_runs_past_the_first_twenty_of_a_page_show_no_latest_step(ctx, emulator, launch):
+    for _ in range(22):
+        launch()
+    emulator.state.advance(past_step(2))
+    result = ok(call(ctx, "mf_list_runs", limit=22))
+    assert sum(r.latest_step == 2 for r in result.runs) == 20 and sum(r.latest_step is None for r in result.runs) == 2
+    assert "first 20 started runs of a page: 2 more show none" in result.note, result.note
 
 
 # -- mf_check_progress: one test per verdict ---------------------------------------------------------

@@ -155,7 +155,7 @@ class ListRunsInput(BaseModel):
 
 
 
-#: Runs of page 1 whose latest step is read (one GET /progress each), and the seconds all those reads may take.
+#: Runs of a page whose latest step is read (one GET /progress each), and the seconds all those reads may take.
 LATEST_STEP_ROWS = 20
 LATEST_STEP_SECONDS = 10.0
 
@@ -172,8 +172,8 @@ class RunRow(BaseModel):
     gpu_count: int | None = Field(default=None, description="GPUs.")
     runs_ahead: int | None = Field(default=None, description="Queue position while QUEUED.")
     latest_step: int | None = Field(default=None, description=(
-        f"Latest step (GET /rft/runs/{{id}}/progress), read for the first {LATEST_STEP_ROWS} started runs of page 1; "
-        "null when not read, not started, or the read failed."))
+        f"Latest step (GET /rft/runs/{{id}}/progress), read for the first {LATEST_STEP_ROWS} started runs of the page; "
+        "null when not started, not read (note says why) or the read failed."))
     created_at: datetime | None = Field(default=None, description="Creation time (UTC).")
 
 
@@ -194,10 +194,11 @@ class ListRunsResult(BaseModel):
     truncated: bool = Field(default=False, description=(
         "True when rows of this page were left out to fit the output budget."))
     omitted: int = Field(default=0, description="Rows of this page left out.")
-    narrow_hint: str | None = Field(default=None, description="How to ask for less.")
+    narrow_hint: str | None = Field(default=None, description=(
+        "When rows were left out: the call asking for fewer runs per page from this page's first run."))
     next_calls: list[Call] = Field(default_factory=list, description=(
         "The call for the next page, or past the last page the call for the last page: the same team, limit and "
-        "status (page numbers depend on limit); empty otherwise."))
+        "status (page numbers depend on limit); then, when rows were left out, the call narrow_hint names."))
 
 
 _STATUS_SCAN_PAGES = 10
@@ -206,8 +207,9 @@ _STATUS_SCAN_PAGES = 10
 def _latest_steps(ctx: Context, runs: list[wire.RLRun]) -> tuple[dict[str, int | None], int]:
     """Latest step of the first :data:`LATEST_STEP_ROWS` started runs: one GET ``/progress`` each, no
     retry, all within :data:`LATEST_STEP_SECONDS` (a slow platform leaves the rest unread).
-    Returns the steps by run id and how many reads failed or were left out."""
-    started = [r for r in runs if r.started_at is not None or r.status.upper() not in ("QUEUED", "PENDING")]
+    Returns the steps by run id and how many reads failed or ran out of time (started runs past the
+    first :data:`LATEST_STEP_ROWS` are not counted: the caller says so)."""
+    started = _started(runs)
     steps: dict[str, int | None] = {}
     unread = 0
     deadline = ctx.clock() + LATEST_STEP_SECONDS
@@ -226,6 +228,11 @@ def _latest_steps(ctx: Context, runs: list[wire.RLRun]) -> tuple[dict[str, int |
     finally:
         client.close()
     return steps, unread
+
+
+def _started(runs: list[wire.RLRun]) -> list[wire.RLRun]:
+    """The runs that have started (a start time, or a status past QUEUED and PENDING): those with steps."""
+    return [r for r in runs if r.started_at is not None or r.status.upper() not in ("QUEUED", "PENDING")]
 
 
 def _row(run: wire.RLRun) -> RunRow:
@@ -272,12 +279,17 @@ def list_runs(inp: ListRunsInput, ctx: Context) -> ListRunsResult:
         complete, note = scan.walk.complete, scan.walk.note("scan of the runs list")
         total, runs = len(matches), matches[(inp.page - 1) * inp.limit: inp.page * inp.limit]
     rows = [_row(r) for r in runs]
-    if inp.page == 1 and runs:
+    if runs:  # every page: a run looked up on page 2 needs its step as much as one on page 1
         steps, unread = _latest_steps(ctx, runs)
         for row in rows:
             row.latest_step = steps.get(row.run_id)
+        beyond = len(_started(runs)) - LATEST_STEP_ROWS
         if unread:
             note = " ".join(filter(None, [note, f"The latest step of {unread} run(s) could not be read in time."]))
+        if beyond > 0:
+            note = " ".join(filter(None, [note, f"The latest step is read for the first {LATEST_STEP_ROWS} started "
+                                                f"runs of a page: {beyond} more show none (ask for at most "
+                                                f"{LATEST_STEP_ROWS} runs per page to see every one)."]))
     label = f"{owner.label} (from {owner.source})"
     next_page = inp.page + 1 if total > inp.page * inp.limit else None
     last_page = max(1, -(-total // inp.limit))
@@ -287,10 +299,16 @@ def list_runs(inp: ListRunsInput, ctx: Context) -> ListRunsResult:
 
     def build(k: int) -> ListRunsResult:
         cut = len(rows) - k
+        narrow, hint = None, None
+        if cut:  # the largest limit that fits and divides this one: its page starts where this page does
+            fewer = max(d for d in range(1, max(1, k) + 1) if inp.limit % d == 0)
+            start = (inp.page - 1) * (inp.limit // fewer) + 1
+            narrow = call("mf_list_runs", **{**same, "limit": fewer}, page=start if start > 1 else None)
+            hint = f"Ask for {fewer} runs per page, from the first run of this page: {narrow}."
         return ListRunsResult(
             owner=label, runs=rows[:k], total=total, page=inp.page, next_page=next_page, last_page=last_page,
-            scan_complete=complete, note=note, next_calls=turn, truncated=cut > 0, omitted=cut,
-            narrow_hint=f"Ask for limit={max(1, k)} per page (page numbers depend on limit)." if cut else None)
+            scan_complete=complete, note=note, next_calls=turn + ([narrow] if narrow else []), truncated=cut > 0,
+            omitted=cut, narrow_hint=hint)
 
     return fit_largest(build, len(rows))
 
