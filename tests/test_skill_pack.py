@@ -226,6 +226,24 @@ def test_every_command_and_option_named_exists_in_the_cli():
     assert seen >= 5
 
 
+def test_skill_md_names_the_positional_fields_of_every_command_in_their_order():
+    text = " ".join(SKILL_MD.read_text(encoding="utf-8").split())
+    said = re.search(r"((?:`\w+`(?:, | and ))+`\w+`) are positional, in that order", text)
+    assert said, "SKILL.md says which fields are positional"
+    named = CODE_SPAN.findall(said[1])
+    assert set(named) == {field for spec in registry.TOOLS for field in spec.positional}
+    for spec in registry.TOOLS:
+        assert list(spec.positional) == sorted(spec.positional, key=named.index), spec.command
+        for field in set(named) & set(spec.input_model.model_fields) - set(spec.positional):  # named as the option
+            assert f"{spec.command}' `--{field.replace('_', '-')}`" in text, f"{spec.command} takes --{field}"
+
+
+def test_skill_md_says_how_to_go_step_by_step_on_a_local_emulator():
+    text = " ".join(SKILL_MD.read_text(encoding="utf-8").split())
+    assert "step by step, a person approving: `model-factory emulator`" in text
+    assert cli_options("emulator") is not None and "export what it prints" in text
+
+
 def test_every_error_code_has_advice_and_every_code_named_is_produced():
     produced = set(typing.get_args(ErrorCode))
     table = first_column(section(ROOT / "references" / "troubleshooting.md", "Error codes"))
