@@ -537,7 +537,7 @@ def test_a_folder_given_as_a_config_suggests_only_a_prime_rl_config_in_it_or_a_b
     stray = validate_config(ValidateConfigInput(config_path=str(tmp_path)), ctx)
     assert isinstance(stray, ToolError) and stray.code == "bad_arguments"
     assert "a-stray" not in stray.fix and "b-broken" not in stray.fix and "not a prime-rl config" in stray.fix
-    example = re.search(r"a bundled example id such as (\S+) ", stray.fix)
+    example = re.search(r"a bundled example id such as (\S+):", stray.fix)
     assert example and validate(example[1], ctx).valid, stray.fix  # the id it names exists and validates
     shutil.copy(EXAMPLES / "basic/reverse-text/rl.toml", tmp_path / "c-run.toml")
     holding = validate_config(ValidateConfigInput(config_path=str(tmp_path)), ctx)

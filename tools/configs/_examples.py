@@ -45,5 +45,5 @@ def resolve_config(text: str, ctx: Context) -> tuple[Path, str]:
         return bundled[ident], ident
     listing = call("mf_list_examples")
     raise fail("config_not_found", f"No config file at {path}, and {text!r} is not a bundled example id.",
-               f"Check the path, or pass a bundled example id ({listing} lists them, e.g. {SMOKE_EXAMPLE}; "
-               "mf_prepare_config copies one to edit).", next_calls=[listing])
+               f"Check the path, or pass a bundled example id such as {SMOKE_EXAMPLE}: {listing} lists them, "
+               "mf_prepare_config copies one to edit.", next_calls=[listing])

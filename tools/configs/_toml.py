@@ -69,8 +69,8 @@ def _not_a_file(path: Path, folder: bool, argument: str) -> ToolFailure:
     """``bad_arguments`` for a config path that is a folder (naming a prime-rl config in it, when it has
     one) or another file that is not regular (a FIFO, device or socket: never read, it could block or never
     end). The fix names only what exists and works: that config's path, or a bundled example id."""
-    examples = (f"or a bundled example id such as {SMOKE_EXAMPLE} ({_EXAMPLES} lists them; mf_prepare_config copies "
-                "one to edit).")
+    examples = (f"or a bundled example id such as {SMOKE_EXAMPLE}: {_EXAMPLES} lists them, mf_prepare_config copies "
+                "one to edit.")
     if folder:
         found, tomls = _config_in(path)
         inside = (f"e.g. {found} (a prime-rl config in that folder)" if found else
