@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import io
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -581,6 +583,29 @@ def test_reads_retry_then_succeed(tmp_path):
     platform, _ = clients(tmp_path, script, sleeps=sleeps, max_attempts=3)
     assert platform.get_progress(RUN).latest_step == 3
     assert sleeps == [1.0, 2.0] and len(script.requests) == 3
+
+
+def test_each_call_gets_the_full_attempts_and_backoff_again(tmp_path):
+    sleeps: list[float] = []
+    busy = httpx.Response(503, json={"detail": "busy"})
+    script = Script(busy, httpx.Response(200, json={"latestStep": 1}), busy, busy,
+                    httpx.Response(200, json={"latestStep": 2}))
+    platform, _ = clients(tmp_path, script, sleeps=sleeps, max_attempts=3)
+    assert platform.get_progress(RUN).latest_step == 1
+    assert platform.get_progress(RUN).latest_step == 2  # a second call starts again at attempt 1
+    assert sleeps == [1.0, 1.0, 2.0] and len(script.requests) == 5
+
+
+def test_threads_sharing_a_client_retry_independently(tmp_path):
+    both_failed_once = threading.Barrier(2, timeout=10)
+    busy = httpx.Response(503, json={"detail": "busy"})
+    script = Script(busy, busy, httpx.Response(200, json={"latestStep": 4}))
+    settings = resolve_settings(env={"PRIME_API_KEY": API_KEY}, home=tmp_path)
+    policy = RetryPolicy(sleep=lambda seconds: both_failed_once.wait(), jitter=False, max_attempts=2)
+    platform = PlatformClient(settings, transport=httpx.MockTransport(script), retry=policy)
+    with ThreadPoolExecutor(2) as pool:  # each thread: one 503, then (after both failed once) its second attempt
+        steps = list(pool.map(lambda _: platform.get_progress(RUN).latest_step, range(2)))
+    assert steps == [4, 4] and len(script.requests) == 4
 
 
 def test_connect_errors_exhaust_the_attempts(tmp_path):

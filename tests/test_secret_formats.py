@@ -168,6 +168,18 @@ def test_server_text_holding_a_key_of_a_new_format_is_redacted(emulator, mf_env,
     assert done.returncode == 0 and secret not in done.stdout + done.stderr
 
 
+def test_a_client_method_called_again_scrubs_a_value_added_between_the_calls(emulator, mf_env):
+    ctx = Context(env=mf_env)
+    value = "later-added-FAKEFAKEFAKE-value"
+    config = {"model": {"name": "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT"}, "inference": {}}
+    platform = ctx.platform()
+    created = platform.create_run(wire.build_create_body(config, name=f"run {value}"))
+    assert value in platform.get_run(created.run_id).name  # not a secret yet: shown as it is
+    ctx.scrubber.add("LATER_SECRET", value)
+    again = platform.get_run(created.run_id).name
+    assert value not in again and "REDACTED" in again
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A git work tree with a tracked env file, an ignored one and one that is neither."""

@@ -259,6 +259,7 @@ class _Scrubbed:
                 return self._items(result)
             return self._scrubber.scrub_obj(result)
 
+        setattr(self, name, call)  # made once per method: later look-ups find it without coming here
         return call
 
     def _items(self, items: Iterator[Any]) -> Iterator[Any]:

@@ -331,6 +331,7 @@ class BaseClient:
             transport=transport,
         )
         self._server_date: tuple[datetime, float] | None = None
+        self._retry_made: tuple[RetryPolicy, tenacity.Retrying] | None = None
         #: When set, every request ends by then (see :class:`Deadline`); the owner sets and clears it.
         self.deadline: Deadline | None = None
 
@@ -425,7 +426,11 @@ class BaseClient:
         )
 
     def _retrying(self) -> tenacity.Retrying:
+        """The retry loop of this client's current policy, made once per policy and shared by its threads
+        (tenacity keeps each attempt's state per thread); the deadline is read at each decision."""
         policy = self.retry_policy
+        if self._retry_made is not None and self._retry_made[0] is policy:
+            return self._retry_made[1]
 
         def wait(state: tenacity.RetryCallState) -> float:
             exc = state.outcome.exception() if state.outcome else None
@@ -443,7 +448,7 @@ class BaseClient:
             exc = state.outcome.exception() if state.outcome else None
             log.debug("retrying %s after %.2fs: %s", self._service, state.upcoming_sleep, exc)
 
-        return tenacity.Retrying(
+        retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(max(1, policy.max_attempts)) | over_budget,
             wait=wait,
             retry=tenacity.retry_if_exception(_is_transient),
@@ -451,6 +456,8 @@ class BaseClient:
             before_sleep=before_sleep,
             reraise=True,
         )
+        self._retry_made = (policy, retrying)
+        return retrying
 
     def _send(
         self,
