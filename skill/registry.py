@@ -256,7 +256,8 @@ TOOLS: tuple[ToolSpec, ...] = (
           positional=("run_id",), long_running=True),
     _spec("run_report", "report",
           "The end-of-run report for the person, as markdown: run id and link, owner, steps done of "
-          "planned, outcome (with the platform's failure analysis), cost so far against the plan's "
+          "planned, outcome (with the platform's failure analysis; a run still going: mf_check_progress's "
+          "verdict, evidence and advice), cost so far against the plan's "
           "estimate, a metrics summary with a PNG plot, READY checkpoints and how to fetch them, traces "
           "location and completeness (pass traces_dir, the mf_download_traces dest), forwarded secret "
           "names, approval channel. Use it as the last step; show its markdown as it is. Writes only "

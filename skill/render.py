@@ -526,7 +526,9 @@ def _get_run(r: Any, v: View) -> None:
 
 
 def _run_report(r: Any, v: View) -> None:
-    v.opening = [f"Run {r.run_id} is {r.status}" + ("." if r.terminal else " (not ended: the report is provisional).")]
+    verdict = f", {r.verdict.replace('_', ' ')}" if r.verdict and r.verdict != r.status.lower() else ""
+    v.opening = [f"Run {r.run_id} is {r.status}{verdict}" + ("." if r.terminal else
+                                                             " (not ended: the report is provisional).")]
     v.facts, v.tables = [], []
     quoted = [c for c in r.next_calls if str(c) in r.markdown]  # the rest are in the Next: hint, once
     v.text = for_people(r.markdown, quoted).splitlines()  # commands, not tool calls

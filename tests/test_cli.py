@@ -674,7 +674,7 @@ def test_run_report_of_a_run_still_going_prints_each_line_once_and_its_next_comm
     assert proc.returncode == 0 and lines[0].startswith(f"## Run {run_id}"), proc.stdout
     assert all(line.startswith("- ") for line in lines[1:]) and "wait-for-run" not in proc.stdout, proc.stdout
     assert sum("download-traces" in line for line in lines) == 1, proc.stdout  # in the Traces line, where it is quoted
-    assert "Next: The run has not ended:" in proc.stderr and "wait-for-run" in proc.stderr, proc.stderr
+    assert "Next: The run has not ended (" in proc.stderr and "wait-for-run" in proc.stderr, proc.stderr
 
 
 def test_preflight_says_a_failed_checks_fix_once_and_names_the_command_not_the_tool(env):

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 import shutil
 
 import pytest
-from _helpers import EXAMPLE, call, ok
+from _helpers import EXAMPLE, call, mf, ok, pasted
 
 from skill.emulator import TEAM_RESEARCH_ID
 from tools.errors import call as tool_call
@@ -89,6 +90,37 @@ def test_a_run_this_ledger_did_not_launch_is_reported_without_a_plan(ctx, launch
     report = ok(call(ctx, "mf_run_report", run_id=run_id, plot=False))
     assert "not in this state folder's ledger" in report.markdown and "usage" in report.markdown
     assert ok(call(ctx, "mf_get_run", run_id=run_id)).secret_names is None
+
+
+def commands_of(text: str) -> list[str]:
+    """The commands in backticks of a person's output, its lines joined as a terminal shows them."""
+    return re.findall(r"`([^`]+)`", " ".join(text.split()))
+
+
+def test_a_stalled_run_is_reported_stalled_with_its_evidence_and_the_logs_and_stop_commands_not_a_wait(
+        ctx, emulator, launched, mf_env, tmp_path):
+    emulator.state.set_scenario("stall", at_step=2)
+    _, run_id = launched()
+    emulator.state.advance(QUEUE + STARTUP + 2 * STEP + 3600)  # an hour without a new step
+    report = ok(call(ctx, "mf_run_report", run_id=run_id, plot=False))
+    progress_line = next(line for line in report.markdown.splitlines() if line.startswith("- Progress:"))
+    assert report.verdict == "stalled" and progress_line.startswith("- Progress: stalled."), report.markdown
+    assert "No new step for 60.0 min, longer than the stall threshold" in progress_line, progress_line
+    # the advice is check-progress's for a stalled run: the logs, then a stop; never a wait that does not end
+    checked = ok(call(ctx, "mf_check_progress", run_id=run_id))
+    assert report.next_calls[:len(checked.next_calls)] == checked.next_calls
+    assert [c.tool for c in report.next_calls] == ["mf_summarize_logs", "mf_stop_run", "mf_download_traces"]
+    assert checked.next_step in report.next_step and "mf_wait_for_run" not in report.next_step
+    # a person reads the same at the terminal, and the commands work when pasted
+    shown = mf("run-report", run_id, "--no-plot", env=mf_env, cwd=tmp_path)
+    assert shown.returncode == 0 and f"Run {run_id} is RUNNING, stalled" in shown.stderr, shown.stderr
+    logs, stop = (next(c for c in commands_of(shown.stderr) if f" {name} {run_id}" in c)
+                  for name in ("summarize-logs", "stop-run"))
+    assert "wait-for-run" not in shown.stderr
+    summarized = pasted(logs, mf_env, tmp_path)
+    assert summarized.returncode == 0, summarized.stderr
+    stopped = pasted(stop, mf_env, tmp_path)  # planned, waiting for a person's approval (exit 4)
+    assert stopped.returncode == 4 and f"stop run {run_id}" in stopped.stderr, stopped.stderr
 
 
 def test_the_report_advises_adding_ckpt_only_to_a_run_whose_config_has_none(ctx, launch, examples_dir):

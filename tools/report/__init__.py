@@ -23,6 +23,9 @@ Decisions where the platform is silent:
 - No checkpoint: the report advises adding ``[ckpt]`` only when the run's config (``runConfig``
   of GET ``/rft/runs/{id}``, the config as sent) has none (:func:`tools.configs.checkpoint_of`);
   with one it says when the run saves them.
+- A run that has not ended is judged as ``mf_check_progress`` judges it (:func:`tools.monitor.check_progress`:
+  its verdict and evidence make the Progress line, and its next step is the report's, so a stalled run gets
+  the logs and the stop, never a wait that would not end); the report adds only what finishes it.
 - Each part that cannot be read says so in its line; only the run itself is required
   (``not_found`` otherwise).
 """
@@ -80,6 +83,9 @@ class RunReport(BaseModel):
     unscored_traces: int | None = Field(default=None, description=(
         "Traces with no reward (score.reward null: unscored, not 0), from traces_dir's manifest; null when not "
         "known."))
+    verdict: monitor.Verdict | None = Field(default=None, description=(
+        "For a run that has not ended: mf_check_progress's verdict (progressing, stalled, crash_looping, ...); null "
+        "for an ended run or when it could not be judged."))
     next_step: str | None = Field(default=None, description="What is left to do, if anything.")
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
 
@@ -257,6 +263,8 @@ def run_report(inp: RunReportInput, ctx: Context) -> RunReport:
     launch = monitor.launch_of(ctx, run.run_id)
     platform_run = require_run(ctx, run.run_id)
     spend = monitor.spend_so_far(ctx, platform_run)
+    progress = None if run.terminal else _result(
+        monitor.check_progress(monitor.CheckProgressInput(run_id=run.run_id), ctx))
     plot_path = None
     if inp.plot:
         plotted = _result(monitor.plot_metrics(monitor.PlotMetricsInput(run_id=run.run_id), ctx))
@@ -270,6 +278,10 @@ def run_report(inp: RunReportInput, ctx: Context) -> RunReport:
         f"- Link: {run.dashboard_url or 'none (not the Prime Intellect platform)'}",
         f"- Owner: {run.owner}; model {run.model or 'unknown'} ({run.mode.upper()}), {run.gpu_count or '?'} GPUs",
         f"- Outcome: {_outcome(run, step)}",
+    ]
+    if progress is not None:
+        lines.append(f"- Progress: {_progress(progress, spend)}")
+    lines += [
         f"- Cost so far: {spend.words()}" + (f". {spend.warning}" if spend.warning else ""),
         f"- Metrics: {_metrics(ctx, run.run_id)}" + (f"; plot {plot_path}" if plot_path else ""),
         f"- Checkpoints: {_checkpoints(ctx, run, platform_run.run_config)}",
@@ -280,15 +292,33 @@ def run_report(inp: RunReportInput, ctx: Context) -> RunReport:
                      f"by name: {secrets}")
     else:
         lines.append("- Launch: not in this state folder's ledger (secret names and approval unknown here)")
-    calls: list[Call] = []
-    if not run.terminal:
-        calls.append(call("mf_wait_for_run", run_id=run.run_id))
-    if download is not None and complete is not True:
-        calls.append(download)
-    next_step = None
-    if calls:
-        next_step = "The run has not ended: " if not run.terminal else ""
-        next_step += " then ".join(str(c) for c in calls) + (", then this report again." if calls else "")
+    next_step, calls = _next(run, progress, download if complete is not True else None)
     return RunReport(run_id=run.run_id, status=run.status, terminal=run.terminal, markdown="\n".join(lines),
                      plot_path=plot_path, traces_complete=complete, failed_episodes=traces.failed_episodes,
-                     unscored_traces=traces.unscored_traces, next_step=next_step, next_calls=calls)
+                     unscored_traces=traces.unscored_traces, verdict=progress.verdict if progress else None,
+                     next_step=next_step, next_calls=calls)
+
+
+def _progress(progress: monitor.CheckProgressResult, spend: monitor.SpendSoFar) -> str:
+    """The Progress line of a run that has not ended: mf_check_progress's verdict and evidence (its spend
+    warning is the Cost line's already)."""
+    evidence = " ".join(e for e in progress.evidence if e != spend.warning and e != (
+        progress.spend.warning if progress.spend else None))
+    return f"{progress.verdict.replace('_', ' ')}" + (f". {evidence}" if evidence else ".")
+
+
+def _next(run: monitor.GetRunResult, progress: monitor.CheckProgressResult | None,
+          download: Call | None) -> tuple[str | None, list[Call]]:
+    """What is left to do: for a run that has not ended, what mf_check_progress advises for its verdict
+    (one place for that advice: :func:`tools.monitor.check_progress`), then, once it has ended, the
+    traces and this report again; for an ended run, the traces if they are not all here."""
+    if run.terminal:
+        return (f"{download}, then this report again." if download else None), [download] if download else []
+    if progress is not None:
+        text, calls = f"The run has not ended ({progress.verdict.replace('_', ' ')}): {progress.next_step}", \
+            list(progress.next_calls)
+    else:  # not judged (the platform did not answer the progress reads): wait for its end
+        wait = call("mf_wait_for_run", run_id=run.run_id)
+        text, calls = f"The run has not ended: {wait}.", [wait]
+    then = f"{download}, then this report again" if download else "this report again"
+    return f"{text} Once it has ended: {then}.", calls + ([download] if download else [])
