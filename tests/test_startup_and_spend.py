@@ -229,4 +229,4 @@ def test_a_run_without_a_plan_in_the_ledger_shows_the_estimate_as_unknown(ctx, e
     spend = ok(call(ctx, "mf_get_spend", run_id=run_id))
     assert spend.plan_id is None and spend.plan_high_usd is None and spend.elapsed_x_rate_usd is None
     assert spend.platform_usd > 0 and not spend.over_high_estimate
-    assert "no plan for this run in the local ledger: the estimate is unknown" in spend.summary
+    assert f"the plan's estimate is unknown. No plan for run {run_id} in the state folder" in spend.summary

@@ -47,7 +47,7 @@ from tools.monitor.runs import (
     list_runs,
     wait_for_run,
 )
-from tools.monitor.spend import GetSpendInput, GetSpendResult, SpendSoFar, get_spend, spend_so_far
+from tools.monitor.spend import GetSpendInput, GetSpendResult, SpendSoFar, get_spend, missing_plan, spend_so_far
 
 __all__ = [
     "CheckProgressInput",
@@ -85,6 +85,7 @@ __all__ = [
     "launch_of",
     "list_checkpoints",
     "list_runs",
+    "missing_plan",
     "normalise",
     "parse_logs",
     "plot_metrics",

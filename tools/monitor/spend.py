@@ -8,7 +8,11 @@
   ``estimatedCostPerHour`` recorded at dispatch). A second, labelled figure: what the GPUs cost
   while the run held them, start-up included.
 - The plan's low/expected/high estimate comes from the local launch ledger (the plan that launched
-  or resumed into this run); a run launched from elsewhere has none, said as unknown.
+  or resumed into this run); a run launched from elsewhere has none, said as unknown. Plans live in
+  the state folder of the session that made them (``$MODEL_FACTORY_STATE_DIR``, else
+  ``./.model-factory``), so :func:`missing_plan` says which folder was read and how to point at the
+  right one; it looks in the default folders nearby (``.model-factory`` of the current folder and of
+  the folders above it) and, when one holds the run's plan, names the command that reads it.
 
 A warning when either figure passes the plan's high estimate. :func:`spend_so_far` is also what
 mf_check_progress shows.
@@ -17,13 +21,14 @@ mf_check_progress shows.
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.core import RUN_ID, Context, require_run, tool
+from tools.core import RUN_ID, STATE_DIR_ENV, Context, require_run, shell_command, tool
 from tools.errors import Call, call
 from tools.guardrails import confirmation as gate
-from tools.guardrails.ledger import Ledger
+from tools.guardrails.ledger import LEDGER_FILE, Ledger
 from tools.monitor._clock import server_now
 from tools.platform import errors as perr
 from tools.platform import wire
@@ -80,7 +85,7 @@ class SpendSoFar(BaseModel):
         elif self.plan_id is not None:
             spent += ", against a plan whose cost was unknown"
         else:
-            spent += " (this state folder's ledger did not launch the run, so there is no plan estimate)"
+            spent += "; no plan estimate to compare with"
         return spent
 
 
@@ -146,6 +151,29 @@ def spend_so_far(ctx: Context, run: wire.RLRun, now: datetime | None = None) -> 
     return spend
 
 
+def missing_plan(ctx: Context, run_id: str) -> str:
+    """Why run ``run_id`` has no plan estimate here, in words: the state folder read (and where that folder
+    comes from), then how to point at the one holding its plan: a pasteable ``MODEL_FACTORY_STATE_DIR=...
+    model-factory run-report RUN`` when a default state folder nearby (``.model-factory`` of the current
+    folder or of a folder above it, other than the one in use) holds the plan, else how to find that folder.
+    Reads ledgers only (GET nothing)."""
+    here = ctx.state_path().resolve()
+    cwd = (ctx.cwd or Path.cwd()).resolve()
+    source = "" if ctx.state_dir is not None else (
+        f" (from {STATE_DIR_ENV})" if ctx.env.get(STATE_DIR_ENV, "").strip() else
+        f" (./.model-factory here; {STATE_DIR_ENV} is unset)")
+    said = f"No plan for run {run_id} in the state folder {here}{source}"
+    for folder in (cwd, *cwd.parents):
+        other = folder / ".model-factory"
+        if other.resolve() != here and (other / LEDGER_FILE).is_file() and \
+                gate.plan_of_run(Ledger(other), run_id) is not None:
+            command = shell_command(["run-report", run_id], ctx.env, {STATE_DIR_ENV: str(other)})
+            return f"{said}; its plan is in {other}: `{command}` compares its cost with that plan."
+    return (f"{said}. If model-factory planned it, its plan is in the state folder of that session (the approve "
+            f"command printed for the plan names it): run this command again with {STATE_DIR_ENV} set to that "
+            "folder.")
+
+
 @tool
 def get_spend(inp: GetSpendInput, ctx: Context) -> GetSpendResult:
     """What a run has cost so far: the usage endpoint's figure (its units), elapsed running time x the plan's
@@ -156,7 +184,7 @@ def get_spend(inp: GetSpendInput, ctx: Context) -> GetSpendResult:
     spend = spend_so_far(ctx, run)
     plan = (f"plan {spend.plan_id}: {_money(spend.plan_low_usd)} / {_money(spend.plan_expected_usd)} / "
             f"{_money(spend.plan_high_usd)} (low/expected/high)" if spend.plan_id else
-            "no plan for this run in the local ledger: the estimate is unknown")
+            "the plan's estimate is unknown. " + missing_plan(ctx, run.id).rstrip("."))
     hours = f"{spend.running_seconds / 3600:.2f} h" if spend.running_seconds is not None else "not started"
     summary = (f"Run {run.id} ({run.status}): the platform reports {_money(spend.platform_usd)} so far; running "
                f"{hours} x {_money(spend.usd_per_hour)}/h = {_money(spend.elapsed_x_rate_usd)}; {plan}.")

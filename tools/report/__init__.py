@@ -2,8 +2,9 @@
 
 One markdown text, built from what the other phases already read: the run (``mf_get_run``:
 GET ``/rft/runs/{id}``), its latest step (GET ``/progress``), spend so far against the plan
-(:func:`tools.monitor.spend_so_far`: GET ``/billing/runs/{id}/usage`` and the launch ledger),
-a metrics summary (GET ``/metrics``) with a PNG (``mf_plot_metrics``), READY checkpoints
+(:func:`tools.monitor.spend_so_far`: GET ``/billing/runs/{id}/usage`` and the launch ledger; with no
+plan in this state folder, :func:`tools.monitor.missing_plan` says where to point instead), a metrics
+summary (GET ``/metrics``) with a PNG (``mf_plot_metrics``), READY checkpoints
 (``mf_list_checkpoints``), the traces (a download folder's ``manifest.jsonl`` via
 :func:`tools.traces.download_summary`, else the traces host's totals, GET ``/runs/{id}``), and
 from the local ledger the forwarded secret *names* and the approval channel.
@@ -282,7 +283,8 @@ def run_report(inp: RunReportInput, ctx: Context) -> RunReport:
     if progress is not None:
         lines.append(f"- Progress: {_progress(progress, spend)}")
     lines += [
-        f"- Cost so far: {spend.words()}" + (f". {spend.warning}" if spend.warning else ""),
+        f"- Cost so far: {spend.words()}" + (f". {spend.warning}" if spend.warning else "")
+        + ("" if spend.plan_id else f". {monitor.missing_plan(ctx, run.run_id)}"),
         f"- Metrics: {_metrics(ctx, run.run_id)}" + (f"; plot {plot_path}" if plot_path else ""),
         f"- Checkpoints: {_checkpoints(ctx, run, platform_run.run_config)}",
         f"- Traces: {traces.text}",
