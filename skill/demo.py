@@ -19,6 +19,13 @@ route answers), the demo uses it, so the commands it prints keep working afterwa
 Otherwise an emulator runs in this process and stops with the demo. Never anything else: the
 demo does not talk to the real platform.
 
+Which state folder (plans, approvals, the launch ledger): on a person's emulator the normal one
+(``$MODEL_FACTORY_STATE_DIR``, else ``./.model-factory``), so the commands it prints afterwards
+(run-report's cost against the plan, list-launches) find its plan. On the embedded emulator, whose
+runs end with the demo, a temporary one. ``HOME`` is always a temporary folder (the person's prime
+config is not read). Both temporary folders live in one folder removed on every way out: the end,
+an error, Ctrl-C, SIGTERM (:func:`_scratch`).
+
 A stalled run's logs are read as check-progress says next (``mf_summarize_logs``: every component,
 since the run started), and the diagnosis says whether they explain the stall and what to do
 (:func:`stall_finding`). Interrupted (Ctrl-C, SIGTERM) on a person's emulator, the demo stops the
@@ -40,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import tempfile
 import threading
@@ -52,6 +60,7 @@ from urllib.parse import urlsplit
 
 from skill import registry, render, terminal
 from tools.configs import EXAMPLES_DIR
+from tools.core import STATE_DIR_ENV
 from tools.errors import Call, ToolError, call
 
 DEMO_CONFIG = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
@@ -181,6 +190,8 @@ class Outcome:
     final_reward: float | None = None
     timeline: list[dict[str, Any]] = field(default_factory=list)
     dispatching: bool = False
+    #: The state folder holding the demo's plan, kept after it (a person's emulator); None: a temporary one.
+    state_dir: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         p = self.progress
@@ -192,7 +203,7 @@ class Outcome:
             "final_reward": self.final_reward, "failure_analysis": p.failure_analysis.model_dump()
             if p.failure_analysis else None, "env_servers": [e.model_dump() for e in p.env_servers],
             "next_step": p.next_step, "next_calls": [c.model_dump() for c in p.next_calls], "timeline": self.timeline,
-            "approval_channel": "host_callback (demo auto-approval)"}
+            "approval_channel": "host_callback (demo auto-approval)", "state_dir": self.state_dir}
         finding = stall_finding(self)
         if finding is not None:
             text, step, calls = finding
@@ -220,9 +231,6 @@ def run_demo(*, as_json: bool = False, dest: Path | None = None, speed: float | 
         for line in terminal.wrap(text, err.width, indent + "   ", indent, commands=True):
             err.print(line)
 
-    state_dir = Path(tempfile.mkdtemp(prefix="model-factory-demo-state-"))
-    home = Path(tempfile.mkdtemp(prefix="model-factory-demo-home-"))
-
     def approver(request: Any) -> bool:
         if request.action == "stop":  # after Ctrl-C, the demo's own run on a person's emulator (_interrupted)
             say(f"Interrupted: stopping run {request.run_id}, which the demo launched on your emulator (approved "
@@ -233,12 +241,18 @@ def run_demo(*, as_json: bool = False, dest: Path | None = None, speed: float | 
         return True
 
     outcome = Outcome(scenario)
-    with _emulator(speed or DEFAULT_SPEED) as emu:
+    with _emulator(speed or DEFAULT_SPEED) as emu, _scratch() as scratch:
         outcome.emulator, outcome.embedded = emu.base_url, emu.embedded
+        home = scratch / "home"
+        home.mkdir()
         env = {"PRIME_API_KEY": emu.api_key, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url,
                "PRIME_FRONTEND_URL": emu.base_url, "PRIME_DISABLE_VERSION_CHECK": "1", "HOME": str(home),
                "PATH": os.environ.get("PATH", "")}
-        ctx = Context(env=env, home=home, state_dir=state_dir, approver=approver)
+        if not emu.embedded and os.environ.get(STATE_DIR_ENV, "").strip():
+            env[STATE_DIR_ENV] = os.environ[STATE_DIR_ENV]
+        # the embedded emulator's runs end with the demo: so do its plans; on a person's emulator, the normal folder
+        ctx = Context(env=env, home=home, state_dir=scratch / "state" if emu.embedded else None, approver=approver)
+        outcome.state_dir = None if emu.embedded else str(ctx.state_path().resolve())
         try:
             _workflow(ctx, say, emu, dest, outcome)
         except DemoFailed as failed:
@@ -259,6 +273,19 @@ def run_demo(*, as_json: bool = False, dest: Path | None = None, speed: float | 
     else:
         _show(outcome, emu, reached)
     return 0 if reached else 1
+
+
+@contextlib.contextmanager
+def _scratch() -> Iterator[Path]:
+    """A temporary folder (the demo's ``HOME``; its state folder on the embedded emulator), removed on every way
+    out of the block: its end, an error, Ctrl-C or SIGTERM (a KeyboardInterrupt, :func:`skill.cli.main`). The
+    removal itself is not cut by an interrupt (:func:`_interrupts_held`), so nothing is left half removed."""
+    folder = Path(tempfile.mkdtemp(prefix="model-factory-demo-"))
+    try:
+        yield folder
+    finally:
+        with _interrupts_held():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -410,8 +437,12 @@ def _show(outcome: Outcome, emu: _Emulator, reached: bool) -> None:
                 "`model-factory emulator` in another terminal, paste the export line it prints here, then "
                 f"`{again}` again: it uses that emulator, and its commands keep working.")
     else:
-        note = f"The run stays on your emulator at {emu.base_url}: the commands above work in this shell."
-    for line in terminal.wrap(render.for_people(note), err.width, commands=True):
+        report = call("mf_run_report", run_id=outcome.run_id)
+        here = "" if os.environ.get(STATE_DIR_ENV, "").strip() else " from this folder"
+        note = (f"The run stays on your emulator at {emu.base_url} and its plan in the state folder "
+                f"{outcome.state_dir}: the commands above work in this shell{here}, and {report} compares its cost "
+                "with the plan.")
+    for line in terminal.wrap(render.for_people(note, [] if emu.embedded else [report]), err.width, commands=True):
         err.print(line)
 
 

@@ -212,3 +212,41 @@ def test_an_interrupted_demo_that_cannot_stop_its_run_prints_the_command_that_do
     httpx.delete(f"{base}/_emulator/faults").raise_for_status()
     stopped = pasted(command, env, tmp_path)
     assert stopped.returncode == 4 and f"stop run {run_id}" in stopped.stderr, stopped.stderr  # a person approves it
+
+
+@pytest.mark.parametrize("ending", ["end", signal.SIGINT, signal.SIGTERM], ids=["end", "SIGINT", "SIGTERM"])
+def test_the_demo_on_its_embedded_emulator_removes_its_temporary_folders_however_it_ends(tmp_path, ending):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**plain_env(tmp_path), "TMPDIR": str(scratch)}
+    if ending == "end":
+        done = demo("--scenario", "queued", env=env, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    else:  # interrupted while it monitors its run
+        done = interrupted_demo(env, tmp_path, ending, "5. Dispatch")
+        assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    assert "in this process; it stops with the demo" in done.stderr, done.stderr
+    assert list(scratch.iterdir()) == [] and not (tmp_path / ".model-factory").exists()
+
+
+def test_a_demo_on_a_persons_emulator_keeps_its_plan_in_the_state_folder_for_the_commands_it_prints(served,
+                                                                                                    tmp_path):
+    base, env = served
+    scratch, project = tmp_path / "tmp", tmp_path / "project"
+    scratch.mkdir()
+    project.mkdir()
+    env = {**env, "TMPDIR": str(scratch)}
+    # no MODEL_FACTORY_STATE_DIR: ./.model-factory, where run-report run in this folder reads the plan
+    shown = demo("--scenario", "stalled", env=env, cwd=project)
+    said = " ".join(shown.stderr.split())
+    assert shown.returncode == 0 and f"its plan in the state folder {project / '.model-factory'}" in said, said
+    report = re.search(r"and `([^`]+ run-report \w+)` compares its cost with the plan", said)
+    assert report, said
+    reported = pasted(report[1], env, project)
+    assert reported.returncode == 0 and "against the plan's estimate of $" in " ".join(reported.stdout.split())
+    # MODEL_FACTORY_STATE_DIR named: that folder, as every other command uses it
+    state = tmp_path / "state"
+    named = demo("--scenario", "stalled", "--json", env={**env, "MODEL_FACTORY_STATE_DIR": str(state)}, cwd=project)
+    out = json.loads(named.stdout)
+    assert out["state_dir"] == str(state) and out["run_id"] in (state / "launches.jsonl").read_text()
+    assert list(scratch.iterdir()) == []  # its temporary HOME is gone
