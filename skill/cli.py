@@ -34,7 +34,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
-from skill.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_PIPE_CLOSED, EXIT_USAGE, exit_code_for
+from skill.exit_codes import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_PIPE_CLOSED,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+    Terminated,
+    exit_code_for,
+    interrupt_for,
+)
 
 PROG = "model-factory"
 #: Help is wrapped to the terminal's width, but never wider than this.
@@ -529,7 +538,7 @@ def top_parser() -> _Parser:
                                  f"`{PROG} COMMAND --help` shows a command's arguments.",
                      epilog="Exit codes: 0 ok, 1 a check failed, 2 usage error, 3 tool error, 4 confirmation "
                             "needed or refused, 5 ambiguous outcome (reconcile, never repeat), 130 interrupted, "
-                            "141 the reader closed the output early (| head).")
+                            "141 the reader closed the output early (| head), 143 terminated (SIGTERM).")
     workflow = parser.add_argument_group("commands")
     for command in COMMANDS.values():
         workflow.add_argument(command.name, help=command.summary)
@@ -602,7 +611,7 @@ def _print_usage_error(error: UsageError, as_json: bool) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point (exit codes: :mod:`skill.exit_codes`)."""
     argv = sys.argv[1:] if argv is None else argv
-    # SIGTERM like Ctrl-C: downloads save their manifest, launches say how to reconcile
+    # SIGTERM like Ctrl-C (downloads save their manifest, launches say how to reconcile), then exit 143
     signal.signal(signal.SIGTERM, _terminate)
     try:
         try:
@@ -610,9 +619,9 @@ def main(argv: list[str] | None = None) -> None:
         except UsageError as error:
             _print_usage_error(error, as_json="--json" in argv)
             code = EXIT_USAGE
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as interrupt:
             print(_interrupted_hint(argv), file=sys.stderr)
-            code = EXIT_INTERRUPTED
+            code = EXIT_TERMINATED if isinstance(interrupt, Terminated) else EXIT_INTERRUPTED
             _forget_unhandled_interrupt()
         sys.stdout.flush()
     except BrokenPipeError:  # `model-factory preflight | head -1`: the reader has what it wanted
@@ -638,7 +647,7 @@ def _pipe_closed() -> int:
 
 
 def _terminate(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
+    raise interrupt_for(signum)
 
 
 def _forget_unhandled_interrupt() -> None:

@@ -39,7 +39,7 @@ stdout; ``--json``: one object with ``scenario``, ``emulator`` (its URL), ``embe
 ``covers_whole_run``, ``next_step``, ``next_calls``) and, when traces were downloaded,
 ``traces_downloaded``, ``dest``, ``missing``; interrupted, ``status`` INTERRUPTED with ``run_id``,
 ``run_stopped`` and ``next_calls``. Exit 0 when the scenario's verdict was reached, 1 otherwise,
-130 interrupted.
+130 interrupted (Ctrl-C), 143 terminated (SIGTERM), after the same clean-up.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from skill import registry, render, terminal
+from skill.exit_codes import interrupt_for
 from tools.configs import EXAMPLES_DIR
 from tools.core import STATE_DIR_ENV
 from tools.errors import Call, ToolError, call
@@ -300,7 +301,7 @@ def _interrupts_held() -> Iterator[None]:
 
     def hold(signum: int, frame: Any) -> None:
         if held:
-            raise KeyboardInterrupt
+            raise interrupt_for(signum)
         held.append(signum)
 
     before = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -310,7 +311,7 @@ def _interrupts_held() -> Iterator[None]:
         for sig, handler in before.items():
             signal.signal(sig, handler)
     if held:
-        raise KeyboardInterrupt
+        raise interrupt_for(held[0])  # SIGTERM stays SIGTERM: the exit code says which (skill.exit_codes)
 
 
 def _interrupted(ctx: Any, emu: _Emulator, outcome: Outcome, say: Any, as_json: bool) -> None:

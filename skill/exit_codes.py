@@ -8,7 +8,8 @@
 | 3 | the tool returned an error (ToolError on stdout with --json) |
 | 4 | a human confirmation is required or was refused/invalid |
 | 5 | ambiguous outcome: a launch may have happened; reconcile, never repeat |
-| 130 | interrupted |
+| 130 | interrupted (Ctrl-C, SIGINT) |
+| 143 | terminated (SIGTERM: 128 + 15), after the same clean-up as Ctrl-C |
 | 141 | the reader closed the output pipe early (``... | head -1``): 128 + SIGPIPE, as Unix tools report it |
 
 Imports nothing from ``skill`` (every command module may use it) and nothing heavy.
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_TOOL_ERROR, EXIT_CONFIRMATION, EXIT_AMBIGUOUS = 0, 1, 2, 3, 4, 5
 EXIT_INTERRUPTED = 130
+#: Ended by SIGTERM (``kill``, a supervisor, ``timeout``): 128 + 15, as a shell reports it. The command cleans up as
+#: for Ctrl-C first (a download saves its manifest, the demo stops the run it launched on a person's emulator).
+EXIT_TERMINATED = 143
 #: The reader of stdout (or stderr) went away early: 128 + SIGPIPE (13), what a shell reports for a
 #: tool the closed pipe stopped. It says nothing about the command's own outcome.
 EXIT_PIPE_CLOSED = 141
@@ -32,6 +36,19 @@ CONFIRMATION_CODES: frozenset[ErrorCode] = frozenset({
     "confirmation_required", "confirmation_invalid", "confirmation_expired", "confirmation_used", "plan_changed",
     "approval_refused",
 })
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C raises KeyboardInterrupt, so every clean-up for Ctrl-C runs for it too;
+    ``model-factory`` then exits :data:`EXIT_TERMINATED`, not :data:`EXIT_INTERRUPTED`."""
+
+
+def interrupt_for(signum: int) -> KeyboardInterrupt:
+    """The exception a signal handler raises for ``signum``: :class:`Terminated` for SIGTERM, else a plain
+    KeyboardInterrupt (SIGINT)."""
+    import signal
+
+    return Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
 def exit_code_for(result: Any) -> int:

@@ -328,8 +328,8 @@ def test_a_killed_download_resumes_and_refetches_what_the_manifest_missed(ctx, e
         wait_until(proc, lambda: (dest / "manifest.jsonl").is_file()
                    and 5 <= len(recorded(dest)) < len(list((dest / "traces").glob("*.json"))) - 2)
         proc.send_signal(sig)
-        # SIGTERM is handled like Ctrl-C by the CLI (exit 130, manifest saved); SIGKILL cannot be
-        assert proc.wait(timeout=10) == (130 if sig == signal.SIGTERM else -sig)
+        # SIGTERM is handled like Ctrl-C by the CLI (exit 143, manifest saved); SIGKILL cannot be
+        assert proc.wait(timeout=10) == (143 if sig == signal.SIGTERM else -sig)
     finally:
         proc.kill()
         proc.communicate()
