@@ -1,7 +1,7 @@
 """Helpers shared by the test modules (their fixtures are in conftest.py): the bundled example, the
 emulator's timeline, the environment that points a process at the emulator, tool results, a launch
-a person approves at the terminal, a budget policy, and the CLI in a new process or at a
-pseudo-terminal.
+a person approves at the terminal, a budget policy, the CLI in a new process or at a
+pseudo-terminal, and what ``model-factory emulator`` prints.
 
 Import them by name: ``from _helpers import CLI, in_terminal``.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import queue
 import re
 import select
 import shutil
@@ -19,6 +20,7 @@ import struct
 import subprocess
 import sys
 import termios
+import threading
 import time
 from pathlib import Path
 from typing import Any, NoReturn
@@ -181,6 +183,35 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def emulator_banner(proc: subprocess.Popen[str], timeout: float = 60) -> tuple[list[str], dict[str, str]]:
+    """What ``model-factory emulator`` (``proc``, stderr piped as text) prints before it serves, read up to its
+    last line (``Admin: ...``): the lines, and the variables of its export line (name -> value). Fails the test
+    when the banner has not ended within ``timeout`` seconds (read by a thread: a banner that never ends is a
+    failure, not a hang)."""
+    got: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        for line in proc.stderr:
+            got.put(line)
+            if line.startswith("Admin:"):
+                return
+        got.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while not lines or not lines[-1].startswith("Admin:"):
+        try:
+            line = got.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            pytest.fail(f"the emulator's banner did not end (an Admin: line) within {timeout} s: {lines}")
+        if line is None:
+            pytest.fail(f"the emulator ended before its banner did: {lines}")
+        lines.append(line.rstrip("\n"))
+    export = next(line for line in lines if line.lstrip().startswith("export "))
+    return lines, dict(word.split("=", 1) for word in export.split("export ", 1)[1].split())
 
 
 def script(folder: Path, name: str, body: str) -> Path:

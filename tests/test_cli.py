@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _helpers import EXAMPLE, approved_launch, free_port, mf, mf_json, past_step, pasted, planned
+from _helpers import CLI, EXAMPLE, approved_launch, emulator_banner, free_port, mf, mf_json, past_step, pasted, planned
 
 from skill import registry
 from skill.cli import COMMANDS, command_parser, main
@@ -516,30 +516,33 @@ def test_an_emulator_host_this_machine_does_not_have_is_named_as_the_problem(env
 
 
 @pytest.mark.parametrize(("host", "warned"), [("0.0.0.0", True), ("127.0.0.1", False), ("localhost", False)])
-def test_an_emulator_listening_beyond_the_loopback_warns_that_other_machines_can_use_its_fixed_key(env, host, warned):
-    import httpx
-
+def test_an_emulator_listening_beyond_the_loopback_warns_first_and_prints_exports_that_work_here(env, host, warned,
+                                                                                                 tmp_path):
     from skill.emulator import DEFAULT_API_KEY
 
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "skill", "emulator", "--host", host, "--port", str(port)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        banner = [proc.stderr.readline() for _ in range(3)]  # the address, the exports, the pages
-        assert "Ctrl-C stops." in banner[2], banner
-        # it serves (through the loopback): everything it prints before serving has been printed
-        assert httpx.get(f"http://127.0.0.1:{port}/_emulator/state", timeout=30).status_code == 200
+        lines, exports = emulator_banner(proc)  # everything it prints before it serves
+        said = " ".join(" ".join(lines).split())
+        export = next(line for line in lines if "export " in line).strip()
+        # a wildcard bind is reached on the loopback: the printed URL works from this machine
+        url = f"http://{'localhost' if host == 'localhost' else '127.0.0.1'}:{port}"
+        assert exports["PRIME_API_BASE_URL"] == exports["PRIME_TRACES_URL"] == url, lines
+        assert all(len(line) <= 80 for line in lines if line is not export and "export " not in line), lines
+        listed = pasted(f"{export} && {CLI} list-runs", env, tmp_path)  # the export line, pasted as printed
+        assert listed.returncode == 0 and "personal account" in listed.stderr, listed.stderr
     finally:
         proc.terminate()
-        rest = proc.stderr.read()  # through the reader the banner came from: it may hold the next lines already
         proc.wait(timeout=30)
-    said = " ".join(rest.split())
-    if warned:
-        assert said.startswith(f"Warning: listening on {host}, not the loopback"), rest
-        assert "other machines" in said and DEFAULT_API_KEY in said and "for testing only" in said, rest
-        assert all(len(line) <= 80 for line in rest.splitlines()), rest
+    if warned:  # first, before the exports a person pastes
+        assert said.startswith(f"Warning: listening on {host} (every interface), not the loopback"), lines
+        assert "other machines" in said and DEFAULT_API_KEY in said and "for testing only" in said, lines
+        assert f"This machine reaches it at {url}" in said
+        assert said.index("Warning") < said.index("export ")
     else:
-        assert "Warning" not in rest, rest
+        assert "Warning" not in said and lines[0].startswith(f"Model Factory emulator on {url}"), lines
 
 
 def test_list_runs_past_its_last_page_names_the_last_page_and_shows_latest_steps(env, emulator, launch):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from _helpers import free_port, mf, pasted
+from _helpers import emulator_banner, free_port, mf, pasted
 
 from skill.demo import SCENARIOS
 from skill.emulator import DEFAULT_API_KEY
@@ -93,10 +93,9 @@ def served(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "skill", "emulator", "--port", str(port), "--speed", "200",
                              "--scenario", "stalled"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
-    line = proc.stderr.readline()
-    assert "Model Factory emulator on" in line and "stall" in line, line
-    exports = proc.stderr.readline().split("export ", 1)[1].split()
-    env = {**plain_env(tmp_path), **dict(e.split("=", 1) for e in exports)}
+    lines, exports = emulator_banner(proc)
+    assert lines[0].startswith(f"Model Factory emulator on {base}") and "stall" in " ".join(lines), lines
+    env = {**plain_env(tmp_path), **exports}
     assert env["PRIME_API_BASE_URL"] == env["PRIME_FRONTEND_URL"] == base and env["PRIME_API_KEY"] == DEFAULT_API_KEY
     yield base, env
     proc.terminate()
@@ -145,9 +144,7 @@ def persons_emulator(tmp_path):
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "skill", "emulator", "--port", str(port), "--speed", "1"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    proc.stderr.readline()
-    exports = proc.stderr.readline().split("export ", 1)[1].split()
-    yield f"http://127.0.0.1:{port}", {**plain_env(tmp_path), **dict(e.split("=", 1) for e in exports)}
+    yield f"http://127.0.0.1:{port}", {**plain_env(tmp_path), **emulator_banner(proc)[1]}
     proc.terminate()
     proc.wait(timeout=10)
 

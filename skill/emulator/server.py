@@ -3,6 +3,7 @@ and :func:`closed_port` (a loopback port that refuses connections, for connectio
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 import sys
 import textwrap
@@ -119,35 +120,60 @@ def serve(host: str = "127.0.0.1", port: int = 8765, speed: float | None = None,
           scenario: str | Mapping[str, Mapping[str, Any] | None] | None = None, **state_options: Any) -> None:
     """Serve the emulator in the foreground until interrupted (``model-factory emulator``).
 
-    Prints the base URL, the API key and the environment to point ``prime`` or the tools
-    at it. ``speed`` None means real time (1.0). ``scenario`` (a name, or ``{name: params}``)
-    applies to every run created; other keyword arguments go to
-    :class:`~skill.emulator.state.EmulatorState` (``timing``, ``shape``, ...). Raises
-    ``ValueError`` for an unknown scenario or parameter and ``OSError`` when the address
-    cannot be bound (port taken, bad host), both before printing anything. A ``host`` other than
-    the loopback (``0.0.0.0``, a network address) gets a warning: other machines can reach the
-    emulator, and its API key is the fixed, published one.
+    Prints the base URL that reaches it from this machine (:func:`local_url`: the loopback for a
+    wildcard bind), the API key and the environment to point ``prime`` or the tools at it, at 80
+    columns but for the one ``export`` line (a command is never broken). ``speed`` None means real
+    time (1.0). ``scenario`` (a name, or ``{name: params}``) applies to every run created; other
+    keyword arguments go to :class:`~skill.emulator.state.EmulatorState` (``timing``, ``shape``,
+    ...). Raises ``ValueError`` for an unknown scenario or parameter and ``OSError`` when the
+    address cannot be bound (port taken, bad host), both before printing anything. A ``host`` other
+    than the loopback (``0.0.0.0``, a network address) gets a warning, printed first (before the
+    exports a person pastes): other machines can reach the emulator, and its API key is the fixed,
+    published one.
     """
     state = EmulatorState(DEFAULT_SPEED if speed is None else speed, scenario=scenario, **state_options)
     sock = _listening_socket(host, port)
     app = create_app(state, FaultInjector())
-    shown = f"[{host}]" if ":" in host else host
-    base = f"http://{shown}:{port}"
+    base = local_url(host, port)
     scenarios = ", ".join(state.every_run_scenarios) or "none"
-    print(f"Model Factory emulator on {base} (clock speed {state.clock.speed}x; scenarios for every run: "
-          f"{scenarios})\n"
-          f"  export PRIME_API_BASE_URL={base} PRIME_TRACES_URL={base} PRIME_FRONTEND_URL={base} "
-          f"PRIME_API_KEY={DEFAULT_API_KEY} PRIME_DISABLE_VERSION_CHECK=1\n"
-          f"  runs: {base}/dashboard/training   admin: {base}/_emulator/state (loopback clients only). "
-          "Ctrl-C stops.", file=sys.stderr, flush=True)
-    if not is_loopback(host):
-        warning = (f"Warning: listening on {host}, not the loopback: other machines that reach this one can use the "
-                   f"emulator, with the fixed key {DEFAULT_API_KEY} that anyone can read. It is for testing only: "
-                   "keep real keys and data out of it, and leave --host at 127.0.0.1 (the default) unless another "
-                   "machine must reach it.")
-        print(textwrap.fill(warning, 80, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False),
-              file=sys.stderr, flush=True)
+    every = " (every interface)" if _every_interface(host) else ""
+    if not is_loopback(host):  # before the exports: a person reads it before pasting them
+        _say(f"Warning: listening on {host or '0.0.0.0'}{every}, not the loopback: other machines that reach this "
+             f"one can use the emulator, with the fixed key {DEFAULT_API_KEY} that anyone can read. It is for testing "
+             "only: keep real keys and data out of it, and leave --host at 127.0.0.1 (the default) unless another "
+             "machine must reach it." + (f" This machine reaches it at {base} (the exports below); others at this "
+                                         "machine's address." if every else ""))
+    _say(f"Model Factory emulator on {base} (clock speed {state.clock.speed}x; scenarios for every run: "
+         f"{scenarios}). Ctrl-C stops.")
+    print(f"  export PRIME_API_BASE_URL={base} PRIME_TRACES_URL={base} PRIME_FRONTEND_URL={base} "
+          f"PRIME_API_KEY={DEFAULT_API_KEY} PRIME_DISABLE_VERSION_CHECK=1", file=sys.stderr, flush=True)
+    _say(f"Runs: {base}/dashboard/training")
+    _say(f"Admin: {base}/_emulator/state (loopback clients only)")
     uvicorn.Server(_config(app, host, port)).run(sockets=[sock])
+
+
+def _every_interface(host: str) -> bool:
+    """True for a wildcard bind (``0.0.0.0``, ``::``, empty): every interface."""
+    try:
+        return not host or ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:  # a name
+        return False
+
+
+def local_url(host: str, port: int) -> str:
+    """The base URL that reaches an emulator listening on ``host:port`` from this machine: ``host`` itself,
+    except that a wildcard bind (every interface) is reached on the loopback (``http://127.0.0.1:PORT``,
+    ``http://[::1]:PORT`` for ``::``): a wildcard is an address to listen on, not to connect to, and the admin
+    routes and the demo take loopback URLs only."""
+    if _every_interface(host):
+        host = "::1" if ":" in host else "127.0.0.1"
+    return f"http://[{host.strip('[]')}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _say(text: str) -> None:
+    """One banner paragraph on stderr, at 80 columns (a URL is never broken)."""
+    print(textwrap.fill(text, 80, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False),
+          file=sys.stderr, flush=True)
 
 
 class ClosedPort:
