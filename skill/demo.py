@@ -16,8 +16,11 @@ missing-upload report.
 Which emulator: when ``PRIME_API_BASE_URL`` points at a running emulator on loopback (its admin
 route answers), the demo uses it, so the commands it prints keep working afterwards in that shell
 (``model-factory emulator`` prints the exports); its clock is raised to the demo's speed if slower.
-Otherwise an emulator runs in this process and stops with the demo. Never anything else: the
-demo does not talk to the real platform.
+Otherwise an emulator runs in this process and stops with the demo, and when the variable is set
+the demo says first why it did not use it (a host that is not the loopback, a wildcard address
+such as ``0.0.0.0`` with the loopback URL that reaches it, no emulator answering:
+:func:`running_emulator`). Never anything else: the demo does not talk to the real platform
+(refusing to run would guard nothing more: the variable is not used, the embedded emulator is).
 
 Which state folder (plans, approvals, the launch ledger): on a person's emulator the normal one
 (``$MODEL_FACTORY_STATE_DIR``, else ``./.model-factory``), so the commands it prints afterwards
@@ -34,7 +37,9 @@ itself is not cut in the middle (:func:`_interrupts_held`).
 
 Output: progress on stderr; the outcome (what happened, the evidence, the next commands) on
 stdout; ``--json``: one object with ``scenario``, ``emulator`` (its URL), ``embedded_emulator``,
-``verdict``, ``reached``, ``evidence``, ``status``, ``run_id``, ``plan_id``, ``steps_completed``,
+``base_url_ignored`` (why PRIME_API_BASE_URL was not used, or null), ``state_dir`` (the state folder
+kept with its plan, null for a temporary one), ``verdict``, ``reached``, ``evidence``, ``status``,
+``run_id``, ``plan_id``, ``steps_completed``,
 ``next_step``/``next_calls``, ``timeline``, for a stall ``logs`` (``finding``, ``distinct_errors``,
 ``covers_whole_run``, ``next_step``, ``next_calls``) and, when traces were downloaded,
 ``traces_downloaded``, ``dest``, ``missing``; interrupted, ``status`` INTERRUPTED with ``run_id``,
@@ -63,6 +68,7 @@ from skill.exit_codes import interrupt_for
 from tools.configs import EXAMPLES_DIR
 from tools.core import STATE_DIR_ENV
 from tools.errors import Call, ToolError, call
+from tools.guardrails.text import shown
 
 DEMO_CONFIG = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
 DEFAULT_SPEED = 100.0
@@ -122,13 +128,15 @@ def _call(step: str, name: str, arguments: dict[str, Any], ctx: Any) -> Any:
 
 @dataclass
 class _Emulator:
-    """The emulator the demo talks to: ``base_url``, ``api_key``, whether it is embedded, and how
-    to give the next run a scenario."""
+    """The emulator the demo talks to: ``base_url``, ``api_key``, whether it is embedded, why
+    ``PRIME_API_BASE_URL`` was not used (``ignored``; None when unset or used), and how to give the
+    next run a scenario."""
 
     base_url: str
     api_key: str
     embedded: bool
     server: Any = None
+    ignored: str | None = None
 
     def set_scenario(self, name: str) -> None:
         if self.server is not None:
@@ -139,28 +147,46 @@ class _Emulator:
             httpx.post(f"{self.base_url}/_emulator/scenario", json={"name": name}, timeout=10).raise_for_status()
 
 
-def running_emulator(env: dict[str, str] | os._Environ[str]) -> str | None:
-    """``PRIME_API_BASE_URL`` when it is a loopback URL where an emulator answers its admin
-    route (``GET /_emulator/state``), else None. Never a remote host."""
-    from skill.emulator import is_loopback
+def running_emulator(env: dict[str, str] | os._Environ[str]) -> tuple[str | None, str | None]:
+    """``(url, None)`` when ``PRIME_API_BASE_URL`` is a loopback URL where an emulator answers its
+    admin route (``GET /_emulator/state``); else ``(None, why it is not used)``, the reason None when
+    the variable is unset. Never a remote host: the demo launches runs and approves them itself. The
+    reason names the host and port only (never the rest of the URL)."""
+    from skill.emulator import is_loopback, local_url
 
-    url = (env.get("PRIME_API_BASE_URL") or "").rstrip("/")
-    if not is_loopback(urlsplit(url).hostname or ""):
-        return None
+    url = (env.get("PRIME_API_BASE_URL") or "").strip().rstrip("/")
+    if not url:
+        return None, None
+    parts = urlsplit(url)
+    try:
+        host, port = shown(parts.hostname or ""), parts.port
+    except ValueError:
+        return None, "it holds no valid port."
+    where = f"{host}:{port}" if port else host or "no host"
+    if not is_loopback(host):
+        reached = local_url(host, port) if port else ""
+        if is_loopback(urlsplit(reached).hostname or ""):  # 0.0.0.0, ::: where an emulator listens
+            return None, (f"it names {where}, an address an emulator listens on (every interface), not one to "
+                          f"reach it at: this machine reaches it at {reached} (the URL of the export line "
+                          "`model-factory emulator` prints).")
+        return None, (f"it names {where}, not this machine's loopback, and the demo runs only on an emulator on "
+                      "this machine, never on a remote host or the platform.")
     import httpx
 
     try:
         answer = httpx.get(f"{url}/_emulator/state", timeout=5)
-        return url if answer.status_code == 200 and "run_count" in answer.json() else None
+        if answer.status_code == 200 and "run_count" in answer.json():
+            return url, None
     except (httpx.HTTPError, ValueError):
-        return None
+        pass
+    return None, (f"no emulator answers at {where} (is `model-factory emulator` still running there?).")
 
 
 @contextlib.contextmanager
 def _emulator(speed: float) -> Iterator[_Emulator]:
     from skill.emulator import DEFAULT_API_KEY, EmulatorServer
 
-    url = running_emulator(os.environ)
+    url, ignored = running_emulator(os.environ)
     if url is not None:
         import httpx
 
@@ -170,7 +196,7 @@ def _emulator(speed: float) -> Iterator[_Emulator]:
         yield _Emulator(url, os.environ.get("PRIME_API_KEY") or DEFAULT_API_KEY, embedded=False)
         return
     with EmulatorServer(speed=speed) as server:
-        yield _Emulator(server.base_url, server.api_key, embedded=True, server=server)
+        yield _Emulator(server.base_url, server.api_key, embedded=True, server=server, ignored=ignored)
 
 
 # -- the demo ---------------------------------------------------------------------------------
@@ -193,6 +219,8 @@ class Outcome:
     dispatching: bool = False
     #: The state folder holding the demo's plan, kept after it (a person's emulator); None: a temporary one.
     state_dir: str | None = None
+    #: Why PRIME_API_BASE_URL was not used (the demo then runs its own emulator); None: unset, or used.
+    ignored: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         p = self.progress
@@ -204,7 +232,8 @@ class Outcome:
             "final_reward": self.final_reward, "failure_analysis": p.failure_analysis.model_dump()
             if p.failure_analysis else None, "env_servers": [e.model_dump() for e in p.env_servers],
             "next_step": p.next_step, "next_calls": [c.model_dump() for c in p.next_calls], "timeline": self.timeline,
-            "approval_channel": "host_callback (demo auto-approval)", "state_dir": self.state_dir}
+            "approval_channel": "host_callback (demo auto-approval)", "state_dir": self.state_dir,
+            "base_url_ignored": self.ignored}
         finding = stall_finding(self)
         if finding is not None:
             text, step, calls = finding
@@ -243,7 +272,7 @@ def run_demo(*, as_json: bool = False, dest: Path | None = None, speed: float | 
 
     outcome = Outcome(scenario)
     with _emulator(speed or DEFAULT_SPEED) as emu, _scratch() as scratch:
-        outcome.emulator, outcome.embedded = emu.base_url, emu.embedded
+        outcome.emulator, outcome.embedded, outcome.ignored = emu.base_url, emu.embedded, emu.ignored
         home = scratch / "home"
         home.mkdir()
         env = {"PRIME_API_KEY": emu.api_key, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url,
@@ -352,6 +381,8 @@ def _interrupted(ctx: Any, emu: _Emulator, outcome: Outcome, say: Any, as_json: 
 def _workflow(ctx: Any, say: Any, emu: _Emulator, dest: Path | None, outcome: Outcome) -> None:
     sc = SCENARIOS[outcome.scenario]
     where = "in this process; it stops with the demo" if emu.embedded else "yours, from PRIME_API_BASE_URL"
+    if emu.ignored:
+        say(render.for_people(f"PRIME_API_BASE_URL is not used: {emu.ignored}"))
     say(f"Emulator at {emu.base_url} ({where}). Scenario {outcome.scenario}: {sc.shows}.")
 
     pre = _call("preflight", "mf_preflight", {}, ctx)

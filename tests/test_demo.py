@@ -116,12 +116,34 @@ def test_emulator_scenario_applies_to_every_next_run_and_the_demo_uses_that_emul
     assert {out["run_id"], json.loads(stalled.stdout)["run_id"]} <= {r["id"] for r in runs["runs"]}
 
 
-def test_the_demo_never_uses_a_remote_api_url(tmp_path):
+def test_the_demo_never_uses_a_remote_api_url_and_says_why(tmp_path):
     from skill.demo import running_emulator
 
-    assert running_emulator({"PRIME_API_BASE_URL": "https://api.primeintellect.ai"}) is None
-    assert running_emulator({"PRIME_API_BASE_URL": "http://10.0.0.1:8765"}) is None
-    assert running_emulator({}) is None
+    for url in ("https://api.primeintellect.ai", "http://10.0.0.1:8765"):
+        used, why = running_emulator({"PRIME_API_BASE_URL": url})
+        host = url.split("//")[1]
+        assert used is None and why.startswith(f"it names {host}, not this machine's loopback"), why
+        assert "never on a remote host or the platform" in why
+    assert running_emulator({}) == (None, None)
+    # a loopback URL where no emulator answers, a port that is no port: not used either, and said so
+    port = free_port()
+    assert running_emulator({"PRIME_API_BASE_URL": f"http://127.0.0.1:{port}"}) == (
+        None, f"no emulator answers at 127.0.0.1:{port} (is `model-factory emulator` still running there?).")
+    assert running_emulator({"PRIME_API_BASE_URL": "http://127.0.0.1:99999"})[1] == "it holds no valid port."
+
+
+def test_a_demo_pointed_at_an_emulators_wildcard_address_says_it_runs_its_own_and_which_url_reaches_that_one(
+        tmp_path):
+    port = free_port()
+    env = {**plain_env(tmp_path), "PRIME_API_BASE_URL": f"http://0.0.0.0:{port}"}  # as the emulator printed it once
+    proc = demo("--scenario", "queued", "--json", env=env, cwd=tmp_path)
+    said = " ".join(proc.stderr.split())
+    assert proc.returncode == 0 and said.startswith(
+        f"PRIME_API_BASE_URL is not used: it names 0.0.0.0:{port}, an address an emulator listens on"), said
+    assert f"this machine reaches it at http://127.0.0.1:{port}" in said
+    assert "Emulator at http://127.0.0.1:" in said and "(in this process; it stops with the demo)" in said
+    out = json.loads(proc.stdout)
+    assert out["embedded_emulator"] is True and out["base_url_ignored"].startswith(f"it names 0.0.0.0:{port}")
 
 
 def test_a_stalled_run_whose_logs_say_nothing_is_diagnosed_so_and_the_printed_stop_command_works(served, tmp_path):
