@@ -131,7 +131,7 @@ def test_a_run_planned_in_another_state_folder_is_reported_with_where_its_plan_i
     config = project / "rl.toml"
     shutil.copy(EXAMPLE, config)
     planner = Context(env=mf_env, home=tmp_path / "home", state_dir=project / ".model-factory", cwd=project,
-                      approver=lambda request: True)  # the session that planned it, in the project folder
+                      approver=lambda request: True)  # the tools that planned it, in the project folder
     plan = ok(call(planner, "mf_plan_run", config_path=str(config), team="personal"))
     run_id = ok(call(planner, "mf_dispatch_run", plan_id=plan.plan_id)).run_id
     planner.close()

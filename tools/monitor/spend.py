@@ -9,7 +9,7 @@
   while the run held them, start-up included.
 - The plan's low/expected/high estimate comes from the local launch ledger (the plan that launched
   or resumed into this run); a run launched from elsewhere has none, said as unknown. Plans live in
-  the state folder of the session that made them (``$MODEL_FACTORY_STATE_DIR``, else
+  the state folder of the process that made them (``$MODEL_FACTORY_STATE_DIR``, else
   ``./.model-factory``), so :func:`missing_plan` says which folder was read and how to point at the
   right one; it looks in the default folders nearby (``.model-factory`` of the current folder and of
   the folders above it) and, when one holds the run's plan, names the command that reads it.
@@ -169,7 +169,7 @@ def missing_plan(ctx: Context, run_id: str) -> str:
                 gate.plan_of_run(Ledger(other), run_id) is not None:
             command = shell_command(["run-report", run_id], ctx.env, {STATE_DIR_ENV: str(other)})
             return f"{said}; its plan is in {other}: `{command}` compares its cost with that plan."
-    return (f"{said}. If model-factory planned it, its plan is in the state folder of that session (the approve "
+    return (f"{said}. If model-factory planned it, its plan is in the state folder it used then (the approve "
             f"command printed for the plan names it): run this command again with {STATE_DIR_ENV} set to that "
             "folder.")
 
