@@ -14,7 +14,7 @@ import pytest
 from tools.core import Context
 from tools.errors import ToolFailure
 from tools.guardrails.ledger import LEDGER_FILE, Ledger
-from tools.guardrails.secrets import Scrubber
+from tools.guardrails.scrubbing import Scrubber
 
 CANARY = "canary-ledger-secret-0123"
 

@@ -15,12 +15,10 @@ from pydantic import BaseModel, ConfigDict, SecretStr
 from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import FieldProblem, ToolError, ToolFailure
+from tools.guardrails.scrubbing import MEMO_CHARS, MEMO_ENTRIES, Scrubber
 from tools.guardrails.secrets import (
     FORWARDABLE,
-    MEMO_CHARS,
-    MEMO_ENTRIES,
     EnvFileError,
-    Scrubber,
     find_secret_values,
     parse_env_file,
     refuse_secret_values,

@@ -2,7 +2,7 @@
 the output budget, run lookups, owner resolution, and how a person's shell runs this program.
 
 This is the layer that applies the guardrails to every call: the context's scrubber (built from
-:mod:`tools.guardrails.secrets`) cleans every result, error and progress message and every
+:mod:`tools.guardrails.scrubbing`) cleans every result, error and progress message and every
 platform answer on arrival, and :func:`tool` refuses arguments holding a secret-looking value
 before the body runs. So ``tools.core`` sits above ``tools.guardrails`` (pure local checks over
 plain values, which only need the error shape of :mod:`tools.errors`) and below the phase

@@ -9,7 +9,7 @@ a result model, or a :class:`~tools.errors.ToolError` (from ``ToolFailure`` or a
 ``PlatformError``), always scrubbed of every known secret value.
 
 The secrets guardrail is applied here, at runtime: :attr:`Context.scrubber` is a
-:class:`tools.guardrails.secrets.Scrubber` and :func:`tool` calls
+:class:`tools.guardrails.scrubbing.Scrubber` and :func:`tool` calls
 :func:`tools.guardrails.secrets.refuse_secret_values` (hence core sits above the guardrails;
 see :mod:`tools.core`).
 """
@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from tools.errors import ToolError, ToolFailure, fail, from_os_error, from_platform
-from tools.guardrails.secrets import Scrubber, refuse_secret_values
+from tools.guardrails.scrubbing import Scrubber
+from tools.guardrails.secrets import refuse_secret_values
 from tools.platform.errors import PlatformError
 
 if TYPE_CHECKING:
@@ -197,7 +198,7 @@ class Context:
 
     @property
     def scrubber(self) -> Scrubber:
-        """Replaces every known secret value in outputs (see :mod:`tools.guardrails.secrets`)."""
+        """Replaces every known secret value in outputs (see :mod:`tools.guardrails.scrubbing`)."""
         if self._scrubber is None:
             self._scrubber = Scrubber.from_context(self)
         return self._scrubber

@@ -11,7 +11,7 @@ the only intended writer. Guarantees:
 * **Durable**: each record is one ``write`` on an ``O_APPEND`` descriptor followed by
   ``os.fsync`` (and an fsync of the folder when the file is created), so a record that
   :meth:`Ledger.append` returned from survives a crash or power loss.
-* **Scrubbed**: records pass through the :class:`~tools.guardrails.secrets.Scrubber` before
+* **Scrubbed**: records pass through the :class:`~tools.guardrails.scrubbing.Scrubber` before
   they are written, so no known secret value reaches the disk.
 * **Serialised**: :meth:`Ledger.locked` is a cross-process lock (``filelock``, a
   ``launches.jsonl.lock`` file next to the ledger). Hold it around any read-check-append
@@ -42,7 +42,7 @@ from tools.errors import fail
 
 if TYPE_CHECKING:
     from tools.core import Context
-    from tools.guardrails.secrets import Scrubber
+    from tools.guardrails.scrubbing import Scrubber
 
 LEDGER_FILE = "launches.jsonl"
 
