@@ -197,7 +197,7 @@ def _option_name(word: str) -> str | None:
     name = word.split("=", 1)[0]
     if not _OPTION_NAME.fullmatch(name):
         return None
-    from tools.guardrails.secrets import find_secret_values
+    from tools.guardrails.secret_detection import find_secret_values
 
     return None if find_secret_values(name, root="option") else name
 

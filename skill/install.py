@@ -306,7 +306,7 @@ def main(dest: str | os.PathLike[str] | None = None, *, agent: str = "claude-cod
          force: bool = False, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run ``install`` into ``dest`` (default: ``agent``'s skills folder) and say how to connect the tools."""
     from tools.core import shell_command
-    from tools.guardrails.secrets import scan_for_secrets
+    from tools.guardrails.secret_detection import scan_for_secrets
 
     out, err = out or sys.stdout, err or sys.stderr
     if dest is not None and (hits := scan_for_secrets(str(dest), root="--dest")):  # the guard every argument has

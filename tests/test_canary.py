@@ -335,7 +335,7 @@ def test_every_tool_refuses_a_pasted_key_in_any_text_argument_before_sending(emu
 def test_cassettes_never_hold_the_launch_key_or_a_real_key_format():
     """The contract cassettes (tests/cassettes/capture_cli.py) record the real CLI with fake values and
     leave the Authorization header out: its PRIME_API_KEY appears in no cassette."""
-    from tools.guardrails.secrets import scan_for_secrets
+    from tools.guardrails.secret_detection import scan_for_secrets
 
     capture = (ROOT / "tests" / "cassettes" / "capture_cli.py").read_text()
     assert 'API_KEY = "fake-prime-api-key"' in capture

@@ -1,6 +1,6 @@
 """Env files are parsed as ``prime`` 0.18.0 parses them: the same file through both parsers.
 
-Our :func:`tools.guardrails.secrets.parse_env_file` and ``prime_cli.utils.env_vars.parse_env_file``
+Our :func:`tools.guardrails.secret_detection.parse_env_file` and ``prime_cli.utils.env_vars.parse_env_file``
 (from the real CLI's own virtual environment, built once by ``tests/test_prime_cli_interop.py``'s
 ``prime_exe`` fixture) read one file holding every rule (comments, blank lines, whitespace,
 double quotes, single quotes kept literal, mismatched quotes, ``#`` inside a value, ``${VAR}``
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from test_prime_cli_interop import prime_exe  # noqa: F401 - the fixture building prime 0.18.0's venv
 
-from tools.guardrails.secrets import EnvFileError, parse_env_file
+from tools.guardrails.secret_detection import EnvFileError, parse_env_file
 
 pytestmark = pytest.mark.interop
 

@@ -16,7 +16,7 @@ from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.errors import FieldProblem, ToolError, ToolFailure
 from tools.guardrails.scrubbing import MEMO_CHARS, MEMO_ENTRIES, Scrubber
-from tools.guardrails.secrets import (
+from tools.guardrails.secret_detection import (
     FORWARDABLE,
     EnvFileError,
     find_secret_values,

@@ -34,7 +34,7 @@ ErrorCode = Literal[
     perr.PlatformCode,  # the platform's answers, mapped by from_platform()
     # calls and arguments (skill.registry, the @tool wrapper)
     "bad_arguments", "unknown_tool", "internal_error", "file_error", "dependency_missing",
-    # secrets by name (tools.guardrails.secrets)
+    # secrets by name (tools.guardrails.secret_detection)
     "secret_in_input", "unsupported_secret", "secret_not_set", "env_file_invalid",
     # configs
     "config_not_found", "invalid_toml", "invalid_config", "dest_exists", "write_failed",

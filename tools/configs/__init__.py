@@ -65,7 +65,7 @@ from tools.configs._schema_snapshot import snapshot_metadata, snapshot_schema, u
 from tools.configs._toml import MAX_CONFIG_BYTES, load_toml, parse_document, read_bounded, read_config
 from tools.core import MAX_STEPS, Context, tool
 from tools.errors import ToolFailure, call
-from tools.guardrails.secrets import refuse_secret_values, toml_env_files
+from tools.guardrails.secret_detection import refuse_secret_values, toml_env_files
 
 __all__ = [
     "CLI_ONLY_KEYS",

@@ -7,7 +7,7 @@ train`` checks itself, the guardrails, advice), asks the chosen schema back-end 
 an :class:`Issue` a person can act on: the key path, its line and column in the file
 (``_positions``), the message (with the key meant, for an unknown key), the rule and what it
 mirrors, and a fix (``_advice``). No issue echoes a value that looks like a secret: every value
-of the config that the secret detection of :mod:`tools.guardrails.secrets` flags is redacted
+of the config that the secret detection of :mod:`tools.guardrails.secret_detection` flags is redacted
 from the whole report (``secret_scrubber`` of :mod:`tools.guardrails.scrubbing`: messages,
 fixes and facts), on top of the context's scrubber. The report is fitted to the output budget.
 """
@@ -33,7 +33,7 @@ from tools.configs._schema_shared import SHARED_SOURCE
 from tools.configs._toml import parse_toml_text, read_bounded
 from tools.core import OUTPUT_BUDGET_CHARS, Context, fit_largest
 from tools.guardrails.scrubbing import secret_scrubber
-from tools.guardrails.secrets import FORWARDABLE, toml_env_files
+from tools.guardrails.secret_detection import FORWARDABLE, toml_env_files
 from tools.platform.settings import home_folder
 
 #: What each back-end leaves to the platform, for ``schema_note``.

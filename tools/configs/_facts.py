@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tools.configs._toml import as_int, value_at
-from tools.guardrails.secrets import EnvFileError, parse_env_file, toml_env_files
+from tools.guardrails.secret_detection import EnvFileError, parse_env_file, toml_env_files
 
 Mode = Literal["rl", "sft"]
 

@@ -38,7 +38,7 @@ from tools.configs._mirror_base import MIRRORS, Invalid, Node, source_of
 from tools.configs._schema_findings import Finding
 from tools.configs._schema_index import SchemaIndex
 from tools.configs._toml import toml_disagreement
-from tools.guardrails.secrets import FORWARDABLE, env_file_git_warning, scan_for_secrets, toml_env_files
+from tools.guardrails.secret_detection import FORWARDABLE, env_file_git_warning, scan_for_secrets, toml_env_files
 from tools.guardrails.text import display_problem
 
 Severity = Literal["error", "warning"]
@@ -275,7 +275,7 @@ RULES: tuple[Rule, ...] = (
          "Remove the control character; use letters, digits and punctuation only.", _displayed_text),
     Rule("source_ref", "error", _BOTH, "file", f"{_CLI} _source_ref_error", "git ref form of source_ref",
          "Use a branch, tag or commit sha of prime-rl.", _source_ref),
-    Rule("env_file", "error", _BOTH, "file", "prime 0.18.0 env-file rules (tools/guardrails/secrets.py)",
+    Rule("env_file", "error", _BOTH, "file", "prime 0.18.0 env-file rules (tools/guardrails/secret_detection.py)",
          "env_file/env_files readable, ${VAR} set", "Fix the env file path or set the variable it references.",
          _env_file),
     Rule("unsupported_secret", "error", _BOTH, "file", f"{_CLI} env files",

@@ -10,7 +10,7 @@ a result model, or a :class:`~tools.errors.ToolError` (from ``ToolFailure`` or a
 
 The secrets guardrail is applied here, at runtime: :attr:`Context.scrubber` is a
 :class:`tools.guardrails.scrubbing.Scrubber` and :func:`tool` calls
-:func:`tools.guardrails.secrets.refuse_secret_values` (hence core sits above the guardrails;
+:func:`tools.guardrails.secret_detection.refuse_secret_values` (hence core sits above the guardrails;
 see :mod:`tools.core`).
 """
 
@@ -30,7 +30,7 @@ from pydantic import BaseModel
 
 from tools.errors import ToolError, ToolFailure, fail, from_os_error, from_platform
 from tools.guardrails.scrubbing import Scrubber
-from tools.guardrails.secrets import refuse_secret_values
+from tools.guardrails.secret_detection import refuse_secret_values
 from tools.platform.errors import PlatformError
 
 if TYPE_CHECKING:

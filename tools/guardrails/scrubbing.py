@@ -4,7 +4,7 @@
   ``[REDACTED:NAME]`` in text, dicts/lists and pydantic models; the ``@tool`` wrapper runs
   it on every result and the ledger on every record.
 
-Which names, values and shapes are secret is decided by :mod:`tools.guardrails.secrets`;
+Which names, values and shapes are secret is decided by :mod:`tools.guardrails.secret_detection`;
 this module uses it, never the reverse. Local and pure (no HTTP).
 """
 
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from tools.guardrails.secrets import (
+from tools.guardrails.secret_detection import (
     KEY_FORMATS,
     KEYED_HEX,
     LAUNCH_KEY,

@@ -34,7 +34,7 @@ from tools.errors import Call, call, fail
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger
 from tools.guardrails.policy import PlanFacts
-from tools.guardrails.secrets import resolve_forwarded
+from tools.guardrails.secret_detection import resolve_forwarded
 from tools.launch._approval import (
     PLAN_MAX_AGE_SECONDS,
     ApprovalRequest,

@@ -29,7 +29,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from tools import configs
 from tools.core import MAX_SECONDS_PER_STEP, MAX_STEPS, Context, Owner, resolve_owner
 from tools.errors import Call, FieldProblem, ToolFailure, call, fail
-from tools.guardrails import secrets as gsecrets
+from tools.guardrails import secret_detection
 from tools.guardrails.confirmation import config_sha256, plan_hash
 from tools.guardrails.ledger import Ledger
 from tools.guardrails.policy import load_for_context
@@ -222,11 +222,11 @@ def forwarded_names(asked: list[str], ctx: Context, files: list[Path], warnings:
     skipped: list[str] = []
     for path in files:
         try:
-            parsed = gsecrets.parse_env_file(path, ctx.env)
-        except gsecrets.EnvFileError as exc:
+            parsed = secret_detection.parse_env_file(path, ctx.env)
+        except secret_detection.EnvFileError as exc:
             raise fail("env_file_invalid", str(exc), f"Fix or remove the env file, then plan again: {again}.",
                        next_calls=[again]) from None
-        others = sorted(n for n in parsed.values if n not in gsecrets.FORWARDABLE)
+        others = sorted(n for n in parsed.values if n not in secret_detection.FORWARDABLE)
         if others:
             raise fail("unsupported_secret",
                        f"Env file {path} sets {', '.join(others)}; only WANDB_API_KEY and HF_TOKEN can be "
@@ -237,7 +237,7 @@ def forwarded_names(asked: list[str], ctx: Context, files: list[Path], warnings:
     warnings += skipped
     names = list(dict.fromkeys([*asked, *in_files]))
     try:
-        gsecrets.resolve_forwarded(names, ctx.env, files)  # refusals + "is it set"; values not kept
+        secret_detection.resolve_forwarded(names, ctx.env, files)  # refusals + "is it set"; values not kept
     except ToolFailure as failure:
         if failure.error.code == "secret_not_set" and skipped:
             failure.error.message += " Env-file lines were skipped: " + "; ".join(skipped)
@@ -373,17 +373,17 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     ``volume_not_found``; PlatformError from the reads.
     """
     known = ctx.scrubber.known_values()
-    gsecrets.refuse_secret_values(args.model_dump(exclude_none=True), root="arguments", known_values=known)
+    secret_detection.refuse_secret_values(args.model_dump(exclude_none=True), root="arguments", known_values=known)
     path, _ = configs.resolve_config(args.config_path, ctx)  # a path, or a bundled example id
     data, raw = configs.read_config(path)
     if args.source_ref is not None and (problem := configs.source_ref_problem(args.source_ref)):
         raise fail("bad_arguments", f"source_ref argument: {problem}",
                    "Use a branch, tag or 40-hex commit sha of prime-rl as the source ref, then plan again.")
-    files = gsecrets.toml_env_files(raw, path) + [ctx.resolve_path(p) for p in args.env_files]
+    files = secret_detection.toml_env_files(raw, path) + [ctx.resolve_path(p) for p in args.env_files]
     for env_file in files:
         ctx.scrubber.add_env_file(env_file, ctx.env)
-    gsecrets.refuse_secret_values(raw, root=path.name, known_values=ctx.scrubber.known_values(),
-                                  check_key_names=True)
+    secret_detection.refuse_secret_values(raw, root=path.name, known_values=ctx.scrubber.known_values(),
+                                          check_key_names=True)
     report = configs.validate_read(path, data, ctx)  # the bytes hashed below; schema auto, as validate-config
     if not report.valid:
         problems = "; ".join(f"{e.path or '(file)'}: {e.message}" for e in report.errors[:5])
@@ -399,7 +399,7 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
                    f"Set the [deployment] counts explicitly, then plan again: {again}.", next_calls=[again])
     toml_strings = {k: raw.get(k) for k in configs.CLI_OPTIONS}
     warnings: list[str] = [f"{w.path}: {w.message}" for w in report.warnings if w.rule != "no_max_steps"]
-    warnings += [w for p in args.env_files if (w := gsecrets.env_file_git_warning(ctx.resolve_path(p)))]
+    warnings += [w for p in args.env_files if (w := secret_detection.env_file_git_warning(ctx.resolve_path(p)))]
     mode: Literal["rl", "sft"] = report.mode
     hosted, _ = configs.hosted_config(raw)  # deprecated keys translated as prime train does (warned above)
     names = forwarded_names(args.secrets, ctx, files, warnings, plan_again(args))

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tools.core import RUN_ID, Context, owner_label, require_run
 from tools.errors import call, fail
 from tools.guardrails import confirmation as gate
-from tools.guardrails import secrets as gsecrets
+from tools.guardrails import secret_detection
 from tools.guardrails.ledger import Ledger
 from tools.guardrails.policy import PlanFacts, load_for_context
 from tools.guardrails.text import shown
@@ -262,7 +262,7 @@ def carry_out(ctx: Context, ledger: Ledger, state: gate.LaunchState, confirmatio
         check_unchanged(state, draft.plan_hash, draft.material)
     token = obtain_confirmation(ctx, ledger, request_from_state(state, ctx), confirmation, _facts(draft),
                                 lambda: count_active(ctx, draft.run.team_id))
-    values = gsecrets.resolve_forwarded(draft.secret_names, ctx.env, draft.env_files)
+    values = secret_detection.resolve_forwarded(draft.secret_names, ctx.env, draft.env_files)
     for name, value in values.items():
         ctx.scrubber.add(name, value)
     run = draft.run
