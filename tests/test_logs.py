@@ -22,11 +22,6 @@ from tools.errors import ToolError
 QUEUE, STARTUP, STEP = 60.0, 90.0, 30.0
 
 
-@pytest.fixture
-def ctx(frozen_ctx):
-    return frozen_ctx
-
-
 # -- parsing (pure) ---------------------------------------------------------------------------
 
 
@@ -87,10 +82,10 @@ def test_normalise_masks_numbers_ids_and_times_so_repeats_group():
 # -- mf_get_logs ----------------------------------------------------------------------------------
 
 
-def test_not_started_is_a_normal_result_after_one_request(ctx, emulator, launch):
+def test_not_started_is_a_normal_result_after_one_request(frozen_ctx, emulator, launch):
     run_id = launch()
     counter = emulator.faults.delay(0, "GET", "/rft/runs/*/logs", times=None)  # counts requests, changes nothing
-    result = call(ctx, "mf_get_logs", run_id=run_id)
+    result = call(frozen_ctx, "mf_get_logs", run_id=run_id)
     assert not isinstance(result, ToolError)
     assert result.available is False and result.lines == []
     assert [(c.tool, c.arguments) for c in result.next_calls] == [("mf_wait_for_run", {"run_id": run_id,
@@ -99,43 +94,43 @@ def test_not_started_is_a_normal_result_after_one_request(ctx, emulator, launch)
     assert counter.hits == 1
 
 
-def test_unknown_run_is_not_found_with_a_fix(ctx):
-    result = call(ctx, "mf_get_logs", run_id="cnothere000000000000000000")
+def test_unknown_run_is_not_found_with_a_fix(frozen_ctx):
+    result = call(frozen_ctx, "mf_get_logs", run_id="cnothere000000000000000000")
     assert isinstance(result, ToolError) and result.code == "not_found" and "mf_list_runs" in result.fix
 
 
-def test_lines_are_parsed_and_progress_hidden(ctx, emulator, launch):
+def test_lines_are_parsed_and_progress_hidden(frozen_ctx, emulator, launch):
     run_id = launch()
     emulator.state.advance(past_step(4))
-    orch = call(ctx, "mf_get_logs", run_id=run_id, tail_lines=50)
+    orch = call(frozen_ctx, "mf_get_logs", run_id=run_id, tail_lines=50)
     assert orch.available and orch.hidden_progress_lines == 4  # one progress entry per step
     assert not any(re.fullmatch(r"\d+%", ln.message) for ln in orch.lines)
     assert orch.received_lines == len(orch.lines) + orch.hidden_progress_lines
     assert orch.lines[-1].message.startswith("Step 4/20 | reward")
-    trainer = call(ctx, "mf_get_logs", run_id=run_id, component="trainer", tail_lines=2)
+    trainer = call(frozen_ctx, "mf_get_logs", run_id=run_id, component="trainer", tail_lines=2)
     assert [ln.message.split(" |")[0] for ln in trainer.lines] == ["Step 3/20", "Step 4/20"]
     assert all(ln.source == "rank0 trainer" and ln.level == "INFO" and ln.component == "trainer"
                for ln in trainer.lines)
-    env = call(ctx, "mf_get_logs", run_id=run_id, env_name="reverse-text", tail_lines=1)
+    env = call(frozen_ctx, "mf_get_logs", run_id=run_id, env_name="reverse-text", tail_lines=1)
     assert env.component == "env-server" and env.lines[0].component == "env-server/reverse-text"
     assert env.lines[0].message == "reverse-text: served 128 rollouts for step 4"
 
 
-def test_filters_level_search_regex_since(ctx, emulator, launch):
+def test_filters_level_search_regex_since(frozen_ctx, emulator, launch):
     run_id = launch()
     emulator.state.advance(past_step(14))
-    warnings = call(ctx, "mf_get_logs", run_id=run_id, level="WARNING", since_seconds=3600)
+    warnings = call(frozen_ctx, "mf_get_logs", run_id=run_id, level="WARNING", since_seconds=3600)
     assert [ln.message for ln in warnings.lines] == [f"Slow rollout batch at step {k}: 3 rollouts exceeded 30s"
                                                       for k in (7, 14)]
-    found = call(ctx, "mf_get_logs", run_id=run_id, search="Step 1", since_seconds=3600)
+    found = call(frozen_ctx, "mf_get_logs", run_id=run_id, search="Step 1", since_seconds=3600)
     assert {ln.message.split(" |")[0] for ln in found.lines} == {"Step 1/20", "Step 10/20", "Step 11/20",
                                                                  "Step 12/20", "Step 13/20", "Step 14/20"}
-    regex = call(ctx, "mf_get_logs", run_id=run_id, component="trainer", search=r"Step (3|5)/", regex=True,
+    regex = call(frozen_ctx, "mf_get_logs", run_id=run_id, component="trainer", search=r"Step (3|5)/", regex=True,
                  since_seconds=3600)
     assert [ln.message.split(" |")[0] for ln in regex.lines] == ["Step 3/20", "Step 5/20"]
-    recent = call(ctx, "mf_get_logs", run_id=run_id, component="trainer", since_seconds=60)
+    recent = call(frozen_ctx, "mf_get_logs", run_id=run_id, component="trainer", since_seconds=60)
     assert [ln.message.split(" |")[0] for ln in recent.lines] == ["Step 13/20", "Step 14/20"]
-    none = call(ctx, "mf_get_logs", run_id=run_id, search="no such text anywhere", since_seconds=3600)
+    none = call(frozen_ctx, "mf_get_logs", run_id=run_id, search="no such text anywhere", since_seconds=3600)
     assert none.lines == [] and none.window_seconds == 3600 and none.note.startswith("No log lines matched in the "
                                                                                       "last 60.0 min")
 
@@ -148,13 +143,13 @@ def test_filters_level_search_regex_since(ctx, emulator, launch):
     ({"tail_lines": 5000}, "tail_lines"),
     ({"level": "LOUD"}, "level"),
 ])
-def test_arguments_are_checked_like_the_cli(ctx, arguments, path):
-    result = call(ctx, "mf_get_logs", run_id="crun", **arguments)
+def test_arguments_are_checked_like_the_cli(frozen_ctx, arguments, path):
+    result = call(frozen_ctx, "mf_get_logs", run_id="crun", **arguments)
     assert isinstance(result, ToolError) and result.code == "bad_arguments"
     assert result.fields and result.fields[0].path == path
 
 
-def test_plain_lines_tqdm_and_tracebacks_from_the_platform(ctx, emulator, launch):
+def test_plain_lines_tqdm_and_tracebacks_from_the_platform(frozen_ctx, emulator, launch):
     run_id = launch()
     emulator.state.advance(past_step(1))
     run = emulator.state.run(run_id)
@@ -167,7 +162,7 @@ def test_plain_lines_tqdm_and_tracebacks_from_the_platform(ctx, emulator, launch
         line = make_line(now, iso, "trainer", "INFO", "unused")
         line.text = text
         run.logs.append(line)
-    result = call(ctx, "mf_get_logs", run_id=run_id, component="trainer", tail_lines=4)
+    result = call(frozen_ctx, "mf_get_logs", run_id=run_id, component="trainer", tail_lines=4)
     assert [ln.message for ln in result.lines][-3:] == ["Loading shards: 100%|██████████| 10/10",
                                                        "ValueError: bad shard", "worker died"]
     assert result.hidden_progress_lines == 1
@@ -176,11 +171,11 @@ def test_plain_lines_tqdm_and_tracebacks_from_the_platform(ctx, emulator, launch
     assert result.lines[-1].source == "Worker pid=77 trainer"
 
 
-def test_output_budget_keeps_the_newest_lines(ctx, emulator, launch):
+def test_output_budget_keeps_the_newest_lines(frozen_ctx, emulator, launch):
     run_id = launch("crash_loop", at_step=1)
     emulator.state.advance(past_step(1) + 3000)
-    result = call(ctx, "mf_get_logs", run_id=run_id, env_name="reverse-text", tail_lines=1000)
-    newest = call(ctx, "mf_get_logs", run_id=run_id, env_name="reverse-text", tail_lines=1)
+    result = call(frozen_ctx, "mf_get_logs", run_id=run_id, env_name="reverse-text", tail_lines=1000)
+    newest = call(frozen_ctx, "mf_get_logs", run_id=run_id, env_name="reverse-text", tail_lines=1)
     assert result.received_lines > 150
     assert size(result) <= OUTPUT_BUDGET_CHARS
     assert result.truncated and result.omitted > 0 and "mf_summarize_logs" in result.narrow_hint
@@ -188,10 +183,11 @@ def test_output_budget_keeps_the_newest_lines(ctx, emulator, launch):
     assert result.lines[-1] == newest.lines[0]
 
 
-def test_a_filtered_read_after_the_run_ended_says_the_window_that_applied_and_how_to_widen_it(ctx, emulator, launch):
+def test_a_filtered_read_after_the_run_ended_says_the_window_that_applied_and_how_to_widen_it(frozen_ctx, emulator,
+                                                                                              launch):
     run_id = launch()
     emulator.state.advance(past_step(20) + 10 + 3600)  # COMPLETED an hour ago
-    result = call(ctx, "mf_get_logs", run_id=run_id, level="WARNING")
+    result = call(frozen_ctx, "mf_get_logs", run_id=run_id, level="WARNING")
     assert result.lines == [] and result.window_seconds == 900
     assert ("No log lines matched in the last 15.0 min (the window of filtered reads, the server's default)"
             in result.note)
@@ -199,37 +195,37 @@ def test_a_filtered_read_after_the_run_ended_says_the_window_that_applied_and_ho
     [wider] = result.next_calls
     assert wider.tool == "mf_get_logs" and wider.arguments["level"] == "WARNING"
     assert wider.arguments["since_seconds"] >= 3600 + 20 * STEP and str(wider) in result.note
-    widened = call(ctx, "mf_get_logs", **wider.arguments)
+    widened = call(frozen_ctx, "mf_get_logs", **wider.arguments)
     assert [ln.level for ln in widened.lines] == ["WARNING"] * 2 and widened.window_seconds == wider.arguments[
         "since_seconds"]
 
 
-def test_a_run_that_ended_beyond_a_day_is_read_unfiltered(ctx, emulator, launch):
+def test_a_run_that_ended_beyond_a_day_is_read_unfiltered(frozen_ctx, emulator, launch):
     run_id = launch()
     emulator.state.advance(past_step(20) + 10 + 2 * 86400)
-    result = call(ctx, "mf_get_logs", run_id=run_id, level="WARNING", since_seconds=86400)
+    result = call(frozen_ctx, "mf_get_logs", run_id=run_id, level="WARNING", since_seconds=86400)
     assert result.lines == [] and "widest window the logs API searches (24 h)" in result.note
     [unfiltered] = result.next_calls
     assert "level" not in unfiltered.arguments and "since_seconds" not in unfiltered.arguments
-    assert call(ctx, "mf_get_logs", **unfiltered.arguments).lines  # the newest lines, whatever their age
+    assert call(frozen_ctx, "mf_get_logs", **unfiltered.arguments).lines  # the newest lines, whatever their age
 
 
-def test_a_wrong_env_server_name_lists_the_run_s_env_servers(ctx, emulator, launch):
+def test_a_wrong_env_server_name_lists_the_run_s_env_servers(frozen_ctx, emulator, launch):
     run_id = launch()
     emulator.state.advance(past_step(2))
-    wrong = call(ctx, "mf_get_logs", run_id=run_id, env_name="reverse-txt")
+    wrong = call(frozen_ctx, "mf_get_logs", run_id=run_id, env_name="reverse-txt")
     assert isinstance(wrong, ToolError) and wrong.code == "not_found"
     assert "has no env server named 'reverse-txt'. Its env servers: reverse-text." in wrong.message
     assert [c.arguments["env_name"] for c in wrong.next_calls] == ["reverse-text"]
-    run_gone = call(ctx, "mf_get_logs", run_id="cnothere000000000000000000", env_name="reverse-text")
+    run_gone = call(frozen_ctx, "mf_get_logs", run_id="cnothere000000000000000000", env_name="reverse-text")
     assert isinstance(run_gone, ToolError) and run_gone.code == "not_found" and "No run" in run_gone.message
     assert "env server" not in run_gone.message
 
 
-def test_a_read_that_hits_its_tail_says_older_lines_were_left_out(ctx, emulator, launch):
+def test_a_read_that_hits_its_tail_says_older_lines_were_left_out(frozen_ctx, emulator, launch):
     run_id = launch()
     emulator.state.advance(past_step(6))
-    result = call(ctx, "mf_get_logs", run_id=run_id, component="trainer", tail_lines=3)
+    result = call(frozen_ctx, "mf_get_logs", run_id=run_id, component="trainer", tail_lines=3)
     assert len(result.lines) == 3 and "capped at tail_lines=3" in result.note
 
 
@@ -240,10 +236,10 @@ def by_pattern(result) -> dict:
     return {(s.component, s.pattern): s for s in result.errors + result.warnings}
 
 
-def test_summary_of_a_crash_looping_env_server(ctx, emulator, launch):
+def test_summary_of_a_crash_looping_env_server(frozen_ctx, emulator, launch):
     run_id = launch("crash_loop", at_step=2)
     emulator.state.advance(past_step(2) + 600)
-    result = call(ctx, "mf_summarize_logs", run_id=run_id)
+    result = call(frozen_ctx, "mf_summarize_logs", run_id=run_id)
     assert [s.component for s in result.streams] == ["orchestrator", "trainer", "inference", "env-server/reverse-text"]
     stored = [json.loads(ln.text)["message"] for ln in emulator.state.run(run_id).logs
               if ln.component == "env-server" and ln.level == "ERROR"]
@@ -260,10 +256,10 @@ def test_summary_of_a_crash_looping_env_server(ctx, emulator, launch):
     assert result.covers_whole_run and result.caps == [] and size(result) <= 6000
 
 
-def test_summary_of_a_failure_names_the_oom(ctx, emulator, launch):
+def test_summary_of_a_failure_names_the_oom(frozen_ctx, emulator, launch):
     run_id = launch("fail", at_step=4)
     emulator.state.advance(past_step(5))
-    result = call(ctx, "mf_summarize_logs", run_id=run_id, components=["trainer", "orchestrator"])
+    result = call(frozen_ctx, "mf_summarize_logs", run_id=run_id, components=["trainer", "orchestrator"])
     assert result.status == "FAILED" and [s.component for s in result.streams] == ["trainer", "orchestrator"]
     trainer_errors = [s for s in result.errors if s.component == "trainer"]
     assert sum(s.count for s in trainer_errors) == 2
@@ -273,7 +269,7 @@ def test_summary_of_a_failure_names_the_oom(ctx, emulator, launch):
         "Trainer exited unexpectedly during step 4: trainer pod OOMKilled"]
 
 
-def test_summary_stays_within_6000_characters_on_hundreds_of_distinct_errors(ctx, emulator, launch):
+def test_summary_stays_within_6000_characters_on_hundreds_of_distinct_errors(frozen_ctx, emulator, launch):
     run_id = launch("crash_loop", at_step=1)
     run = emulator.state.run(run_id)
     emulator.state.advance(past_step(1) + 3000)
@@ -281,16 +277,16 @@ def test_summary_stays_within_6000_characters_on_hundreds_of_distinct_errors(ctx
     for i in range(300):  # many distinct error messages, each with a long example
         run.logs.append(make_line(now, emulator.state.clock.iso(now), "trainer", "ERROR",
                                   f"distinct failure kind {'x' * (i % 40)} " + "detail " * 60))
-    result = call(ctx, "mf_summarize_logs", run_id=run_id, components=["trainer", "env-server"])
+    result = call(frozen_ctx, "mf_summarize_logs", run_id=run_id, components=["trainer", "env-server"])
     assert size(result) <= 6000
     assert result.truncated and result.omitted > 0 and "mf_export_logs" in result.narrow_hint
     trainer = next(s for s in result.streams if s.component == "trainer")
     assert trainer.error_lines == 300 and len([s for s in result.errors if s.component == "trainer"]) < 40
 
 
-def test_summary_before_start_reports_each_component_unread(ctx, launch):
+def test_summary_before_start_reports_each_component_unread(frozen_ctx, launch):
     run_id = launch()
-    result = call(ctx, "mf_summarize_logs", run_id=run_id)
+    result = call(frozen_ctx, "mf_summarize_logs", run_id=run_id)
     assert result.status == "QUEUED" and not result.covers_whole_run
     assert [s.read for s in result.streams] == [False] * 4
     assert all(s.note == "not started yet: no logs" for s in result.streams)

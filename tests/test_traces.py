@@ -30,11 +30,6 @@ from tools.platform import files as atomic_files
 DONE = 60 + 90 + 30 * 20 + 10 + 5  # queued + start-up + 20 steps + finalize + ingest, simulated seconds
 
 
-@pytest.fixture
-def ctx(frozen_ctx):
-    return frozen_ctx
-
-
 def stored(emulator, run_id: str) -> dict:
     """The emulator's trace records of a run (what the host holds), by id."""
     return {t.trace_id: t for t in emulator.state.store.traces.values() if t.run_id == run_id}
@@ -112,83 +107,83 @@ def wait_until(proc: subprocess.Popen, ready, timeout: float = 15) -> None:
 # -- mf_list_traces -------------------------------------------------------------------------------
 
 
-def test_pages_walk_every_trace_and_match_the_run_summary(ctx, emulator, launch):
+def test_pages_walk_every_trace_and_match_the_run_summary(frozen_ctx, emulator, launch):
     run_id = launch(after=DONE)
-    summary = ctx.traces().get_run(run_id)
-    rows = walk(ctx, run_id=run_id, limit=100)
+    summary = frozen_ctx.traces().get_run(run_id)
+    rows = walk(frozen_ctx, run_id=run_id, limit=100)
     assert len(rows) == summary.trace_count == len(stored(emulator, run_id)) == 320
     assert len({r.trace_id for r in rows}) == 320
     assert {r.run_type for r in rows} == {"train"} and {r.run_step for r in rows} == set(range(1, 21))
-    small = [r.trace_id for r in walk(ctx, run_id=run_id, limit=7)]
+    small = [r.trace_id for r in walk(frozen_ctx, run_id=run_id, limit=7)]
     assert small == [r.trace_id for r in rows]  # a budget-shortened page skips nothing
 
 
-def test_budget_shortens_a_page_without_losing_rows(ctx, launch):
+def test_budget_shortens_a_page_without_losing_rows(frozen_ctx, launch):
     run_id = launch(after=DONE)
-    page = ok(call(ctx, "mf_list_traces", run_id=run_id, limit=100))
+    page = ok(call(frozen_ctx, "mf_list_traces", run_id=run_id, limit=100))
     assert len(page.model_dump_json()) <= OUTPUT_BUDGET_CHARS
     assert page.truncated and 10 < page.count < 100 and page.omitted == 0
     assert page.next_cursor and "next_cursor" in page.narrow_hint
-    following = ok(call(ctx, "mf_list_traces", run_id=run_id, limit=5, cursor=page.next_cursor))
+    following = ok(call(frozen_ctx, "mf_list_traces", run_id=run_id, limit=5, cursor=page.next_cursor))
     assert not following.truncated and following.count == 5
-    reference = [r.trace_id for r in walk(ctx, run_id=run_id, limit=10)][:page.count + 5]
+    reference = [r.trace_id for r in walk(frozen_ctx, run_id=run_id, limit=10)][:page.count + 5]
     assert [r.trace_id for r in page.traces + following.traces] == reference
 
 
-def test_filters(ctx, emulator, launch):
+def test_filters(frozen_ctx, emulator, launch):
     run_id = launch(after=DONE)
-    errors = walk(ctx, run_id=run_id, limit=50, has_error=True)
+    errors = walk(frozen_ctx, run_id=run_id, limit=50, has_error=True)
     expected = {t.trace_id for t in stored(emulator, run_id).values() if t.has_error}
     assert {r.trace_id for r in errors} == expected and all(r.reward is None for r in errors)
-    high = walk(ctx, run_id=run_id, limit=50, reward_min=0.9)
+    high = walk(frozen_ctx, run_id=run_id, limit=50, reward_min=0.9)
     assert high and all(r.reward >= 0.9 for r in high)
 
 
-def test_traces_of_one_step_across_pages(ctx, emulator, launch):
+def test_traces_of_one_step_across_pages(frozen_ctx, emulator, launch):
     run_id = launch(after=DONE)
-    rows = walk(ctx, run_id=run_id, step=7, limit=5)
+    rows = walk(frozen_ctx, run_id=run_id, step=7, limit=5)
     expected = {t.trace_id for t in stored(emulator, run_id).values() if t.run_step == 7}
     assert len(rows) == len(expected) == 16
     assert {r.trace_id for r in rows} == expected and {r.run_step for r in rows} == {7}
-    first = ok(call(ctx, "mf_list_traces", run_id=run_id, step=7, limit=5))
+    first = ok(call(frozen_ctx, "mf_list_traces", run_id=run_id, step=7, limit=5))
     assert first.next_cursor.startswith("mfl1.")
-    wrong = call(ctx, "mf_list_traces", run_id=run_id, limit=5, cursor=first.next_cursor)
+    wrong = call(frozen_ctx, "mf_list_traces", run_id=run_id, limit=5, cursor=first.next_cursor)
     assert isinstance(wrong, ToolError) and wrong.code == "bad_arguments"
-    other_step = call(ctx, "mf_list_traces", run_id=run_id, step=8, limit=5, cursor=first.next_cursor)
+    other_step = call(frozen_ctx, "mf_list_traces", run_id=run_id, step=8, limit=5, cursor=first.next_cursor)
     assert isinstance(other_step, ToolError) and other_step.code == "bad_arguments"
 
 
-def test_episodes_and_eval_runs(ctx, emulator, launch):
+def test_episodes_and_eval_runs(frozen_ctx, emulator, launch):
     run_id = launch(after=DONE)
-    episodes = walk(ctx, run_id=run_id, kind="episodes", step=3, limit=3)
+    episodes = walk(frozen_ctx, run_id=run_id, kind="episodes", step=3, limit=3)
     expected = {e.episode_id for e in emulator.state.store.episodes.values() if e.run_id == run_id and e.run_step == 3}
     assert {e.episode_id for e in episodes} == expected and len(expected) == 4
-    errored = [e for e in walk(ctx, run_id=run_id, kind="episodes", has_error=True, limit=100) if e.error]
+    errored = [e for e in walk(frozen_ctx, run_id=run_id, kind="episodes", has_error=True, limit=100) if e.error]
     assert all(e.has_error and e.error.startswith("RolloutError") for e in errored)
-    evals = ok(call(ctx, "mf_list_traces", run_id=run_id, kind="eval_runs"))
+    evals = ok(call(frozen_ctx, "mf_list_traces", run_id=run_id, kind="eval_runs"))
     eval_traces = stored(emulator, f"{run_id}-eval")
     assert [(r.run_id, r.trace_count, r.step_min, r.step_max) for r in evals.eval_runs] == [
         (f"{run_id}-eval", len(eval_traces), 5, 20)]
-    eval_rows = walk(ctx, run_id=f"{run_id}-eval", limit=100)
+    eval_rows = walk(frozen_ctx, run_id=f"{run_id}-eval", limit=100)
     assert len(eval_rows) == len(eval_traces) and {r.run_type for r in eval_rows} == {"eval"}
-    refused = call(ctx, "mf_list_traces", run_id=run_id, kind="episodes", reward_min=0.5)
+    refused = call(frozen_ctx, "mf_list_traces", run_id=run_id, kind="episodes", reward_min=0.5)
     assert isinstance(refused, ToolError) and refused.code == "bad_arguments"
 
 
-def test_unknown_run(ctx):
-    result = call(ctx, "mf_list_traces", run_id="cunknown00000000000000000")
+def test_unknown_run(frozen_ctx):
+    result = call(frozen_ctx, "mf_list_traces", run_id="cunknown00000000000000000")
     assert isinstance(result, ToolError) and result.code == "not_found"
 
 
 # -- mf_download_traces ---------------------------------------------------------------------------
 
 
-def test_download_writes_every_trace_with_a_true_manifest(ctx, emulator, launch, tmp_path):
+def test_download_writes_every_trace_with_a_true_manifest(frozen_ctx, emulator, launch, tmp_path):
     run_id = launch(after=DONE)
     reports = []
-    ctx.progress = lambda done, total, message: reports.append((done, total))
+    frozen_ctx.progress = lambda done, total, message: reports.append((done, total))
     dest = tmp_path / "dl"
-    result = ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
+    result = ok(call(frozen_ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
     held = stored(emulator, run_id)
     assert (result.traces_downloaded, result.traces_on_disk, result.expected_trace_count) == (320, 320, 320)
     assert (result.episodes_downloaded, result.expected_episode_count) == (80, 80)
@@ -214,11 +209,11 @@ def test_download_writes_every_trace_with_a_true_manifest(ctx, emulator, launch,
     assert reports[-1] == (320, 320) and len(reports) == 320
 
 
-def test_resume_skips_everything_then_refetches_a_corrupted_file(ctx, launch, tmp_path):
+def test_resume_skips_everything_then_refetches_a_corrupted_file(frozen_ctx, launch, tmp_path):
     run_id = launch(after=DONE)
     dest = tmp_path / "dl"
-    ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
-    again = ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
+    ok(call(frozen_ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
+    again = ok(call(frozen_ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
     assert (again.traces_downloaded, again.episodes_downloaded, again.bytes_written) == (0, 0, 0)
     assert again.skipped_existing == 400 and again.complete
     manifest = read_manifest(dest)
@@ -226,19 +221,19 @@ def test_resume_skips_everything_then_refetches_a_corrupted_file(ctx, launch, tm
     good = corrupted.read_bytes()
     corrupted.write_bytes(good[:-10] + b"corrupted!")
     deleted.unlink()
-    third = ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
+    third = ok(call(frozen_ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
     assert (third.traces_downloaded, third.refetched_corrupted, third.skipped_existing) == (2, 1, 398)
     assert corrupted.read_bytes() == good and deleted.is_file() and third.complete
-    fresh = ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(dest), resume=False))
+    fresh = ok(call(frozen_ctx, "mf_download_traces", run_id=run_id, dest=str(dest), resume=False))
     assert (fresh.traces_downloaded, fresh.skipped_existing) == (320, 0)
 
 
-def test_connection_cut_leaves_no_partial_file_and_a_rerun_completes(ctx, emulator, launch, tmp_path):
+def test_connection_cut_leaves_no_partial_file_and_a_rerun_completes(frozen_ctx, emulator, launch, tmp_path):
     run_id = launch(after=DONE)
     dest = tmp_path / "dl"
-    victim = [t.trace_id for t in ctx.traces().list_traces(run_id=run_id, limit=100).items][50]
+    victim = [t.trace_id for t in frozen_ctx.traces().list_traces(run_id=run_id, limit=100).items][50]
     emulator.faults.cut(100, "GET", f"/traces/{victim}", times=2)  # both attempts of one file, mid-download
-    failed = call(ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
+    failed = call(frozen_ctx, "mf_download_traces", run_id=run_id, dest=str(dest))
     assert isinstance(failed, ToolError) and failed.code == "unavailable" and failed.retryable
     assert failed.next_calls == [tool_call("mf_download_traces", run_id=run_id, dest=str(dest))]
     assert "resumes" in failed.fix
@@ -247,7 +242,7 @@ def test_connection_cut_leaves_no_partial_file_and_a_rerun_completes(ctx, emulat
     assert sorted(f"{t}.json" for t in kept) == sorted(f.name for f in (dest / "traces").iterdir())
     assert victim not in kept and 0 < len(kept) < 320
     assert read_manifest(dest)["state"] == "interrupted"
-    done = ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
+    done = ok(call(frozen_ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
     assert done.complete and done.traces_on_disk == 320
     assert (done.skipped_existing, done.traces_downloaded) == (len(kept), 320 - len(kept))
 
@@ -290,7 +285,7 @@ def test_a_process_killed_mid_write_leaves_nothing_behind(tmp_path):
     assert list(tmp_path.iterdir()) == []  # no partial file, and no temporary one for the next call to clean
 
 
-def test_ctrl_c_saves_the_manifest_and_a_rerun_resumes(ctx, emulator, launch, tmp_path, mf_env):
+def test_ctrl_c_saves_the_manifest_and_a_rerun_resumes(frozen_ctx, emulator, launch, tmp_path, mf_env):
     run_id = launch(after=DONE)
     dest = tmp_path / "dl1"
     emulator.faults.delay(0.03, "GET", "/traces/tr-*", times=None)  # ~10 s in all: interrupted mid-way
@@ -309,7 +304,7 @@ def test_ctrl_c_saves_the_manifest_and_a_rerun_resumes(ctx, emulator, launch, tm
     assert set(kept) <= on_disk and 20 <= len(on_disk) < 320
     assert len(on_disk - set(kept)) <= 1  # only a file renamed just before Ctrl-C may miss its record
     emulator.faults.clear()
-    done = ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
+    done = ok(call(frozen_ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
     assert done.complete and done.traces_on_disk == 320 and done.skipped_existing == len(kept)
     assert done.traces_downloaded == 320 - len(kept)
     assert sorted(f.stem for f in (dest / "traces").iterdir()) == sorted(stored(emulator, run_id))
@@ -318,8 +313,8 @@ def test_ctrl_c_saves_the_manifest_and_a_rerun_resumes(ctx, emulator, launch, tm
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
-def test_a_killed_download_resumes_and_refetches_what_the_manifest_missed(ctx, emulator, launch, tmp_path, mf_env,
-                                                                           sig):
+def test_a_killed_download_resumes_and_refetches_what_the_manifest_missed(frozen_ctx, emulator, launch, tmp_path,
+                                                                          mf_env, sig):
     run_id = launch(after=DONE)
     dest = tmp_path / "dl1"
     emulator.faults.delay(0.03, "GET", "/traces/tr-*", times=None)
@@ -341,7 +336,7 @@ def test_a_killed_download_resumes_and_refetches_what_the_manifest_missed(ctx, e
     (dest / "traces" / ".tr-left.json.x1y2.partial").write_bytes(b'{"half')  # what a kill mid-write leaves
     (dest / ".manifest.jsonl.x1y2.partial").write_bytes(b'{"half')
     emulator.faults.clear()
-    done = ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
+    done = ok(call(frozen_ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
     assert done.complete and done.traces_on_disk == 320
     assert (done.skipped_existing, done.traces_downloaded) == (len(kept), 320 - len(kept)) and done.skipped_existing > 0
     assert sorted(f.name for f in (dest / "traces").iterdir()) == sorted(f"{t}.json" for t in held)
@@ -349,20 +344,20 @@ def test_a_killed_download_resumes_and_refetches_what_the_manifest_missed(ctx, e
     assert set(recorded(dest)) == set(held) and temporary(dest) == []
 
 
-def test_a_single_cut_is_retried_within_the_call(ctx, emulator, launch, tmp_path):
+def test_a_single_cut_is_retried_within_the_call(frozen_ctx, emulator, launch, tmp_path):
     run_id = launch(after=DONE)
     rule = emulator.faults.cut(100, "GET", "/traces/tr-*", skip=10, times=1)
-    result = ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(tmp_path / "dl")))
+    result = ok(call(frozen_ctx, "mf_download_traces", run_id=run_id, dest=str(tmp_path / "dl")))
     assert rule.hits == 1 and result.complete and result.traces_downloaded == 320
 
 
-def test_missing_uploads_are_reported(ctx, emulator, launch, tmp_path):
+def test_missing_uploads_are_reported(frozen_ctx, emulator, launch, tmp_path):
     run_id = launch("missing_traces", steps=[2, 5], after=DONE)
     victim = next(e for e in emulator.state.store.episodes.values() if e.run_id == run_id and e.run_step == 9)
     lost = victim.trace_ids[:2]
     for trace_id in lost:  # uploads of two member traces never landed; the episode envelope names them
         del emulator.state.store.traces[trace_id]
-    result = ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(tmp_path / "dl")))
+    result = ok(call(frozen_ctx, "mf_download_traces", run_id=run_id, dest=str(tmp_path / "dl")))
     missing = result.missing
     assert not result.complete and result.traces_on_disk == result.expected_trace_count == 320 - 32 - 2
     assert missing.steps_without_traces == [2, 5]
@@ -374,40 +369,40 @@ def test_missing_uploads_are_reported(ctx, emulator, launch, tmp_path):
     assert manifest["missing"]["steps_without_traces"] == [2, 5]
 
 
-def test_dest_must_be_ours(ctx, launch, tmp_path):
+def test_dest_must_be_ours(frozen_ctx, launch, tmp_path):
     run_id = launch(after=DONE)
     busy = tmp_path / "busy"
     busy.mkdir()
     (busy / "thesis.txt").write_text("do not touch")
-    refused = call(ctx, "mf_download_traces", run_id=run_id, dest=str(busy))
+    refused = call(frozen_ctx, "mf_download_traces", run_id=run_id, dest=str(busy))
     assert isinstance(refused, ToolError) and refused.code == "bad_arguments"
     assert [p.name for p in busy.iterdir()] == ["thesis.txt"]
     a_file = tmp_path / "file"
     a_file.write_text("x")
-    assert call(ctx, "mf_download_traces", run_id=run_id, dest=str(a_file)).code == "bad_arguments"
+    assert call(frozen_ctx, "mf_download_traces", run_id=run_id, dest=str(a_file)).code == "bad_arguments"
     someone_elses = tmp_path / "editor"
     someone_elses.mkdir()
     (someone_elses / ".thesis.docx.k3.partial").write_text("an editor's temporary file")
-    assert call(ctx, "mf_download_traces", run_id=run_id, dest=str(someone_elses)).code == "bad_arguments"
+    assert call(frozen_ctx, "mf_download_traces", run_id=run_id, dest=str(someone_elses)).code == "bad_arguments"
     assert [p.name for p in someone_elses.iterdir()] == [".thesis.docx.k3.partial"]
     ours = tmp_path / "ours"
     ours.mkdir()
     (ours / ".manifest.jsonl.k1.partial").write_bytes(b'{"form')  # a call killed while writing its first manifest
-    ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(ours), max_traces=3))
+    ok(call(frozen_ctx, "mf_download_traces", run_id=run_id, dest=str(ours), max_traces=3))
     assert sorted(p.name for p in ours.iterdir()) == ["episodes", "manifest.jsonl", "traces"]
     other = launch(after=DONE)
-    clash = call(ctx, "mf_download_traces", run_id=other, dest=str(ours))
+    clash = call(frozen_ctx, "mf_download_traces", run_id=other, dest=str(ours))
     assert isinstance(clash, ToolError) and run_id in clash.message
 
 
-def test_max_traces_and_unsafe_ids(ctx, emulator, launch, tmp_path):
+def test_max_traces_and_unsafe_ids(frozen_ctx, emulator, launch, tmp_path):
     run_id = launch(after=DONE)
     template = next(iter(stored(emulator, run_id).values()))
     for bad in ("../escape", "a\\b", ".hidden"):
         record = dataclasses.replace(template, trace_id=bad, created_at=template.created_at + 1000)
         emulator.state.store.traces[bad] = record
     dest = tmp_path / "dl"
-    result = ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(dest), max_traces=10))
+    result = ok(call(frozen_ctx, "mf_download_traces", run_id=run_id, dest=str(dest), max_traces=10))
     assert sorted(result.unsafe_ids) == sorted(["../escape", "a\\b", ".hidden"])
     assert result.stopped_at_max and not result.complete and result.traces_downloaded == 7
     assert len(list((dest / "traces").iterdir())) == 7
@@ -426,12 +421,12 @@ def plant_unsafe_ids(emulator, run_id: str) -> list[str]:
     return bad
 
 
-def test_ids_unsafe_as_file_names_are_skipped_for_safety_and_not_blamed_on_the_platform(ctx, emulator, launch,
+def test_ids_unsafe_as_file_names_are_skipped_for_safety_and_not_blamed_on_the_platform(frozen_ctx, emulator, launch,
                                                                                            tmp_path):
     run_id = launch(after=DONE)
     bad = plant_unsafe_ids(emulator, run_id)
     dest = tmp_path / "dl"
-    result = ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
+    result = ok(call(frozen_ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
     assert result.skipped_for_safety == 3 and sorted(result.unsafe_ids) == sorted(bad)
     assert not result.complete and result.listing_complete and result.traces_on_disk == 320
     missing = result.missing
@@ -444,10 +439,10 @@ def test_ids_unsafe_as_file_names_are_skipped_for_safety_and_not_blamed_on_the_p
     assert not list(tmp_path.rglob("*escape*")) and not list(tmp_path.rglob(".hidden*"))
 
 
-def test_a_run_with_missing_uploads_and_unsafe_ids_reports_both_apart(ctx, emulator, launch, tmp_path):
+def test_a_run_with_missing_uploads_and_unsafe_ids_reports_both_apart(frozen_ctx, emulator, launch, tmp_path):
     run_id = launch("missing_traces", steps=[4], after=DONE)
     plant_unsafe_ids(emulator, run_id)
-    result = ok(call(ctx, "mf_download_traces", run_id=run_id, dest=str(tmp_path / "dl")))
+    result = ok(call(frozen_ctx, "mf_download_traces", run_id=run_id, dest=str(tmp_path / "dl")))
     summary = result.missing.summary
     assert not result.complete and result.missing.steps_without_traces == [4]
     assert summary.startswith("missing: 1 completed step(s) with no traces")
