@@ -51,6 +51,7 @@ def test_the_report_of_a_finished_run_has_every_part_a_person_asks_for(ctx, emul
     assert (report.status, report.terminal, report.traces_complete) == ("COMPLETED", True, True)
     assert f"## Run {run_id} ({plan.run_name})" in text and "Owner: personal account" in text
     assert "Outcome: completed (20 of 20 steps)" in text
+    assert "\n- Cost: $" in text and "so far" not in text  # the run has ended: its cost, not a cost so far
     assert f"the plan's estimate of ${plan.cost.usd_low:,.2f} / ${plan.cost.usd_expected:,.2f}" in text
     assert "reward/all/mean" in text and "loss" in text and report.plot_path in text
     with open(report.plot_path, "rb") as png:
@@ -80,6 +81,7 @@ def test_a_run_still_going_gets_a_provisional_report_and_the_calls_that_finish_i
     emulator.state.advance(QUEUE + STARTUP + 6 * STEP)
     report = ok(call(ctx, "mf_run_report", run_id=run_id, plot=False))
     assert not report.terminal and "Outcome: still RUNNING" in report.markdown
+    assert "\n- Cost so far: $" in report.markdown
     assert report.next_calls[0] == tool_call("mf_wait_for_run", run_id=run_id)
     assert f"Owner: team {TEAM_RESEARCH_ID}" in report.markdown
     assert f"prime volumes get research-data runs/{run_id}/ ./{run_id}" in report.markdown

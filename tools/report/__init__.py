@@ -283,7 +283,8 @@ def run_report(inp: RunReportInput, ctx: Context) -> RunReport:
     if progress is not None:
         lines.append(f"- Progress: {_progress(progress, spend)}")
     lines += [
-        f"- Cost so far: {spend.words()}" + (f". {spend.warning}" if spend.warning else "")
+        f"- {'Cost' if run.terminal else 'Cost so far'}: {spend.words()}"
+        + (f". {spend.warning}" if spend.warning else "")
         + ("" if spend.plan_id else f". {monitor.missing_plan(ctx, run.run_id)}"),
         f"- Metrics: {_metrics(ctx, run.run_id)}" + (f"; plot {plot_path}" if plot_path else ""),
         f"- Checkpoints: {_checkpoints(ctx, run, platform_run.run_config)}",
