@@ -244,6 +244,26 @@ def test_skill_md_says_how_to_go_step_by_step_on_a_local_emulator():
     assert cli_options("emulator") is not None and "export what it prints" in text
 
 
+def test_skill_md_says_the_emulator_clock_runs_at_real_time_and_how_to_speed_it_up():
+    from skill.emulator import seed
+    from skill.emulator.simulator import Timing
+
+    text = " ".join(SKILL_MD.read_text(encoding="utf-8").split())
+    timing, steps = Timing(), 20  # the smoke run: basic/reverse-text/rl's max_steps
+    seconds = timing.queue_seconds + timing.startup_seconds + steps * timing.step_seconds + timing.finalize_seconds
+    assert seed.DEFAULT_SPEED == 1.0 and f"real time (a smoke run: ~{round(seconds / 60)} minutes)" in text
+    assert "--speed" in cli_options("emulator") and "with `--speed 60`, seconds" in text and seconds / 60 < 60
+
+
+def test_skill_md_names_the_fine_tuned_model_the_smoke_example_starts_from_and_the_checkout_command():
+    text = " ".join(SKILL_MD.read_text(encoding="utf-8").split())
+    example = ROOT / "tools" / "configs" / "examples" / "basic" / "reverse-text" / "rl.toml"
+    model = tomllib.loads(example.read_text(encoding="utf-8"))["model"]["name"]
+    assert f"already fine-tuned `{model}`: tell the person" in text
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    assert "model-factory" in scripts and "`uv run model-factory` (or `.venv/bin/model-factory`)" in text
+
+
 def test_every_error_code_has_advice_and_every_code_named_is_produced():
     produced = set(typing.get_args(ErrorCode))
     table = first_column(section(ROOT / "references" / "troubleshooting.md", "Error codes"))
