@@ -10,6 +10,9 @@ Rules (STYLE.md §6):
   backtick span holding a space) goes on a line of its own, with no indent and no backticks, so
   a person copies the whole line and pastes it whole (backticks pasted into a shell would run a
   command substitution). Piped, commands stay inline in backticks, one paragraph per line.
+  Left out around a bare command: its backticks, a "(" just before it with the ")" that closes
+  that one, and the punctuation ending its sentence; every other character is kept (a ")" that
+  closes a parenthesis opened earlier in the text starts the next line).
 - Preformatted lines (a plan summary: ``  Label:  value``, ``- item``) keep their indent; what
   follows a label wraps under the value, an item's continuation under its text (:func:`block`).
 - A table fits the width: prose columns (values with spaces) fold at spaces; when they cannot,
@@ -106,17 +109,24 @@ def wrap(text: str, width: int | None, indent: str = "", first_indent: str | Non
     out: list[str] = []
     for paragraph in text.split("\n"):
         line, lead, after_command, end = "", first if not out else indent, False, 0
+        opened = 0  # "(" left out just before a bare command: the ")" that closes it is left out too
         for match in _WORD.finditer(paragraph):
             # words on one line keep the spaces between them (a path with two spaces stays that path)
             word, gap, end = match[0], paragraph[end:match.start()] or " ", match.end()
             alone = _COMMAND.fullmatch(word) if commands and width is not None else None
             if alone:
-                before, command, after = alone["before"].rstrip("("), alone["command"], alone["after"]
+                before, command, after = alone["before"], alone["command"], alone["after"]
+                if before.endswith("("):
+                    before, opened = before[:-1], opened + 1
+                if after.startswith(")") and opened:
+                    after, opened = after[1:], opened - 1
                 line = f"{line} {before}" if line and before else line or before
                 if line:
                     out.append((lead + line).rstrip())
                 out.append(command)
-                line, lead, after_command = after.lstrip(")").lstrip(".,;:"), indent, True
+                if not after.startswith(")"):  # the punctuation ending the command's sentence
+                    after = after.lstrip(".,;:")
+                line, lead, after_command = after, indent, True
                 continue
             if line and width is not None and len(lead) + len(line) + len(gap) + len(word) > width:
                 out.append(lead + line)

@@ -192,6 +192,25 @@ def test_in_prose_for_a_person_each_command_stands_bare_on_its_own_line_so_it_pa
     assert terminal.wrap(f"Run `{cmd}`.", None, commands=True) == [f"Run `{cmd}`."]  # piped: inline, one line
 
 
+def test_a_parenthesis_opened_before_a_bare_command_is_still_closed_after_it():
+    text = "Install it with `uv tool install prime==0.18.0` (for `prime train validate` and `prime volumes get`)."
+    lines = terminal.wrap(text, 80, "  ", commands=True)
+    assert lines == ["  Install it with", "uv tool install prime==0.18.0", "  (for", "prime train validate", "  and",
+                     "prime volumes get", "  )."]
+    # a parenthesis around the command alone is left out with it, on both sides
+    assert terminal.wrap("Or (`a b` or `c d`) now.", 80, commands=True) == ["Or", "a b", "or", "c d", "now."]
+
+
+def test_the_preflight_hint_at_an_80_column_terminal_closes_its_parenthesis(emulator, mf_env, tmp_path):
+    from _helpers import in_terminal
+
+    env = {**mf_env, "PATH": str(tmp_path / "no-prime-here"), "TERM": "xterm", "NO_COLOR": "1"}
+    _, text = in_terminal([sys.executable, "-m", "skill", "preflight"], env, tmp_path)
+    hint = text[text.index("install the prime CLI with"):]
+    assert "(for\n" in hint and hint.index(")", hint.index("prime volumes get")) > 0, text
+    assert hint.count("(") == hint.count(")"), text
+
+
 def test_a_preformatted_summary_wraps_under_its_labels_and_keeps_a_long_path_whole():
     path = "/tmp/" + "a-long-folder-name/" * 3 + "my-run.toml"
     lines = terminal.block([f"  Config:        {path} (sha256 2de85226b1a1, file 88479f60821d)",
