@@ -620,7 +620,10 @@ def main(argv: list[str] | None = None) -> None:
             _print_usage_error(error, as_json="--json" in argv)
             code = EXIT_USAGE
         except KeyboardInterrupt as interrupt:
-            print(_interrupted_hint(argv), file=sys.stderr)
+            from skill import terminal  # at a terminal, wrapped, each command bare on a line of its own
+
+            print("\n".join(terminal.wrap(_interrupted_hint(argv), terminal.stderr().width, commands=True)),
+                  file=sys.stderr)
             code = EXIT_TERMINATED if isinstance(interrupt, Terminated) else EXIT_INTERRUPTED
             _forget_unhandled_interrupt()
         sys.stdout.flush()
@@ -659,7 +662,8 @@ def _forget_unhandled_interrupt() -> None:
 
 
 def _interrupted_hint(argv: list[str]) -> str:
-    """What to do after Ctrl-C; for a launch or stop the request's outcome may be unknown."""
+    """What to do after Ctrl-C; for a launch or stop the request's outcome may be unknown; a command that
+    only reads a run (wait-for-run, get-logs, ...) says the run goes on, and how to watch it again."""
     from tools.core import shell_command
 
     command = argv[0] if argv else ""
@@ -672,4 +676,11 @@ def _interrupted_hint(argv: list[str]) -> str:
                 f"See `{shell_command(['list-launches'])}` before anything else.")
     if command == "download-traces":
         return "Interrupted. The folder keeps what was downloaded: run the same command again to resume."
+    spec = tool_spec(command) if command else None
+    if (spec is not None and spec.read_only and spec.positional[:1] == ("run_id",) and len(argv) > 1
+            and not argv[1].startswith("-")):  # watching a run: only the watching stopped
+        again = "wait again" if command == "wait-for-run" else "look again"
+        return (f"Interrupted. Run {argv[1]} keeps going on the platform: this command only watched it. "
+                f"To {again}: `{shell_command(argv)}`; to see where it is: "
+                f"`{shell_command(['check-progress', argv[1]])}`.")
     return "Interrupted."

@@ -157,6 +157,38 @@ def test_ctrl_c_during_a_dispatch_says_how_to_reconcile(env, emulator, tmp_path)
     assert f"model-factory dispatch-run {plan['plan_id']}" in err and "do not plan again" in err
 
 
+@pytest.mark.parametrize("as_json", [[], ["--json"]])
+def test_ctrl_c_while_waiting_for_a_run_says_the_run_goes_on_and_how_to_wait_again(env, emulator, tmp_path, as_json):
+    """SIGINT while wait-for-run waits for the platform: exit 130, the run is still RUNNING there, and the
+    hint gives the commands to wait again and to see where the run is, each working when pasted."""
+    import signal
+    import time
+
+    from tools.core import Context
+
+    emulator.state.set_speed(0)
+    ctx = Context(env=env, home=Path(env["HOME"]), state_dir=Path(env["MODEL_FACTORY_STATE_DIR"]))
+    _, run = approved_launch(ctx, EXAMPLE)
+    ctx.close()
+    emulator.state.advance(past_step(2))
+    delay = emulator.faults.delay(30, "GET", "/rft/runs/*")
+    proc = subprocess.Popen([str(CLI), "wait-for-run", run.run_id, *as_json], env=env, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while not any(fired[0] == delay.id for fired in emulator.faults.fired) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert f"Run {run.run_id} keeps going on the platform" in err, err
+    emulator.faults.clear()
+    commands = re.findall(r"`([^`]+)`", err)
+    assert [shlex.split(c)[1:] for c in commands] == [["wait-for-run", run.run_id, *as_json],
+                                                       ["check-progress", run.run_id]], err
+    check = pasted(commands[1], env, cwd=tmp_path)
+    assert check.returncode == 0 and "RUNNING" in check.stdout + check.stderr, check
+
+
 def test_an_interrupt_inside_code_run_from_a_string_still_exits_130(env, tmp_path):
     """Dataclasses make their methods with exec while a module is imported (a command imports its tool's module
     on first use): a Ctrl-C landing there is caught like any other, and ``python -m skill`` still exits 130."""
