@@ -411,7 +411,10 @@ def _emulator(values: dict[str, Any]) -> int:
                    "default, is the loopback)")
         else:
             fix = "Pick another --port (or stop the process using it)"
-        print(f"Cannot listen on {values['host']}:{values['port']}: {exc.strerror or exc}. {fix}.", file=sys.stderr)
+        from skill import terminal
+
+        message = f"Cannot listen on {values['host']}:{values['port']}: {exc.strerror or exc}. {fix}."
+        print("\n".join(terminal.wrap(message, terminal.stderr().width)), file=sys.stderr)
         return 1
     return EXIT_OK
 

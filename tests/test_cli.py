@@ -189,6 +189,27 @@ def test_ctrl_c_while_waiting_for_a_run_says_the_run_goes_on_and_how_to_wait_aga
     assert check.returncode == 0 and "RUNNING" in check.stdout + check.stderr, check
 
 
+@pytest.mark.parametrize("how", ["a busy port", "an address of another machine"])
+def test_an_emulator_that_cannot_listen_says_why_wrapped_to_an_80_column_terminal(env, tmp_path, how):
+    import socket
+
+    from _helpers import in_terminal
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        host = "127.0.0.1" if how == "a busy port" else "192.0.2.1"  # TEST-NET-1: never an address of this machine
+        code, text = in_terminal([sys.executable, "-m", "skill", "emulator", "--host", host, "--port", str(port)],
+                                 {**env, "TERM": "xterm", "NO_COLOR": "1"}, tmp_path, timeout=60)
+    lines = text.strip().splitlines()
+    assert code == 1 and lines[0].startswith(f"Cannot listen on {host}:{port}:"), text
+    assert all(len(line) <= 80 for line in lines) and len(lines) > 1, text
+    fix = "Pick another --port (or stop the process using it)." if how == "a busy port" else \
+        f"{host} is not an address of this machine: pick another --host (127.0.0.1, the default, is the loopback)."
+    assert " ".join(lines).endswith(fix), text
+
+
 def test_an_interrupt_inside_code_run_from_a_string_still_exits_130(env, tmp_path):
     """Dataclasses make their methods with exec while a module is imported (a command imports its tool's module
     on first use): a Ctrl-C landing there is caught like any other, and ``python -m skill`` still exits 130."""
