@@ -177,11 +177,10 @@ def folders_to_create(dest: Path, stem: str, cwd: Path, again: Callable[[Path], 
             free_name(folder.parent, stem)
         raise refuse(f"{folder} is a file, not a folder, so {dest} cannot be written under it.",
                      "a file stands where a folder of it would be", beside, "a path in a folder")
-    if dest.suffix != ".toml":
-        named = dest.with_suffix(".toml")
-        named = named if not os.path.lexists(named) else free_name(dest.parent, stem)
-        raise refuse(f"{dest} does not end in .toml; mf_prepare_config writes a prime-rl .toml file.",
-                     "must end in .toml", named, "a path ending in .toml")
+    if dest.suffix != ".toml":  # not shown: a value that is no file name may be a secret pasted in the wrong place
+        raise refuse("The destination (not shown: it may be a value pasted in the wrong place) does not end in "
+                     ".toml; mf_prepare_config writes a prime-rl .toml file.",
+                     "must end in .toml", free_name(dest.parent, stem), "a path ending in .toml")
     return missing
 
 
