@@ -5,6 +5,7 @@ shared by test modules are in tests/_helpers.py."""
 from __future__ import annotations
 
 import json
+import signal
 import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -22,6 +23,12 @@ from tools.platform import wire
 
 #: The schema environments and helpers (tests/_schema_env.py), for the schema tests.
 pytest_plugins = ["_schema_env"]
+
+# A test run started in the background of a shell (`pytest &`) ignores SIGINT, and every command a test starts
+# would inherit that, so Ctrl-C tests could not reach it: take Python's own handler back, as in a terminal (a
+# handler, unlike "ignore", is not inherited: the commands start with the default and install theirs).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
