@@ -75,6 +75,8 @@ DEFAULT_SPEED = 100.0
 WAIT_SLICE_SECONDS = 1
 #: Wall seconds the monitor loop may take at most.
 MONITOR_DEADLINE_SECONDS = 300
+#: Wall seconds an interrupted demo's stop of its run may take in all (its requests and the wait for STOPPED).
+STOP_SECONDS = 5
 _TERMINAL = frozenset({"completed", "failed", "stopped", "paused"})
 #: Verdicts that end any demo (the run is in trouble), expected or not.
 _TROUBLE = frozenset({"stalled", "failing", "crash_looping", "image_pull_failing"})
@@ -262,10 +264,7 @@ def run_demo(*, as_json: bool = False, dest: Path | None = None, speed: float | 
             err.print(line)
 
     def approver(request: Any) -> bool:
-        if request.action == "stop":  # after Ctrl-C, the demo's own run on a person's emulator (_interrupted)
-            say(f"Interrupted: stopping run {request.run_id}, which the demo launched on your emulator (approved "
-                "automatically, as its launch was).")
-        else:
+        if request.action != "stop":  # a stop: the demo's own run after Ctrl-C, said before it (_interrupted)
             say("4. Approve: automatic in the demo (channel: host callback). With a real account a person approves "
                 "here, or runs the approve command the plan prints.")
         return True
@@ -346,15 +345,21 @@ def _interrupts_held() -> Iterator[None]:
 def _interrupted(ctx: Any, emu: _Emulator, outcome: Outcome, say: Any, as_json: bool) -> None:
     """After Ctrl-C: a run the demo launched on a person's emulator (one it did not start itself) is
     stopped with ``mf_stop_run`` (the demo owns the run, the emulator bills nobody; the stop is
-    approved automatically, as the launch was); when that fails, the command that stops it is
-    printed. An embedded emulator ends with the demo, and its runs with it. Under ``--json`` one
-    object: ``status`` INTERRUPTED, ``run_id``, ``run_stopped``, ``next_calls``."""
+    approved automatically, as the launch was), said before its first request, its requests and wait
+    bounded by :data:`STOP_SECONDS` in all (:meth:`tools.core.Context.within`); when that fails (an
+    emulator that no longer answers, a refusal), the command that stops it is printed. An embedded
+    emulator ends with the demo, and its runs with it. Under ``--json`` one object: ``status``
+    INTERRUPTED, ``run_id``, ``run_stopped``, ``next_calls``."""
     stopped, calls = False, []
     if not emu.embedded and outcome.run_id:
         ctx.close()  # a request cut by the interrupt may have left a connection half-read: new ones
         stop = call("mf_stop_run", run_id=outcome.run_id)
+        say(f"Interrupted: stopping run {outcome.run_id}, which the demo launched on your emulator (approved "
+            f"automatically, as its launch was; at most {STOP_SECONDS} s).")
         try:
-            result = registry.call_tool("mf_stop_run", {"run_id": outcome.run_id, "timeout_seconds": 10}, ctx)
+            with ctx.within(STOP_SECONDS):  # a frozen emulator: the command that stops it, soon
+                result = registry.call_tool("mf_stop_run", {"run_id": outcome.run_id,
+                                                            "timeout_seconds": STOP_SECONDS}, ctx)
             # still tearing down: the stop may not have been taken (its answer can be lost), so say how to stop it
             problem = result.message if registry.is_error(result) or result.outcome == "still_tearing_down" else None
         except KeyboardInterrupt:  # interrupted again: leave it to the person

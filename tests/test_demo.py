@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -176,9 +177,10 @@ def run_status(base: str, run_id: str) -> str:
     return answer.json()["run"]["status"]
 
 
-def interrupted_demo(env: dict[str, str], cwd: Path, signum: int, at: str, *args: str) -> subprocess.CompletedProcess:
+def interrupted_demo(env: dict[str, str], cwd: Path, signum: int, at: str, *args: str,
+                     before: Callable[[], object] = lambda: None) -> subprocess.CompletedProcess:
     """The demo on ``env``'s emulator, sent ``signum`` once its progress shows a line starting with ``at`` (as
-    a person presses Ctrl-C while it works); returns the finished process."""
+    a person presses Ctrl-C while it works), ``before()`` called just before that; returns the finished process."""
     proc = subprocess.Popen([sys.executable, "-m", "skill", "demo", "--speed", "1", *args], env=env, cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as in a terminal
@@ -188,6 +190,7 @@ def interrupted_demo(env: dict[str, str], cwd: Path, signum: int, at: str, *args
         if line.startswith(at):
             break
     assert seen and seen[-1].startswith(at), "".join(seen)
+    before()
     proc.send_signal(signum)
     err = proc.stderr.read()  # through the reader the lines so far came from: it may hold more already
     out = proc.stdout.read()
@@ -232,6 +235,28 @@ def test_an_interrupted_demo_that_cannot_stop_its_run_prints_the_command_that_do
     httpx.delete(f"{base}/_emulator/faults").raise_for_status()
     stopped = pasted(command, env, tmp_path)
     assert stopped.returncode == 4 and f"stop run {run_id}" in stopped.stderr, stopped.stderr  # a person approves it
+
+
+def test_an_interrupted_demo_whose_emulator_froze_says_it_stops_the_run_then_prints_the_stop_command_soon(
+        persons_emulator, tmp_path):
+    from skill.demo import STOP_SECONDS
+
+    base, env = persons_emulator
+    frozen = {"kind": "delay", "delay": 120, "times": None}  # every API request held: the emulator froze
+
+    done = interrupted_demo(env, tmp_path, signal.SIGINT, "5. Dispatch",
+                            before=lambda: httpx.post(f"{base}/_emulator/faults", json=frozen).raise_for_status())
+    run_id = re.search(r"5\. Dispatch: run (\w+) created", done.stderr)[1]
+    said = " ".join(done.stderr.split())
+    assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr
+    # said at once, before the stop's first request; then the stop gives up within its bound, not the 30 s reads'
+    stopping = said.index(f"Interrupted: stopping run {run_id}, which the demo launched on your emulator")
+    assert f"at most {STOP_SECONDS} s" in said and said.index("may still be running") > stopping, said
+    assert f"within {STOP_SECONDS} s" in said, said
+    command = re.search(r"Stop it with `([^`]+)`", said)[1]
+    httpx.delete(f"{base}/_emulator/faults").raise_for_status()  # the emulator answers again: the command works
+    stopped = pasted(command, env, tmp_path)
+    assert stopped.returncode == 4 and f"stop run {run_id}" in stopped.stderr, stopped.stderr
 
 
 @pytest.mark.parametrize("ending", ["end", signal.SIGINT, signal.SIGTERM], ids=["end", "SIGINT", "SIGTERM"])
