@@ -153,10 +153,13 @@ def running_emulator(env: dict[str, str] | os._Environ[str]) -> tuple[str | None
     """``(url, None)`` when ``PRIME_API_BASE_URL`` is a loopback URL where an emulator answers its
     admin route (``GET /_emulator/state``); else ``(None, why it is not used)``, the reason None when
     the variable is unset. Never a remote host: the demo launches runs and approves them itself. The
-    reason names the host and port only (never the rest of the URL)."""
+    variable is the emulator's root URL (a trailing ``/api/v1`` is dropped, as every command does:
+    :func:`~tools.platform.settings.strip_api_v1`); another path is named as the problem. The reason
+    names the host, port and path only (never credentials or a query in the URL)."""
     from skill.emulator import is_loopback, local_url
+    from tools.platform.settings import strip_api_v1
 
-    url = (env.get("PRIME_API_BASE_URL") or "").strip().rstrip("/")
+    url = strip_api_v1((env.get("PRIME_API_BASE_URL") or "").strip())
     if not url:
         return None, None
     parts = urlsplit(url)
@@ -173,6 +176,10 @@ def running_emulator(env: dict[str, str] | os._Environ[str]) -> tuple[str | None
                           "`model-factory emulator` prints).")
         return None, (f"it names {where}, not this machine's loopback, and the demo runs only on an emulator on "
                       "this machine, never on a remote host or the platform.")
+    if parts.path.strip("/"):
+        root = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+        return None, (f"it has the path {shown(parts.path)} after {where}: the variable is the emulator's root URL, "
+                      f"{shown(root)} (as in the export line `model-factory emulator` prints), with no path.")
     import httpx
 
     try:

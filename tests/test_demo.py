@@ -133,6 +133,21 @@ def test_the_demo_never_uses_a_remote_api_url_and_says_why(tmp_path):
     assert running_emulator({"PRIME_API_BASE_URL": "http://127.0.0.1:99999"})[1] == "it holds no valid port."
 
 
+def test_a_demo_pointed_at_a_path_of_a_running_emulator_names_the_path_and_the_root_url_to_use(emulator):
+    from skill.demo import running_emulator
+
+    base = emulator.base_url
+    where = base.split("//")[1]
+    for path in ("/api", "/api/v2/", "/dashboard/training"):
+        used, why = running_emulator({"PRIME_API_BASE_URL": base + path})
+        assert used is None and why == (
+            f"it has the path {path.rstrip('/')} after {where}: the variable is the emulator's root URL, {base} "
+            "(as in the export line `model-factory emulator` prints), with no path."), why
+    # the root, or the root with /api/v1 (which every command drops too): that emulator is used
+    for url in (base, base + "/", base + "/api/v1"):
+        assert running_emulator({"PRIME_API_BASE_URL": url}) == (base, None)
+
+
 def test_a_demo_pointed_at_an_emulators_wildcard_address_says_it_runs_its_own_and_which_url_reaches_that_one(
         tmp_path):
     port = free_port()
