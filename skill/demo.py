@@ -15,7 +15,9 @@ missing-upload report.
 
 Which emulator: when ``PRIME_API_BASE_URL`` points at a running emulator on loopback (its admin
 route answers), the demo uses it, so the commands it prints keep working afterwards in that shell
-(``model-factory emulator`` prints the exports); its clock is raised to the demo's speed if slower.
+(``model-factory emulator`` prints the exports; when the shell lacks them, the emulator's key or traces host,
+the demo's closing text names them and prints that export line: :func:`shell_lacks`); its clock is
+raised to the demo's speed if slower.
 Otherwise an emulator runs in this process and stops with the demo, and when the variable is set
 the demo says first why it did not use it (a host that is not the loopback, a wildcard address
 such as ``0.0.0.0`` with the loopback URL that reaches it, no emulator answering:
@@ -481,14 +483,33 @@ def _show(outcome: Outcome, emu: _Emulator, reached: bool) -> None:
                 "`model-factory emulator` in another terminal, paste the export line it prints here, then "
                 f"`{again}` again: it uses that emulator, and its commands keep working.")
     else:
+        from skill.emulator import export_line
+
         report = call("mf_run_report", run_id=outcome.run_id)
         here = "" if os.environ.get(STATE_DIR_ENV, "").strip() else " from this folder"
+        lacking = shell_lacks(os.environ, emu)
+        works = (f"the commands above work in this shell{here}" if not lacking else
+                 f"the commands above need {', '.join(lacking)} set for that emulator, which this shell lacks: "
+                 f"paste `{export_line(emu.base_url)}` here first; then they work{here}")
         note = (f"The run stays on your emulator at {emu.base_url} and its plan in the state folder "
-                f"{outcome.state_dir}: the commands above work in this shell{here}, and {report} compares its cost "
-                "with the plan.")
+                f"{outcome.state_dir}: {works}, and {report} compares its cost with the plan.")
     for line in terminal.wrap(render.for_people(note, [] if emu.embedded else [report]), err.width, commands=True):
         err.print(line)
 
+
+
+def shell_lacks(env: dict[str, str] | os._Environ[str], emu: _Emulator) -> list[str]:
+    """The variables a command pasted into the shell of ``env`` lacks to reach the demo's emulator as the demo did
+    (names only, never values): ``PRIME_API_KEY`` when the key the commands would use (that variable, else the
+    prime config's, :func:`tools.platform.settings.resolve_settings`) is not the demo's, ``PRIME_TRACES_URL`` /
+    ``PRIME_FRONTEND_URL`` when the traces host / dashboard would not be the emulator (the platform's by
+    default). Empty: the printed commands work there."""
+    from tools.platform.settings import resolve_settings
+
+    settings = resolve_settings(env=env)
+    return [name for name, lacks in (("PRIME_API_KEY", settings.api_key.get_secret_value() != emu.api_key),
+                                     ("PRIME_TRACES_URL", settings.traces_url != emu.base_url),
+                                     ("PRIME_FRONTEND_URL", settings.frontend_url != emu.base_url)) if lacks]
 
 
 # -- what the logs say about a stall ----------------------------------------------------------------

@@ -300,6 +300,7 @@ def test_a_demo_on_a_persons_emulator_keeps_its_plan_in_the_state_folder_for_the
     shown = demo("--scenario", "stalled", env=env, cwd=project)
     said = " ".join(shown.stderr.split())
     assert shown.returncode == 0 and f"its plan in the state folder {project / '.model-factory'}" in said, said
+    assert "the commands above work in this shell from this folder" in said, said  # the exports are set
     report = re.search(r"and `([^`]+ run-report \w+)` compares its cost with the plan", said)
     assert report, said
     reported = pasted(report[1], env, project)
@@ -310,3 +311,21 @@ def test_a_demo_on_a_persons_emulator_keeps_its_plan_in_the_state_folder_for_the
     out = json.loads(named.stdout)
     assert out["state_dir"] == str(state) and out["run_id"] in (state / "launches.jsonl").read_text()
     assert list(scratch.iterdir()) == []  # its temporary HOME is gone
+
+
+def test_a_demo_on_a_persons_emulator_from_a_shell_without_its_key_says_which_exports_its_commands_need(served,
+                                                                                                        tmp_path):
+    base, served_env = served
+    env = {**plain_env(tmp_path), "PRIME_API_BASE_URL": base}  # only the URL: no key, traces host, dashboard
+    shown = demo("--scenario", "stalled", env=env, cwd=tmp_path)
+    said = " ".join(shown.stderr.split())
+    assert shown.returncode == 0 and "work in this shell" not in said, said
+    assert ("the commands above need PRIME_API_KEY, PRIME_TRACES_URL, PRIME_FRONTEND_URL set for that emulator, which "
+            "this shell lacks") in said, said
+    export = re.search(r"paste `(export [^`]+)` here first; then they work from this folder", said)[1]
+    exported = dict(w.split("=", 1) for w in export.split()[1:])
+    assert exported == {k: v for k, v in served_env.items() if k not in env or k == "PRIME_API_BASE_URL"}  # as printed
+
+    report = re.search(r"and `([^`]+ run-report \w+)` compares its cost with the plan", said)[1]
+    reported = pasted(f"{export}; {report}", env, tmp_path)  # pasted into that shell, in that order
+    assert reported.returncode == 0 and "against the plan's estimate of $" in " ".join(reported.stdout.split())

@@ -32,7 +32,7 @@ from .seed import (
     Seed,
     default_seed,
 )
-from .server import ClosedPort, EmulatorServer, closed_port, local_url, serve
+from .server import ClosedPort, EmulatorServer, closed_port, export_line, local_url, serve
 from .simulator import SimRun, Timing, TraceShape
 from .state import EmulatorState
 
@@ -40,6 +40,6 @@ __all__ = [
     "DASHBOARD_PATH", "DEFAULT_API_KEY", "DEFAULT_SPEED", "DEFAULT_USER_ID", "DEMO_SPEED", "FAULT_KINDS",
     "OTHER_API_KEY", "OTHER_USER_ID", "SCENARIOS", "SCENARIO_SUMMARIES", "TEAM_EVALS_ID", "TEAM_RESEARCH_ID",
     "ClosedPort", "EmulatorServer", "EmulatorState", "FaultInjector", "FaultRule", "Seed", "Seen", "SimRun",
-    "Timing", "TraceShape", "closed_port", "create_app", "dashboard_url", "default_seed", "is_loopback", "local_url",
-    "route_path", "serve",
+    "Timing", "TraceShape", "closed_port", "create_app", "dashboard_url", "default_seed", "export_line", "is_loopback",
+    "local_url", "route_path", "serve",
 ]

@@ -145,11 +145,19 @@ def serve(host: str = "127.0.0.1", port: int = 8765, speed: float | None = None,
                                          "machine's address." if every else ""))
     _say(f"Model Factory emulator on {base} (clock speed {state.clock.speed}x; scenarios for every run: "
          f"{scenarios}). Ctrl-C stops.")
-    print(f"  export PRIME_API_BASE_URL={base} PRIME_TRACES_URL={base} PRIME_FRONTEND_URL={base} "
-          f"PRIME_API_KEY={DEFAULT_API_KEY} PRIME_DISABLE_VERSION_CHECK=1", file=sys.stderr, flush=True)
+    print(f"  {export_line(base)}", file=sys.stderr, flush=True)
     _say(f"Runs: {base}/dashboard/training")
     _say(f"Admin: {base}/_emulator/state (loopback clients only)")
     uvicorn.Server(_config(app, host, port)).run(sockets=[sock])
+
+
+def export_line(base: str) -> str:
+    """The shell command that points ``prime`` and model-factory at the emulator at ``base`` (its root URL,
+    ``http://127.0.0.1:PORT``): ``export`` of the API, traces and dashboard URLs, its fixed API key
+    (:data:`~skill.emulator.seed.DEFAULT_API_KEY`, published: no secret) and no version check. One line, pasted
+    whole."""
+    return (f"export PRIME_API_BASE_URL={base} PRIME_TRACES_URL={base} PRIME_FRONTEND_URL={base} "
+            f"PRIME_API_KEY={DEFAULT_API_KEY} PRIME_DISABLE_VERSION_CHECK=1")
 
 
 def _every_interface(host: str) -> bool:
