@@ -132,10 +132,23 @@ def test_version(env):
     assert proc.returncode == 0 and proc.stdout.startswith("model-factory-skill ")
 
 
-def test_ctrl_c_during_a_dispatch_says_how_to_reconcile(env, emulator, tmp_path):
-    """SIGINT while the create is in flight: exit 130 and the way back (the same dispatch reconciles)."""
+def interrupted_in(emulator, fault, command: list[str], env: dict[str, str], cwd: Path) -> tuple[int, str]:
+    """Run ``command``, press Ctrl-C (SIGINT) once the emulator holds its request on ``fault`` (or after 20 s):
+    its exit code and stderr."""
     import signal
     import time
+
+    proc = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while not any(fired[0] == fault.id for fired in emulator.faults.fired) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    return proc.returncode, err
+
+
+def test_ctrl_c_during_a_dispatch_says_how_to_reconcile(env, emulator, tmp_path):
+    """SIGINT while the create is in flight: exit 130 and the way back (the same dispatch reconciles)."""
 
     policy_dir = tmp_path / "human"
     policy_dir.mkdir(mode=0o700)
@@ -146,14 +159,9 @@ def test_ctrl_c_during_a_dispatch_says_how_to_reconcile(env, emulator, tmp_path)
     project.mkdir()
     plan = json.loads(mf("plan-run", str(EXAMPLE), "--team", "personal", "--json", env=env, cwd=project).stdout)
     delay = emulator.faults.delay(30, "POST", "/training/runs")
-    proc = subprocess.Popen([sys.executable, "-m", "skill", "dispatch-run", plan["plan_id"]], env=env, cwd=project,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 20
-    while not any(fired[0] == delay.id for fired in emulator.faults.fired) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130 and "Traceback" not in err
+    code, err = interrupted_in(emulator, delay, [sys.executable, "-m", "skill", "dispatch-run", plan["plan_id"]],
+                               env, project)
+    assert code == 130 and "Traceback" not in err
     assert f"model-factory dispatch-run {plan['plan_id']}" in err and "do not plan again" in err
 
 
@@ -161,9 +169,6 @@ def test_ctrl_c_during_a_dispatch_says_how_to_reconcile(env, emulator, tmp_path)
 def test_ctrl_c_while_waiting_for_a_run_says_the_run_goes_on_and_how_to_wait_again(env, emulator, tmp_path, as_json):
     """SIGINT while wait-for-run waits for the platform: exit 130, the run is still RUNNING there, and the
     hint gives the commands to wait again and to see where the run is, each working when pasted."""
-    import signal
-    import time
-
     from tools.core import Context
 
     emulator.state.set_speed(0)
@@ -172,14 +177,8 @@ def test_ctrl_c_while_waiting_for_a_run_says_the_run_goes_on_and_how_to_wait_aga
     ctx.close()
     emulator.state.advance(past_step(2))
     delay = emulator.faults.delay(30, "GET", "/rft/runs/*")
-    proc = subprocess.Popen([str(CLI), "wait-for-run", run.run_id, *as_json], env=env, cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 20
-    while not any(fired[0] == delay.id for fired in emulator.faults.fired) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130 and "Traceback" not in err, err
+    code, err = interrupted_in(emulator, delay, [str(CLI), "wait-for-run", run.run_id, *as_json], env, tmp_path)
+    assert code == 130 and "Traceback" not in err, err
     assert f"Run {run.run_id} keeps going on the platform" in err, err
     emulator.faults.clear()
     commands = re.findall(r"`([^`]+)`", err)
