@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _helpers import call, ok
+from _helpers import call, mf, mf_json, ok
 
 from tools.core import OUTPUT_BUDGET_CHARS, Context
 from tools.errors import ToolError
@@ -393,6 +393,21 @@ def test_dest_must_be_ours(frozen_ctx, launch, tmp_path):
     other = launch(after=DONE)
     clash = call(frozen_ctx, "mf_download_traces", run_id=other, dest=str(ours))
     assert isinstance(clash, ToolError) and run_id in clash.message
+
+
+def test_a_dest_under_a_file_is_refused_naming_the_file_and_a_dest_that_works(mf_env, launch, tmp_path):
+    run_id = launch(after=DONE)
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("do not touch")
+    refused = mf("download-traces", run_id, a_file / "sub", env=mf_env, cwd=tmp_path)
+    assert refused.returncode == 2, refused.stderr
+    assert "bad_arguments" in refused.stderr and str(a_file) in refused.stderr
+    assert f"{tmp_path / f'traces-{run_id}'}" in refused.stderr
+    assert a_file.read_text() == "do not touch"
+    code, report = mf_json("download-traces", run_id, a_file / "sub", env=mf_env, cwd=tmp_path)
+    instead = report["next_calls"][0]["arguments"]
+    assert code == 2 and instead == {"run_id": run_id, "dest": str(tmp_path / f"traces-{run_id}")}
+    assert mf("download-traces", run_id, instead["dest"], "--max-traces", "3", env=mf_env, cwd=tmp_path).returncode == 0
 
 
 def test_max_traces_and_unsafe_ids(frozen_ctx, emulator, launch, tmp_path):

@@ -313,7 +313,12 @@ class _Counts:
 _SHOW = {"steps_without_traces": 50, "steps_short": 20, "episodes_with_missing_traces": 10, "gone_trace_ids": 10}
 
 
-def _prepare_dest(dest: Path) -> Path:
+def _prepare_dest(dest: Path, run_id: str) -> Path:
+    under = next(p for p in dest.parents if p.exists() or p.is_symlink())  # the first ancestor that is there
+    if not under.is_dir():
+        instead = call("mf_download_traces", run_id=run_id, dest=str(under.parent / f"traces-{run_id}"))
+        raise fail("bad_arguments", f"{under} is a file, not a folder, so dest {str(dest)!r} cannot be made under it.",
+                   f"Pass a dest whose folders are folders, e.g. {instead}.", next_calls=[instead])
     if dest.is_symlink() or (dest.exists() and not dest.is_dir()):
         raise fail("bad_arguments", f"dest {str(dest)!r} exists and is not a folder.",
                    "Pass a new folder path (it is created) or one this tool wrote before.")
@@ -337,7 +342,7 @@ class _Download:
     def __init__(self, ctx: Context, inp: DownloadTracesInput, team: str | None) -> None:
         self.ctx, self.inp, self.team = ctx, inp, team
         self.tc = ctx.traces()
-        self.dest = _prepare_dest(ctx.resolve_path(inp.dest))
+        self.dest = _prepare_dest(ctx.resolve_path(inp.dest), inp.run_id)
         self.record = Record(self.dest, inp.run_id, ctx.settings.traces_url, resume=inp.resume)
         self.trace_dir, self.episode_dir = self.dest / "traces", self.dest / "episodes"
         self.counts = _Counts()
