@@ -100,6 +100,9 @@ def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
                 answer = input(question[-1] + " ")
             except EOFError:
                 answer = None
+            except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the message that follows starts on a line of its own
+                print(flush=True)
+                raise
             if answer is not None and answer.strip() == key:
                 break
             if answer is None or attempt == TRIES:

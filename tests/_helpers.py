@@ -14,6 +14,7 @@ import queue
 import re
 import select
 import shutil
+import signal
 import socket
 import stat
 import struct
@@ -247,10 +248,12 @@ def mf_json(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | No
     return done.returncode, json.loads(done.stdout)
 
 
-def in_terminal(args: list[str | Path], env: dict[str, str], cwd: Path, answers: str | list[str] | None = None, *,
+def in_terminal(args: list[str | Path], env: dict[str, str], cwd: Path,
+                answers: str | list[str | signal.Signals] | None = None, *,
                 columns: int = 80, timeout: float = 120) -> tuple[int, str]:
     """Run ``args`` with stdin, stdout and stderr on a pseudo-terminal of ``columns`` x 24, typing
-    ``answers`` at the approval prompts (a list: one answer per prompt, in order): the exit code and
+    ``answers`` at the approval prompts (a list: one answer per prompt, in order; a signal is sent to
+    the program at its prompt, as Ctrl-C or ``kill`` would, in place of an answer): the exit code and
     everything written to the terminal (its CR LF line ends read as LF). Fails the test when the
     program has not ended within ``timeout`` seconds."""
     pending = [answers] if isinstance(answers, str) else list(answers or [])
@@ -272,9 +275,14 @@ def in_terminal(args: list[str | Path], env: dict[str, str], cwd: Path, answers:
                 if not chunk:
                     break
                 out += chunk
-                if pending and out.count(b"last 4 characters") > prompts:
+                if pending and out.count(b"last 4 characters") > prompts and not (
+                        isinstance(pending[0], signal.Signals) and out.endswith(b"\n")):  # a signal: once it reads
                     prompts += 1
-                    os.write(master, pending.pop(0).encode() + b"\n")
+                    answer = pending.pop(0)
+                    if isinstance(answer, signal.Signals):
+                        proc.send_signal(answer)
+                    else:
+                        os.write(master, answer.encode() + b"\n")
             elif proc.poll() is not None:
                 break
         else:

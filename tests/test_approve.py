@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 from datetime import timedelta
 from typing import Any
@@ -110,6 +111,14 @@ def test_three_wrong_answers_or_a_changed_plan_are_not_approved(setup):
     assert code == 4 and "plan_changed" in out and "file_sha256" in out and not TOKEN.search(out)
     code, out = in_terminal([CLI, "approve", "plan_000000000000"], setup["env"], setup["cwd"])
     assert code == 3 and "unknown_plan" in out
+    assert approvals(setup["ctx"], plan.plan_id) == 0
+
+
+def test_ctrl_c_at_the_prompt_says_interrupted_on_a_line_of_its_own_and_approves_nothing(setup):
+    plan = setup["plan"]
+    for sig, exit_code in ((signal.SIGINT, 130),):
+        code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], [sig])
+        assert code == exit_code and out.endswith("____): \nInterrupted.\n"), out[-200:]
     assert approvals(setup["ctx"], plan.plan_id) == 0
 
 
