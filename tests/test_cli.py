@@ -738,3 +738,12 @@ def test_preflight_says_a_failed_checks_fix_once_and_names_the_command_not_the_t
     assert proc.returncode == EXIT_CHECK_FAILED and proc.stderr.startswith("Not ready: api_key")
     assert proc.stderr.count("Set PRIME_API_KEY") == 1 and "mf_" not in proc.stderr and " preflight` again" in \
         proc.stderr, proc.stderr
+
+
+def test_the_readme_shows_the_export_line_the_emulator_prints():
+    from skill.emulator.server import export_line
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = readme.split("model-factory emulator --port 8765", 1)[1].split("```", 1)[0]
+    shown = " ".join(block.replace("\\\n", " ").split("\n", 1)[1].split())
+    assert shown == export_line("http://127.0.0.1:8765"), shown
