@@ -58,7 +58,7 @@ class Terminal:
             width = os.environ.get("COLUMNS", "").isdigit() and int(os.environ["COLUMNS"]) or None
             if not width:
                 try:
-                    width = os.get_terminal_size(stream.fileno()).columns
+                    width = os.get_terminal_size(stream.fileno()).columns or DEFAULT_COLUMNS  # 0: never sized
                 except (OSError, ValueError, AttributeError):
                     width = shutil.get_terminal_size((DEFAULT_COLUMNS, 24)).columns
             width = max(width, 20)

@@ -219,3 +219,19 @@ def test_a_preformatted_summary_wraps_under_its_labels_and_keeps_a_long_path_who
     assert lines[2] == " " * 17 + "(sha256 2de85226b1a1, file 88479f60821d)"
     assert lines[3] == "  Warnings:" and lines[4].startswith("    - word") and lines[5].startswith("      word")
     assert all(len(line) <= 80 for line in lines)
+
+
+def test_a_terminal_that_reports_no_width_is_read_as_80_columns():
+    """A pseudo-terminal nobody sized (``script`` in a pipeline, some agent shells) reports 0 columns: that is
+    an unknown width (80), not a 20-column terminal that puts one word on each line."""
+    import pty
+    import subprocess
+
+    main, secondary = pty.openpty()  # never sized: 0 x 0
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    proc = subprocess.run([sys.executable, "-c", "import sys; from skill import terminal; "
+                           "print(terminal.Terminal.of(sys.stdout).width, file=sys.stderr)"],
+                          stdout=secondary, stderr=subprocess.PIPE, env=env, text=True, timeout=60)
+    os.close(secondary)
+    os.close(main)
+    assert proc.returncode == 0 and proc.stderr.strip() == str(terminal.DEFAULT_COLUMNS) == "80", proc.stderr
