@@ -7,11 +7,14 @@ run's dashboard page. The clock is frozen and moved by hand (simulated seconds).
 from __future__ import annotations
 
 import re
+import socket
+import subprocess
+import sys
 
 import httpx
 import pytest
 import test_emulator
-from _helpers import T, at_step
+from _helpers import T, at_step, free_port
 from test_emulator import _client, create, done_after, get_run, logs
 
 from skill.emulator import TEAM_RESEARCH_ID, EmulatorServer, create_app, serve
@@ -199,6 +202,57 @@ def test_serve_refuses_an_unknown_scenario_before_listening() -> None:
         serve(port=0, scenario="meltdown")
     with pytest.raises(ValueError, match="count"):
         serve(port=0, scenario={"many_traces": {"count": 0}})
+
+
+#: A process that imports the emulator once, then for each port read on stdin forks a child that serves on it
+#: with :func:`serve` (its banner on this process's stderr), and kills it when the next line arrives.
+FORKING_SERVER = """
+import os, signal, sys
+from skill.emulator import serve
+import uvicorn.loops.asyncio, uvicorn.protocols.http.h11_impl, uvicorn.lifespan.off  # imported once, here
+for line in sys.stdin:
+    pid = os.fork()
+    if pid == 0:
+        serve(port=int(line), speed=0)
+        os._exit(0)
+    sys.stdin.readline()  # the test has connected: end this one
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    print("ended", flush=True)
+"""
+
+
+def test_the_emulator_accepts_a_connection_the_instant_its_banner_ends_every_time() -> None:
+    """50 emulator processes, each forked from one that imported the emulator (so each starts in
+    milliseconds): the moment the last banner line (``Admin: ...``) is read, a connection is made and an
+    HTTP request answered. Nothing waits on time: the banner is printed after the socket listens, so the
+    kernel queues the connection until the server accepts it."""
+    proc = subprocess.Popen([sys.executable, "-c", FORKING_SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, bufsize=1)
+    refused = []
+    try:
+        for attempt in range(50):
+            port = free_port()
+            proc.stdin.write(f"{port}\n")
+            proc.stdin.flush()
+            for line in proc.stderr:  # the child's banner (a dead child: the loop ends, then the assert)
+                if line.startswith("Admin:"):
+                    break
+            else:
+                pytest.fail(f"no banner from the emulator process (attempt {attempt})")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+                    sock.sendall(b"GET /_emulator/state HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    assert sock.recv(12).startswith(b"HTTP/1.1 200"), attempt
+            except ConnectionRefusedError:
+                refused.append(attempt)
+            proc.stdin.write("next\n")
+            proc.stdin.flush()
+            assert proc.stdout.readline() == "ended\n"
+    finally:
+        proc.kill()
+        proc.wait(30)
+    assert refused == [], f"connections refused right after the banner: attempts {refused}"
 
 
 # -- usage -----------------------------------------------------------------------------------------

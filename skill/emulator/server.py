@@ -21,17 +21,24 @@ from .routes_admin import is_loopback
 from .seed import DEFAULT_API_KEY, DEFAULT_SPEED
 from .state import EmulatorState
 
+#: Connections the kernel queues before the server accepts them (uvicorn's own default backlog).
+BACKLOG = 2048
+
 
 def _listening_socket(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to ``host:port`` (``OSError`` if the address is taken or invalid).
+    """A TCP socket bound to ``host:port`` and listening (``OSError`` if the address is taken or invalid).
 
-    proto IPPROTO_TCP (not 0): asyncio then sets TCP_NODELAY, so no 40 ms Nagle stalls per request.
+    It listens before anything is printed or returned: a client that connects the moment it reads the
+    banner (or right after :meth:`EmulatorServer.start`) waits in the kernel's queue until uvicorn accepts,
+    instead of being refused. proto IPPROTO_TCP (not 0): asyncio then sets TCP_NODELAY, so no 40 ms Nagle
+    stalls per request.
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        sock.listen(BACKLOG)
     except OSError:
         sock.close()
         raise
