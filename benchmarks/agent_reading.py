@@ -148,11 +148,12 @@ def replay() -> tuple[Reading, dict[str, Any]]:
     return reading, report
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, replayed: tuple[Reading, dict[str, Any]] | None = None) -> int:
+    """Print the figures of :func:`replay` (``replayed``: a replay already made, printed instead of a new one)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
-    reading, report = replay()
+    reading, report = replayed or replay()
     figures = reading.figures()
     if args.json:
         print(json.dumps(figures, indent=1))

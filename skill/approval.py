@@ -97,9 +97,7 @@ def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
             for line in question[:-1]:
                 print(line, flush=True)
             try:
-                answer = input(question[-1] + " ")
-            except EOFError:
-                answer = None
+                answer = terminal.ask(question[-1] + " ")
             except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the message that follows starts on a line of its own
                 print(flush=True)
                 raise

@@ -368,7 +368,8 @@ def _demo_arguments(parser: _Parser) -> None:
     parser.add_argument("--dest", metavar="DIR",
                         help="Folder for the downloaded traces (default ./model-factory-demo/<run_id>).")
     parser.add_argument("--speed", type=_SPEED, metavar="N",
-                        help="Emulator clock speed (simulated seconds per second, 0 to 1000000).")
+                        help="Simulated seconds each second the demo waits moves the emulator's clock (default "
+                             "100; 0 to 1000000, 0 meaning the default).")
 
 
 def _demo(values: dict[str, Any]) -> int:

@@ -16,13 +16,16 @@ missing-upload report.
 Which emulator: when ``PRIME_API_BASE_URL`` points at a running emulator on loopback (its admin
 route answers), the demo uses it, so the commands it prints keep working afterwards in that shell
 (``model-factory emulator`` prints the exports; when the shell lacks them, the emulator's key or traces host,
-the demo's closing text names them and prints that export line: :func:`shell_lacks`); its clock is
-raised to the demo's speed if slower.
+the demo's closing text names them and prints that export line: :func:`shell_lacks`).
 Otherwise an emulator runs in this process and stops with the demo, and when the variable is set
 the demo says first why it did not use it (a host that is not the loopback, a wildcard address
 such as ``0.0.0.0`` with the loopback URL that reaches it, no emulator answering:
 :func:`running_emulator`). Never anything else: the demo does not talk to the real platform
 (refusing to run would guard nothing more: the variable is not used, the embedded emulator is).
+
+Whichever it is, the demo's own waits move the emulator's clock (:class:`DemoTime`, ``--speed`` simulated seconds
+per second waited; a person's emulator keeps its own speed besides): what the demo shows does not depend on how
+busy the machine is.
 
 Which state folder (plans, approvals, the launch ledger): on a person's emulator the normal one
 (``$MODEL_FACTORY_STATE_DIR``, else ``./.model-factory``), so the commands it prints afterwards
@@ -59,7 +62,7 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,7 +78,7 @@ from tools.guardrails.text import shown
 DEMO_CONFIG = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
 DEFAULT_SPEED = 100.0
 WAIT_SLICE_SECONDS = 1
-#: Wall seconds the monitor loop may take at most.
+#: Seconds (of the demo's clock: wall seconds on a person's emulator) the monitor loop may take at most.
 MONITOR_DEADLINE_SECONDS = 300
 #: Wall seconds an interrupted demo's stop of its run may take in all (its requests and the wait for STOPPED).
 STOP_SECONDS = 5
@@ -142,6 +145,19 @@ class _Emulator:
     server: Any = None
     ignored: str | None = None
 
+    def advance(self, seconds: float) -> None:
+        """Move the emulator's clock ``seconds`` (simulated) ahead. On a person's emulator that no longer answers
+        nothing moves: the demo's next call says the emulator is unreachable."""
+        if self.server is not None:
+            self.server.state.advance(seconds)
+            return
+        import httpx
+
+        try:
+            httpx.post(f"{self.base_url}/_emulator/advance", json={"seconds": seconds}, timeout=5)
+        except httpx.HTTPError:
+            pass
+
     def set_scenario(self, name: str) -> None:
         if self.server is not None:
             self.server.state.set_scenario(name)
@@ -193,20 +209,38 @@ def running_emulator(env: dict[str, str] | os._Environ[str]) -> tuple[str | None
     return None, (f"no emulator answers at {where} (is `model-factory emulator` still running there?).")
 
 
+class DemoTime:
+    """The demo's clock and sleep (``Context(clock=..., sleep=...)``): the emulator's simulated time moves with
+    the demo's own waits, ``speed`` simulated seconds per second waited (``advance(seconds)`` moves it). What the
+    demo shows is then the same on a busy machine as on a quiet one: a slow request does not let the run race
+    ahead. ``pace``: each wait also takes its time on the wall clock, for a person watching; without it the
+    demo runs as fast as the machine allows (tests)."""
+
+    def __init__(self, advance: Callable[[float], None], speed: float, *, pace: bool = True) -> None:
+        self.advance, self.speed, self.pace, self.now = advance, speed, pace, 0.0
+
+    def clock(self) -> float:
+        """Seconds waited so far."""
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` (on the wall clock only when pacing) and move the emulator ``seconds * speed`` ahead."""
+        seconds = max(0.0, seconds)
+        if self.pace:
+            time.sleep(seconds)
+        self.now += seconds
+        self.advance(seconds * self.speed)
+
+
 @contextlib.contextmanager
-def _emulator(speed: float) -> Iterator[_Emulator]:
+def _emulator() -> Iterator[_Emulator]:
     from skill.emulator import DEFAULT_API_KEY, EmulatorServer
 
     url, ignored = running_emulator(os.environ)
-    if url is not None:
-        import httpx
-
-        state = httpx.get(f"{url}/_emulator/state", timeout=5).json()
-        if float(state.get("speed") or 0) < speed:
-            httpx.post(f"{url}/_emulator/speed", json={"speed": speed}, timeout=5).raise_for_status()
+    if url is not None:  # its own speed is kept: the demo's waits move its clock further (DemoTime)
         yield _Emulator(url, os.environ.get("PRIME_API_KEY") or DEFAULT_API_KEY, embedded=False)
         return
-    with EmulatorServer(speed=speed) as server:
+    with EmulatorServer(speed=0) as server:  # its clock moves with the demo's waits (DemoTime)
         yield _Emulator(server.base_url, server.api_key, embedded=True, server=server, ignored=ignored)
 
 
@@ -261,9 +295,11 @@ class Outcome:
 
 
 def run_demo(*, as_json: bool = False, dest: Path | None = None, speed: float | None = None,
-             scenario: str = "healthy") -> int:
+             scenario: str = "healthy", pace: bool = True) -> int:
     """Run the demo of ``scenario``; progress on stderr, the outcome on stdout. Returns the exit code
-    (0: the scenario's verdict was reached)."""
+    (0: the scenario's verdict was reached). The emulator's clock moves with the demo's waits, ``speed``
+    simulated seconds per second waited (default :data:`DEFAULT_SPEED`; :class:`DemoTime`); ``pace`` False:
+    the waits take no wall time."""
     from tools.core import Context
 
     err = terminal.stderr()
@@ -279,7 +315,8 @@ def run_demo(*, as_json: bool = False, dest: Path | None = None, speed: float | 
         return True
 
     outcome = Outcome(scenario)
-    with _emulator(speed or DEFAULT_SPEED) as emu, _scratch() as scratch:
+    speed = speed or DEFAULT_SPEED
+    with _emulator() as emu, _scratch() as scratch:
         outcome.emulator, outcome.embedded, outcome.ignored = emu.base_url, emu.embedded, emu.ignored
         home = scratch / "home"
         home.mkdir()
@@ -289,7 +326,9 @@ def run_demo(*, as_json: bool = False, dest: Path | None = None, speed: float | 
         if not emu.embedded and os.environ.get(STATE_DIR_ENV, "").strip():
             env[STATE_DIR_ENV] = os.environ[STATE_DIR_ENV]
         # the embedded emulator's runs end with the demo: so do its plans; on a person's emulator, the normal folder
-        ctx = Context(env=env, home=home, state_dir=scratch / "state" if emu.embedded else None, approver=approver)
+        demo_time = DemoTime(emu.advance, speed, pace=pace)
+        ctx = Context(env=env, home=home, state_dir=scratch / "state" if emu.embedded else None, approver=approver,
+                      clock=demo_time.clock, sleep=demo_time.sleep)
         outcome.state_dir = None if emu.embedded else str(ctx.state_path().resolve())
         try:
             _workflow(ctx, say, emu, dest, outcome)
@@ -426,7 +465,7 @@ def _workflow(ctx: Any, say: Any, emu: _Emulator, dest: Path | None, outcome: Ou
     say(f"5. Dispatch: run {run_id} {dispatched.status}.")
 
     say("6. Monitor (wait-for-run for a second, then check-progress):")
-    deadline = time.monotonic() + MONITOR_DEADLINE_SECONDS
+    deadline = ctx.clock() + MONITOR_DEADLINE_SECONDS
     troubled = 0
     while True:
         _call("monitor", "mf_wait_for_run", {"run_id": run_id, "timeout_seconds": WAIT_SLICE_SECONDS}, ctx)
@@ -438,7 +477,7 @@ def _workflow(ctx: Any, say: Any, emu: _Emulator, dest: Path | None, outcome: Ou
             say(f"{progress.status}, step {progress.latest_step or 0}/{progress.max_steps or '?'}: "
                 f"{progress.verdict.replace('_', ' ')}", "   ")
 
-        if progress.verdict in sc.stop_at or progress.terminal or time.monotonic() > deadline:
+        if progress.verdict in sc.stop_at or progress.terminal or ctx.clock() > deadline:
             break
         # Trouble the scenario does not expect ends the demo when the next check agrees: the emulator's
         # clock runs fast, so one check can read the pods before a change and the logs after it.

@@ -289,3 +289,46 @@ def duration(seconds: float | None) -> str:
     if s < 3600:
         return f"{s // 60} min" + (f" {s % 60} s" if s % 60 else "")
     return f"{s // 3600} h" + (f" {s % 3600 // 60} min" if s % 3600 // 60 else "")
+
+
+def ask(prompt: str) -> str | None:
+    """``input(prompt)`` that Ctrl-C (or SIGTERM, or any signal whose handler raises) always ends: the line typed
+    at the terminal without its line end, or None at the end of input (Ctrl-D).
+
+    ``input()`` can miss a signal: one that lands after the prompt is written and before the read starts only
+    sets a flag, and the read then blocks until the person presses Enter. Here the read waits in ``select`` on
+    standard input and on a wake-up pipe the interpreter writes to when a signal arrives
+    (:func:`signal.set_wakeup_fd`), so the signal's handler runs at once. The terminal's own line editing
+    (backspace, Ctrl-U) applies, as with ``input()`` without readline. Outside the main thread (no signal
+    handlers there): plain ``input()``."""
+    import select
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        try:
+            return input(prompt)
+        except EOFError:
+            return None
+    sys.stdout.write(prompt)
+    sys.stdout.flush()
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_read, False)
+    os.set_blocking(wake_write, False)
+    before = signal.set_wakeup_fd(wake_write)
+    fd, line = sys.stdin.fileno(), b""
+    try:
+        while not line.endswith(b"\n"):
+            ready, _, _ = select.select([fd, wake_read], [], [])
+            if wake_read in ready:  # a signal: its handler has run (an interrupt raised); any other, read on
+                os.read(wake_read, 512)
+            if fd in ready:
+                chunk = os.read(fd, 4096)
+                if not chunk:
+                    return None
+                line += chunk
+    finally:
+        signal.set_wakeup_fd(before)
+        os.close(wake_read)
+        os.close(wake_write)
+    return line.decode(sys.stdin.encoding or "utf-8", errors="replace").rstrip("\r\n")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import signal
+import threading
 import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from urllib.parse import parse_qs
 import pytest
 from _helpers import EXAMPLE, cli_env
 
-from skill.emulator import DEMO_SPEED, EmulatorServer
+from skill.emulator import EmulatorServer
 from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.platform import wire
@@ -33,10 +34,10 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 @pytest.fixture
 def emulator() -> Iterator[EmulatorServer]:
-    """A fresh emulator on a free loopback port, clock at the demo speed (200x: a 20-step run
-    completes in about 4 s). Freeze it with ``emulator.state.set_speed(0)`` and move it with
-    ``emulator.state.advance(seconds)`` for exact states."""
-    with EmulatorServer(speed=DEMO_SPEED) as server:
+    """A fresh emulator on a free loopback port, its clock stopped: nothing happens to a run until the
+    test moves the clock (``emulator.state.advance(seconds)``, simulated seconds), so no test depends on
+    how fast the machine is."""
+    with EmulatorServer(speed=0) as server:
         yield server
 
 
@@ -61,7 +62,6 @@ def mf_env(emulator: EmulatorServer, tmp_path: Path) -> dict[str, str]:
 @pytest.fixture
 def frozen_ctx(emulator: EmulatorServer, mf_env: dict[str, str], tmp_path: Path) -> Iterator[Context]:
     """A tool Context on the emulator with its clock stopped (tests move it with ``state.advance``)."""
-    emulator.state.set_speed(0)
     context = Context(env=mf_env, home=tmp_path / "home", state_dir=tmp_path / "state")
     yield context
     context.close()
@@ -159,6 +159,7 @@ class Recorder:
     def __init__(self, app: Any) -> None:
         self.app = app
         self.requests: list[Recorded] = []
+        self._arrived = threading.Condition()
 
     @classmethod
     def install(cls, server: EmulatorServer) -> Recorder:
@@ -176,14 +177,28 @@ class Recorder:
             message = await receive()
             messages.append(message)
             more = message.get("more_body", False)
-        self.requests.append(Recorded(scope["method"], scope["path"], scope["query_string"].decode("latin-1"),
-                                      b"".join(m.get("body", b"") for m in messages)))
+        with self._arrived:
+            self.requests.append(Recorded(scope["method"], scope["path"], scope["query_string"].decode("latin-1"),
+                                          b"".join(m.get("body", b"") for m in messages)))
+            self._arrived.notify_all()
         pending = iter(messages)
 
         async def replay() -> dict:
             return next(pending, None) or await receive()
 
         await self.app(scope, replay, send)
+
+    def wait_for(self, method: str, path: str, *, count: int = 1, timeout: float = 120.0) -> Recorded:
+        """Block until the emulator has received ``count`` ``method`` requests to ``path`` (the whole path, such as
+        ``/api/v1/rft/runs/r1/stop``, or its end after ``/api/v1``); the last of them. ``timeout`` (seconds) is a
+        safety net only: a test waits on the request, and fails when it never comes."""
+        def matching() -> list[Recorded]:
+            return [r for r in self.requests if r.method == method and (r.path == path or r.path == "/api/v1" + path)]
+
+        with self._arrived:
+            if not self._arrived.wait_for(lambda: len(matching()) >= count, timeout):
+                pytest.fail(f"the emulator did not receive {count} {method} {path} within {timeout} s")
+            return matching()[count - 1]
 
     def bodies(self, method: str, path: str) -> list[Any]:
         """JSON bodies of the ``method`` requests to ``/api/v1`` + ``path``, in order."""

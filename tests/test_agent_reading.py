@@ -1,25 +1,33 @@
 """The reading budget of the smoke-run path (benchmarks/agent_reading.py): SKILL.md plus the MCP
 result text of every call of the smoke sequence, replayed through the MCP server (in memory)
-against the emulator, stays within 35,000 characters, and the sequence really does the job."""
+against the emulator, stays within 35,000 characters, and the sequence really does the job.
+The replay is made once for the module; the benchmark's printout is checked on that replay."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+import pytest
 
 from benchmarks import agent_reading
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_the_smoke_path_reads_at_most_35000_characters_and_finishes_the_job():
-    reading, report = agent_reading.replay()
+@pytest.fixture(scope="module")
+def replayed():
+    return agent_reading.replay()
+
+
+def test_the_smoke_path_reads_at_most_35000_characters_and_finishes_the_job(replayed):
+    reading, report = replayed
     figures = reading.figures()
-    assert figures["total_chars"] == figures["skill_chars"] + figures["tool_output_chars"]
+    # counted from what was read: the documents' text and every result's text as the agent got it
+    documents = sum(len((ROOT / doc).read_text(encoding="utf-8")) for doc in agent_reading.DOCS_READ)
+    assert "SKILL.md" in agent_reading.DOCS_READ and figures["skill_chars"] == documents
+    assert figures["tool_output_chars"] == sum(len(c["text"]) for c in reading.calls) > 0
     assert figures["total_chars"] <= agent_reading.BUDGET_CHARS == 35_000, figures
-    assert agent_reading.DOCS_READ == ("SKILL.md",)  # the smoke path needs no reference
     tools = [c["tool"] for c in reading.calls]
     assert tools[:5] == ["mf_preflight", "mf_prepare_config", "mf_plan_run", "mf_dispatch_run", "mf_dispatch_run"]
     assert tools[-2:] == ["mf_download_traces", "mf_run_report"] and "mf_check_progress" in tools
@@ -34,10 +42,15 @@ def test_skill_md_tells_the_agent_what_the_smoke_sequence_does():
         assert said in text
 
 
-def test_the_benchmark_prints_one_json_object_with_the_three_figures():
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "agent_reading.py"), "--json"],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert done.returncode == 0, done.stderr
-    figures = json.loads(done.stdout)
-    assert {"skill_chars", "tool_output_chars", "total_chars"} <= set(figures)
-    assert figures["total_chars"] <= 35_000
+def test_the_benchmark_prints_one_json_object_with_the_figures_and_a_table_that_adds_up(replayed, capsys):
+    assert agent_reading.main(["--json"], replayed=replayed) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["total_chars"] == figures["skill_chars"] + figures["tool_output_chars"] <= 35_000
+    assert [c["chars"] for c in figures["calls"]] == [c["chars"] for c in replayed[0].calls]
+    assert agent_reading.main([], replayed=replayed) == 0
+    table = capsys.readouterr().out
+    lines = table.splitlines()
+    rows = [line.rsplit(None, 1) for line in lines[2:2 + len(agent_reading.DOCS_READ) + len(figures["calls"])]]
+    assert sum(int(chars) for _, chars in rows) == figures["total_chars"], table
+    total = next(line for line in lines if line.startswith("total (budget 35,000)"))
+    assert int(total.split()[-1]) == figures["total_chars"], table

@@ -21,6 +21,7 @@ from _helpers import (
     CLI,
     EXAMPLE,
     TOKEN,
+    T,
     cli_env,
     dispatch,
     dispatch_approved,
@@ -31,7 +32,6 @@ from _helpers import (
     planned,
 )
 
-from skill.emulator import DEMO_SPEED
 from tools.core import Context
 from tools.errors import ToolError, ToolFailure
 from tools.guardrails import confirmation as gate
@@ -114,9 +114,9 @@ def test_three_wrong_answers_or_a_changed_plan_are_not_approved(setup):
     assert approvals(setup["ctx"], plan.plan_id) == 0
 
 
-def test_ctrl_c_at_the_prompt_says_interrupted_on_a_line_of_its_own_and_approves_nothing(setup):
+def test_ctrl_c_or_sigterm_at_the_prompt_says_interrupted_on_a_line_of_its_own_and_approves_nothing(setup):
     plan = setup["plan"]
-    for sig, exit_code in ((signal.SIGINT, 130),):
+    for sig, exit_code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
         code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], [sig])
         assert code == exit_code and out.endswith("____): \nInterrupted.\n"), out[-200:]
     assert approvals(setup["ctx"], plan.plan_id) == 0
@@ -140,7 +140,6 @@ def test_terminal_approval_of_a_stop(setup, emulator):
     ctx, plan = setup["ctx"], setup["plan"]
     code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], plan.plan_id[-4:])
     run = dispatch(ctx, plan.plan_id, TOKEN.search(out).group(0))
-    emulator.state.set_speed(0)
     required = stop_run(StopRunInput(run_id=run.run_id), ctx)
     stop_plan = re.search(r"model-factory approve (stop_\w+)", required.fix).group(1)
     code, out = in_terminal([CLI, "approve", stop_plan], setup["env"], setup["cwd"], stop_plan[-4:])
@@ -149,18 +148,22 @@ def test_terminal_approval_of_a_stop(setup, emulator):
     assert stopped.status == "STOPPED" and stopped.approval_channel == "terminal"
 
 
-def test_terminal_approval_of_a_second_resume_shows_its_cost_and_the_earlier_run_and_its_command_works(setup, emulator):
+def test_terminal_approval_of_a_second_resume_shows_its_cost_and_the_earlier_run_and_its_command_works(
+        setup, emulator, recorder):
     ctx, plan = setup["ctx"], setup["plan"]
     run = dispatch_approved(ctx, plan.plan_id)
-    emulator.state.set_speed(0)
     emulator.state.advance(400)
     paused = pause_run(PauseRunInput(run_id=run.run_id), ctx)
     pause_plan = re.search(r"model-factory approve (pause_\w+)", paused.fix).group(1)
     code, out = in_terminal([CLI, "approve", pause_plan], setup["env"], setup["cwd"], pause_plan[-4:])
     assert code == 0 and "PAUSE this run" in out and run.run_id in out
     command = printed_command(out, "pause-run")  # pasted into the person's shell as printed
-    emulator.state.set_speed(DEMO_SPEED)  # the pause completes while the command polls
-    done = pasted(command, setup["env"], setup["cwd"], timeout=60)
+    shell = subprocess.Popen(["bash", "-c", command], env=setup["env"], cwd=setup["cwd"], text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    recorder.wait_for("POST", f"/training/runs/{run.run_id}/pause")  # sent: the pause completes while it polls
+    emulator.state.advance(T.pause_seconds + 1)
+    stdout, stderr = shell.communicate(timeout=120)
+    done = subprocess.CompletedProcess(shell.args, shell.returncode, stdout, stderr)
     assert done.returncode == 0, done.stderr
     assert emulator.state.run(run.run_id).status == "PAUSED" and "PAUSED" in done.stderr + done.stdout
 

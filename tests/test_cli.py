@@ -171,7 +171,6 @@ def test_ctrl_c_while_waiting_for_a_run_says_the_run_goes_on_and_how_to_wait_aga
     hint gives the commands to wait again and to see where the run is, each working when pasted."""
     from tools.core import Context
 
-    emulator.state.set_speed(0)
     ctx = Context(env=env, home=Path(env["HOME"]), state_dir=Path(env["MODEL_FACTORY_STATE_DIR"]))
     _, run = approved_launch(ctx, EXAMPLE)
     ctx.close()
@@ -272,9 +271,11 @@ def test_tools_export_formats(env):
 
 
 def test_demo_json(tmp_path):
-    """The README's first command, as JSON: a completed run and its traces on disk."""
+    """The README's first command, as JSON, in a process of its own: a completed run and its traces on disk
+    (``--speed 2000``: each second the demo waits moves its emulator 2,000 s, so the run ends within seconds)."""
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "home")}
-    proc = mf("demo", "--json", "--dest", str(tmp_path / "traces"), env=env, cwd=tmp_path, timeout=300)
+    proc = mf("demo", "--json", "--speed", "2000", "--dest", str(tmp_path / "traces"), env=env, cwd=tmp_path,
+              timeout=300)
     no_traceback(proc)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
@@ -645,7 +646,6 @@ def hinted(proc: subprocess.CompletedProcess, label: str) -> str:
 
 
 def test_list_runs_page_hints_keep_the_limit_and_filters_and_paste_as_printed(env, emulator, launch):
-    emulator.state.set_speed(0)  # every run stays QUEUED
     made = {launch() for _ in range(5)}
 
     def ids(proc: subprocess.CompletedProcess) -> list[str]:

@@ -63,7 +63,6 @@ class Setup:
 
 @pytest.fixture
 def mf(emulator, tmp_path):
-    emulator.state.set_speed(0)
     setup = Setup(emulator, tmp_path)
     yield setup
     setup.close()
@@ -157,7 +156,6 @@ def test_create_that_commits_then_drops_is_ambiguous_and_not_resent(mf):
 
 
 def test_create_that_commits_then_stalls_past_the_timeout_is_ambiguous(emulator, tmp_path):
-    emulator.state.set_speed(0)
     setup = Setup(emulator, tmp_path, create_timeout=0.5)
     try:
         emulator.faults.commit_then_timeout(mode="delay", delay=3.0)

@@ -17,7 +17,7 @@ import httpx
 import pytest
 from _helpers import emulator_banner, free_port, mf, pasted
 
-from skill.demo import SCENARIOS
+from skill.demo import SCENARIOS, run_demo
 from skill.emulator import DEFAULT_API_KEY
 
 
@@ -52,12 +52,17 @@ def test_every_scenario_has_an_expectation():
 
 
 @pytest.mark.parametrize("scenario", list(EXPECTED))
-def test_demo_scenario_json_gives_the_verdict_and_its_evidence(scenario, tmp_path):
-    proc = demo("--scenario", scenario, "--json", "--dest", str(tmp_path / "traces"), env=plain_env(tmp_path),
-                cwd=tmp_path)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
+def test_demo_scenario_json_gives_the_verdict_and_its_evidence(scenario, tmp_path, monkeypatch, capsys):
+    """In this process (the CLI's own function), on the demo's embedded emulator, whose clock moves with the
+    demo's waits: the same verdicts however busy the machine is, and no wall time spent waiting."""
+    for name in ("PRIME_API_BASE_URL", "PRIME_BASE_URL", "MODEL_FACTORY_STATE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    code = run_demo(as_json=True, dest=tmp_path / "traces", scenario=scenario, pace=False)
+    printed = capsys.readouterr()
+    assert "Traceback" not in printed.err, printed.err
+    assert code == 0, printed.err
+    out = json.loads(printed.out)
     verdicts, phrase = EXPECTED[scenario]
     assert out["scenario"] == scenario and out["verdict"] in verdicts and out["reached"] is True
     assert phrase in evidence_of(out), out["evidence"]
@@ -89,9 +94,10 @@ def test_demo_scenario_json_gives_the_verdict_and_its_evidence(scenario, tmp_pat
 
 @pytest.fixture
 def served(tmp_path):
-    """``model-factory emulator --scenario stalled`` in its own process, and the exports it prints."""
+    """``model-factory emulator --scenario stalled`` in its own process, its clock stopped (the demo's waits move
+    it), and the exports it prints."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "skill", "emulator", "--port", str(port), "--speed", "200",
+    proc = subprocess.Popen([sys.executable, "-m", "skill", "emulator", "--port", str(port), "--speed", "0",
                              "--scenario", "stalled"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
     lines, exports = emulator_banner(proc)

@@ -41,7 +41,6 @@ def done_after(steps: int) -> float:
 
 @pytest.fixture
 def emu(emulator: EmulatorServer) -> EmulatorServer:
-    emulator.state.set_speed(0)
     return emulator
 
 

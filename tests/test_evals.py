@@ -174,7 +174,6 @@ def test_there_are_at_least_20_cases_with_unique_ids_both_kinds():
 
 @pytest.mark.parametrize("case", POSITIVE, ids=[c["id"] for c in POSITIVE])
 def test_a_positive_case_replays_on_the_emulator_within_the_guardrails(case, emulator, tmp_path):
-    emulator.state.set_speed(0)
     replay = Replay(emulator, tmp_path)
     try:
         replay.run(case)

@@ -39,7 +39,7 @@ from skill import registry
 from skill.emulator import EmulatorServer
 from tools.errors import ErrorCode, ToolError
 
-EXAMPLES = int(os.environ.get("MF_FUZZ_EXAMPLES", "200"))
+EXAMPLES = int(os.environ.get("MF_FUZZ_EXAMPLES", "50"))
 SLOW_IS_FINE = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
                 HealthCheck.large_base_example]
 CODES = frozenset(typing.get_args(ErrorCode))
@@ -187,11 +187,18 @@ class Fuzz:
         (self.cwd / "confined").mkdir()
         self.ctx = self.stage.context()
         self.bases: dict[str, dict[str, Any]] = {}
+        self.strategies: dict[str, st.SearchStrategy[dict[str, Any]]] = {}
 
     def base(self, name: str) -> dict[str, Any]:
         if name not in self.bases:
             self.bases[name] = arguments(name, self.stage)
         return self.bases[name]
+
+    def strategy(self, name: str) -> st.SearchStrategy[dict[str, Any]]:
+        """:func:`fuzz_arguments` of ``name``, built once (building it costs more than drawing from it)."""
+        if name not in self.strategies:
+            self.strategies[name] = fuzz_arguments(name, self.base(name))
+        return self.strategies[name]
 
 
 @pytest.fixture(scope="module")
@@ -229,7 +236,7 @@ def check(name: str, args: dict[str, Any], result: Any, fuzz: Fuzz, since: float
           suppress_health_check=SLOW_IS_FINE)
 @given(data=st.data())
 def test_every_tool_answers_hostile_arguments_with_a_result_or_a_typed_error(fuzz: Fuzz, name: str, data):
-    args = data.draw(fuzz_arguments(name, fuzz.base(name)), label="arguments")
+    args = data.draw(fuzz.strategy(name), label="arguments")
     args = confined(name, bounded(name, args), fuzz.root, fuzz.cwd)
     since = time.time() - 1
     result = registry.call_tool(name, args, fuzz.ctx)

@@ -27,7 +27,6 @@ def launched(emulator, tmp_path):
     ctx = make_ctx(emulator, tmp_path)
     shutil.copy(EXAMPLE, project / "rl.toml")
     plan, run = approved_launch(ctx, "rl.toml")
-    emulator.state.set_speed(0)
     emulator.state.advance(120)
     proc_env = cli_env(emulator, home, state, PATH="/usr/bin:/bin", TERM="dumb", COLUMNS="200")
     yield {"ctx": ctx, "run": run, "env": proc_env, "cwd": project, "plan": plan}

@@ -186,7 +186,6 @@ def test_a_dropped_create_answer_is_reconciled_and_never_resent(emulator, tmp_pa
 def test_policy_max_concurrent_runs_counts_active_runs_on_the_platform(emulator, tmp_path):
     ctx = make_ctx(emulator, tmp_path)
     write_policy(tmp_path / "home", "max_usd_per_run = 100.0\nmax_concurrent_runs = 1\n")
-    emulator.state.set_speed(0)
     first = planned(ctx, example(tmp_path, name="rl.toml"), team="personal")
     run = ok(dispatch(ctx, first.plan_id))
     assert run.approval_channel == "policy" and emulator.state.run(run.run_id).status == "QUEUED"

@@ -492,7 +492,6 @@ def test_approval_for_another_team_is_refused(emulator, tmp_path):
 def test_stop_is_gated_then_stops(emulator, ctx, tmp_path):
     p = planned(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal")
     d = ok(dispatch(ctx, p.plan_id, approve_plan(p.plan_id, "terminal", ctx)))
-    emulator.state.set_speed(0)
     emulator.state.advance(300)
     assert emulator.state.run(d.run_id).status == "RUNNING"
 
@@ -515,7 +514,6 @@ def test_stop_with_host_approver_and_refusal(emulator, tmp_path):
     ctx = make_ctx(emulator, tmp_path, approver=lambda request: answers.pop(0) if request.action == "stop" else True)
     p = planned(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal")
     d = ok(dispatch(ctx, p.plan_id))
-    emulator.state.set_speed(0)
     err(stop_run(StopRunInput(run_id=d.run_id), ctx), "approval_refused")
     assert emulator.state.run(d.run_id).status == "QUEUED"
     assert ok(stop_run(StopRunInput(run_id=d.run_id), ctx)).status == "STOPPED"

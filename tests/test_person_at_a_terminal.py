@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -154,6 +155,11 @@ def shell(command: str, env: dict[str, str], cwd: Path, timeout: float = 120) ->
                           timeout=timeout)
 
 
+#: The tests that use the one ``uv tool install`` of the session run in one worker (it is built once there).
+INSTALL_GROUP = pytest.mark.xdist_group("uv-tool-install")
+
+
+@INSTALL_GROUP
 def test_a_uv_tool_install_puts_model_factory_on_the_persons_path(installed, tmp_path):
     env = persons_shell(installed, {"HOME": str(tmp_path)})
     version = shell("model-factory --version", env, tmp_path)
@@ -197,6 +203,7 @@ def run_as_printed(command: str, env: dict[str, str], cwd: Path) -> int:
         return 0
 
 
+@INSTALL_GROUP
 def test_every_command_the_human_output_prints_runs_as_printed(installed, world):
     env = persons_shell(installed, world["env"])
     work = world["work"]
@@ -219,18 +226,19 @@ def test_every_command_the_human_output_prints_runs_as_printed(installed, world)
     for args in main_commands(world):
         person(shlex.join(["model-factory", *args]))
     for scenario in SCENARIOS:  # on the running emulator, so the commands they print keep working
-        person(f"model-factory demo --scenario {scenario} --dest demo-{scenario}")
+        # (--speed 1000: each second the demo waits moves the emulator 1,000 s, so each ends within seconds)
+        person(f"model-factory demo --scenario {scenario} --speed 1000 --dest demo-{scenario}")
 
     human = "\n".join(outputs)
     assert "mf_" not in human and not re.search(r"\b[a-z_]+='[^']*'", human)
     commands = printed_commands(human)
     run_ids = {c for c, _ in commands if ours(c)}
     assert len(run_ids) >= 20, sorted(run_ids)  # plenty of hints were printed and will be run
-    failures = []
-    for command in sorted(run_ids):
-        code = run_as_printed(command, env, work)
-        if code in (127, 2):
-            failures.append((code, command))
+    # side by side: most of a command's time is start-up, and a server command (emulator, mcp) is left 10 s
+    with ThreadPoolExecutor(4) as pool:
+        commands = sorted(run_ids)
+        codes = dict(zip(commands, pool.map(lambda c: run_as_printed(c, env, work), commands), strict=True))
+    failures = [(code, command) for command, code in codes.items() if code in (127, 2)]
     assert not failures, failures
     for command, around in commands:
         if command.startswith("prime "):

@@ -42,7 +42,6 @@ PLAN_IN = re.compile(r"plan (\w+) needs a person's confirmation")
 @pytest.fixture
 def ctx(emulator, tmp_path):
     """A Context on the frozen emulator whose waits move the emulator's clock (no wall time)."""
-    emulator.state.set_speed(0)
     time = FakeTime(emulator)
     c = make_ctx(emulator, tmp_path, env={"WANDB_API_KEY": FAKE_WANDB}, clock=time.clock, sleep=time.sleep)
     yield c

@@ -124,7 +124,6 @@ def test_waiting_for_idle_outlasts_a_held_create_the_client_gave_up_on(frozen_ct
 
 def test_a_reset_emulator_serves_its_new_traces(frozen_ctx, emulator, launch):
     emulator.state.reset()
-    emulator.state.set_speed(0)
     run_id = launch(after=60 + 90 + 30 * 2 + 5)
     page = frozen_ctx.traces().list_traces(run_id=run_id)
     assert page.items and {t.run_id for t in page.items} == {run_id}
