@@ -242,6 +242,63 @@ def mf(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = 
                           timeout=timeout, stdin=subprocess.DEVNULL)
 
 
+def cli(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None,
+        stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """``model-factory ARGS`` run by the CLI's own entry point (:func:`skill.cli.main`) in this process, as
+    :func:`mf` runs it in a new one: its environment exactly ``env`` (None: this process's), working folder
+    ``cwd``, standard input ``stdin`` (not a terminal), output captured; the exit code and output as text.
+    For tests of what a command does and prints; :func:`mf` where the process itself is what is tested
+    (signals, start-up, a closed pipe, what a later process finds)."""
+    import contextlib
+    import io
+
+    from skill.cli import main
+
+    saved_env, saved_cwd, saved_argv = dict(os.environ), os.getcwd(), sys.argv
+    saved_term = signal.getsignal(signal.SIGTERM)
+    out, errs = io.StringIO(), io.StringIO()
+    code = 0
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+        if cwd is not None:
+            os.chdir(cwd)
+        sys.argv = [str(CLI), *map(str, args)]
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(errs), \
+                _stdin(io.StringIO(stdin)):
+            try:
+                main([str(a) for a in args])
+            except SystemExit as exit_:
+                code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_env)
+        os.chdir(saved_cwd)
+        sys.argv = saved_argv
+        signal.signal(signal.SIGTERM, saved_term)
+    return subprocess.CompletedProcess([str(CLI), *map(str, args)], code, out.getvalue(), errs.getvalue())
+
+
+def cli_json(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[int, Any]:
+    """``model-factory ARGS --json`` (:func:`cli`, in this process): its exit code and the JSON it printed."""
+    done = cli(*args, "--json", env=env, cwd=cwd)
+    return done.returncode, json.loads(done.stdout)
+
+
+class _stdin:  # noqa: N801 - used as a context manager, like contextlib.redirect_stdout
+    """``sys.stdin`` replaced for the block."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def __enter__(self) -> None:
+        self.saved, sys.stdin = sys.stdin, self.stream
+
+    def __exit__(self, *exc: object) -> None:
+        sys.stdin = self.saved
+
+
 def mf_json(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[int, Any]:
     """``model-factory ARGS --json`` (:func:`mf`): its exit code and the JSON it printed on stdout."""
     done = mf(*args, "--json", env=env, cwd=cwd)

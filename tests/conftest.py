@@ -16,11 +16,16 @@ from urllib.parse import parse_qs
 
 import pytest
 from _helpers import EXAMPLE, cli_env
+from hypothesis import settings
 
 from skill.emulator import EmulatorServer
 from tools.configs import EXAMPLES_DIR
 from tools.core import Context
 from tools.platform import wire
+
+# Hypothesis judges examples, not the machine: no deadline (a loaded machine makes a 200 ms example take 300 ms).
+settings.register_profile("model-factory", deadline=None)
+settings.load_profile("model-factory")
 
 #: The schema environments and helpers (tests/_schema_env.py), for the schema tests.
 pytest_plugins = ["_schema_env"]

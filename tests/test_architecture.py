@@ -189,3 +189,17 @@ def test_tests_import_public_names_only():
     offenders = [p.name for p in (ROOT / "tests").rglob("*.py") if p.name != "test_architecture.py"
                  and private.search(p.read_text(encoding="utf-8"))]
     assert offenders == []
+
+
+def test_every_skip_for_something_missing_goes_through_the_helper_ci_turns_into_a_failure():
+    """A test that cannot run skips with ``_helpers.unavailable(reason, "MF_REQUIRE_X")``, never ``pytest.skip``
+    or a ``skipif`` on a missing program (only the operating system may be a ``skipif``); and ``.ci/run`` sets
+    every ``MF_REQUIRE_`` variable the tests name, so nothing CI can install is skipped there."""
+    direct = re.compile(r"pytest\.skip\(|importorskip\(|skipif\((?!os\.name)")
+    offenders = [f"{p.name}:{n}" for p in sorted((ROOT / "tests").rglob("*.py")) if p.name not in (
+        "_helpers.py", "test_architecture.py") for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if direct.search(line)]
+    assert offenders == []
+    named = {m for p in (ROOT / "tests").rglob("*.py") for m in re.findall(r"MF_REQUIRE_[A-Z]+", p.read_text())}
+    ci = set(re.findall(r"^export (MF_REQUIRE_[A-Z]+)=1", (ROOT / ".ci" / "run").read_text(), re.M))
+    assert named and named - {"MF_REQUIRE_X"} <= ci, sorted(named - ci)

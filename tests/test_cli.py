@@ -15,7 +15,19 @@ import sys
 from pathlib import Path
 
 import pytest
-from _helpers import CLI, EXAMPLE, approved_launch, emulator_banner, free_port, mf, mf_json, past_step, pasted, planned
+from _helpers import (
+    CLI,
+    EXAMPLE,
+    approved_launch,
+    cli,
+    cli_json,
+    emulator_banner,
+    free_port,
+    mf,
+    past_step,
+    pasted,
+    planned,
+)
 
 from skill import registry
 from skill.cli import COMMANDS, command_parser, main
@@ -52,13 +64,13 @@ def test_a_path_folder_that_cannot_be_looked_into_is_skipped_not_a_traceback(env
     # what an unreadable folder on PATH does to a person running as another user (sudo -u with root's PATH);
     # as root, a folder name longer than the system allows fails the same way
     odd = "/" + "x" * 300 + "/bin"
-    proc = mf("list-runs", env={**env, "PATH": os.pathsep.join([odd, env["PATH"]])})
+    proc = cli("list-runs", env={**env, "PATH": os.pathsep.join([odd, env["PATH"]])})
     no_traceback(proc)
     assert proc.returncode == 0, proc.stderr
 
 
 def test_missing_config_file(env, tmp_path):
-    proc = mf("validate-config", str(tmp_path / "nope.toml"), "--json", env=env)
+    proc = cli("validate-config", str(tmp_path / "nope.toml"), "--json", env=env)
     assert proc.returncode == EXIT_TOOL_ERROR
     tool_error(proc, "config_not_found")
 
@@ -66,20 +78,20 @@ def test_missing_config_file(env, tmp_path):
 def test_invalid_toml(env, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[trainer\nmax_steps = 3\n")
-    proc = mf("validate-config", str(bad), "--json", env=env)
+    proc = cli("validate-config", str(bad), "--json", env=env)
     assert proc.returncode == EXIT_TOOL_ERROR
     error = tool_error(proc, "invalid_toml")
     assert error["fields"] and ":1:" in error["fields"][0]["path"]
 
 
 def test_unknown_run_id(env):
-    proc = mf("get-run", "cnosuchrun0000000000000000", "--json", env=env)
+    proc = cli("get-run", "cnosuchrun0000000000000000", "--json", env=env)
     assert proc.returncode == EXIT_TOOL_ERROR
     assert "mf_list_runs" in tool_error(proc, "not_found")["fix"]
 
 
 def test_wrong_api_key(env):
-    proc = mf("list-runs", "--json", env={**env, "PRIME_API_KEY": "mf-emulator-key-wrong"})
+    proc = cli("list-runs", "--json", env={**env, "PRIME_API_KEY": "mf-emulator-key-wrong"})
     assert proc.returncode == EXIT_TOOL_ERROR
     tool_error(proc, "unauthorized")
     assert "mf-emulator-key-wrong" not in proc.stdout + proc.stderr
@@ -87,29 +99,29 @@ def test_wrong_api_key(env):
 
 def test_emulator_not_running(env):
     down = {**env, "PRIME_API_BASE_URL": "http://127.0.0.1:9", "PRIME_TRACES_URL": "http://127.0.0.1:9"}
-    proc = mf("get-run", "crun", "--json", env=down)
+    proc = cli("get-run", "crun", "--json", env=down)
     assert proc.returncode == EXIT_TOOL_ERROR
     error = tool_error(proc, "unavailable")
     assert "model-factory emulator" in error["fix"]
 
 
 def test_human_output_of_an_error_goes_to_stderr_with_the_fix(env, tmp_path):
-    proc = mf("validate-config", str(tmp_path / "nope.toml"), env=env)
+    proc = cli("validate-config", str(tmp_path / "nope.toml"), env=env)
     no_traceback(proc)
     assert proc.returncode == EXIT_TOOL_ERROR and proc.stdout == ""
     assert "[config_not_found]" in proc.stderr and "Fix:" in proc.stderr
 
 
 def test_usage_error_exits_2(env):
-    proc = mf("get-logs", "crun", "--tail-lines", "many", env=env)
+    proc = cli("get-logs", "crun", "--tail-lines", "many", env=env)
     no_traceback(proc)
     assert proc.returncode == EXIT_USAGE
-    proc = mf("get-run", env=env)
+    proc = cli("get-run", env=env)
     assert proc.returncode == EXIT_USAGE
 
 
 def test_out_of_range_values_are_usage_errors_listing_the_field(env):
-    proc = mf("get-logs", "crun", "--tail-lines", "0", "--json", env=env)
+    proc = cli("get-logs", "crun", "--tail-lines", "0", "--json", env=env)
     assert proc.returncode == EXIT_USAGE
     error = tool_error(proc, "bad_arguments")
     assert [f["path"] for f in error["fields"]] == ["tail_lines"]
@@ -118,17 +130,17 @@ def test_out_of_range_values_are_usage_errors_listing_the_field(env):
 def test_failed_checks_exit_1_so_shell_chains_stop(env, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[trainer]\n[orchestrator]\nclean = true\n[k8s]\n")
-    proc = mf("validate-config", str(bad), "--json", env=env)
+    proc = cli("validate-config", str(bad), "--json", env=env)
     no_traceback(proc)
     assert proc.returncode == EXIT_CHECK_FAILED and json.loads(proc.stdout)["valid"] is False
-    assert mf("validate-config", str(EXAMPLE), "--json", env=env).returncode == 0
-    not_ready = mf("preflight", "--json", env={**env, "PRIME_API_KEY": "mf-emulator-key-wrong"})
+    assert cli("validate-config", str(EXAMPLE), "--json", env=env).returncode == 0
+    not_ready = cli("preflight", "--json", env={**env, "PRIME_API_KEY": "mf-emulator-key-wrong"})
     assert not_ready.returncode == EXIT_CHECK_FAILED and json.loads(not_ready.stdout)["ok"] is False
-    assert mf("preflight", "--json", env=env).returncode == 0
+    assert cli("preflight", "--json", env=env).returncode == 0
 
 
 def test_version(env):
-    proc = mf("--version", env=env)
+    proc = cli("--version", env=env)
     assert proc.returncode == 0 and proc.stdout.startswith("model-factory-skill ")
 
 
@@ -222,16 +234,16 @@ def test_an_interrupt_inside_code_run_from_a_string_still_exits_130(env, tmp_pat
 
 
 def test_help_of_a_tool_command(env):
-    proc = mf("plan-run", "--help", env=env)
+    proc = cli("plan-run", "--help", env=env)
     no_traceback(proc)
     assert proc.returncode == 0 and "--run-kind" in proc.stdout and "--secrets" in proc.stdout
 
 
 def test_dispatch_without_confirmation_exits_with_the_confirmation_code(env, tmp_path):
-    plan = mf("plan-run", str(EXAMPLE), "--team", "personal", "--json", env=env, cwd=tmp_path)
+    plan = cli("plan-run", str(EXAMPLE), "--team", "personal", "--json", env=env, cwd=tmp_path)
     assert plan.returncode == 0, plan.stderr
     plan_id = json.loads(plan.stdout)["plan_id"]
-    proc = mf("dispatch-run", plan_id, "--json", env=env, cwd=tmp_path)
+    proc = cli("dispatch-run", plan_id, "--json", env=env, cwd=tmp_path)
     assert proc.returncode == EXIT_CONFIRMATION
     assert f"model-factory approve {plan_id}" in tool_error(proc, "confirmation_required")["fix"]
 
@@ -247,14 +259,14 @@ def test_ambiguous_outcome_exit_code(env, emulator, tmp_path):
     policy.write_text("max_usd_per_run = 100.0\n")
     policy.chmod(0o600)
     env = {**env, "MODEL_FACTORY_POLICY": str(policy)}
-    plan = json.loads(mf("plan-run", str(EXAMPLE), "--team", "personal", "--json", env=env, cwd=project).stdout)
+    plan = json.loads(cli("plan-run", str(EXAMPLE), "--team", "personal", "--json", env=env, cwd=project).stdout)
     emulator.faults.commit_then_timeout()
     list_down = emulator.faults.status(503, "GET", "/rft/runs", times=None)
-    proc = mf("dispatch-run", plan["plan_id"], "--json", env=env, cwd=project)
+    proc = cli("dispatch-run", plan["plan_id"], "--json", env=env, cwd=project)
     assert proc.returncode == EXIT_AMBIGUOUS
     assert tool_error(proc, "ambiguous_launch")["ambiguous"] is True
     emulator.faults.remove(list_down.id)
-    again = mf("dispatch-run", plan["plan_id"], "--json", env=env, cwd=project)
+    again = cli("dispatch-run", plan["plan_id"], "--json", env=env, cwd=project)
     assert again.returncode == 0, again.stdout
     assert json.loads(again.stdout)["status"] == "reconciled"
     assert len(emulator.state.runs) == 1
@@ -262,11 +274,11 @@ def test_ambiguous_outcome_exit_code(env, emulator, tmp_path):
 
 def test_tools_export_formats(env):
     for fmt, key in (("openai", "function"), ("anthropic", "input_schema"), ("mcp", "inputSchema")):
-        proc = mf("tools", "export", "--format", fmt, env=env)
+        proc = cli("tools", "export", "--format", fmt, env=env)
         assert proc.returncode == 0, proc.stderr
         specs = json.loads(proc.stdout)
         assert len(specs) >= 20 and all(key in spec for spec in specs)
-    proc = mf("tools", "export", "--format", "yaml", env=env)
+    proc = cli("tools", "export", "--format", "yaml", env=env)
     assert proc.returncode == EXIT_USAGE and "openai" in proc.stderr
 
 
@@ -298,7 +310,7 @@ def test_a_base_url_that_is_not_the_api_is_named(env, tmp_path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         other = f"http://127.0.0.1:{server.server_address[1]}"
-        proc = mf("get-run", "crun", "--json", env={**env, "PRIME_API_BASE_URL": other, "PRIME_TRACES_URL": other})
+        proc = cli("get-run", "crun", "--json", env={**env, "PRIME_API_BASE_URL": other, "PRIME_TRACES_URL": other})
     finally:
         server.shutdown()
     assert proc.returncode == EXIT_TOOL_ERROR
@@ -323,7 +335,7 @@ SECRET_LIKE = "correct-horse-battery-staple-pw"
 ])
 def test_a_usage_error_names_the_argument_and_never_echoes_its_value(env, args):
     for extra in ([], ["--json"]):
-        proc = mf(*args, *extra, env=env)
+        proc = cli(*args, *extra, env=env)
         no_traceback(proc)
         assert proc.returncode == EXIT_USAGE, (args, extra, proc.stdout, proc.stderr)
         assert SECRET_LIKE not in proc.stdout + proc.stderr, (args, extra)
@@ -333,11 +345,11 @@ FAKE_KEY = "hf_" + "FAKE" * 9
 
 
 def test_plan_run_takes_a_bundled_example_id_as_validate_config_and_prepare_config_do(env, tmp_path):
-    code, plan = mf_json("plan-run", "basic/reverse-text/rl", "--team", "personal", env=env)
+    code, plan = cli_json("plan-run", "basic/reverse-text/rl", "--team", "personal", env=env)
     assert code == 0 and plan["config_path"] == str(EXAMPLE), plan
     for args in (("plan-run", "basic/no-such/rl", "--team", "personal"), ("validate-config", "basic/no-such/rl"),
                  ("prepare-config", "basic/no-such/rl", str(tmp_path / "x.toml"))):
-        code, error = mf_json(*args, env=env)
+        code, error = cli_json(*args, env=env)
         assert (code, error["code"]) == (EXIT_TOOL_ERROR, "config_not_found"), error
         assert "'basic/no-such/rl' is not a bundled example id" in error["message"], error
         assert error["next_calls"] == [{"tool": "mf_list_examples", "arguments": {}}]
@@ -345,7 +357,7 @@ def test_plan_run_takes_a_bundled_example_id_as_validate_config_and_prepare_conf
 
 
 def test_an_unknown_option_names_itself_but_never_its_value_nor_a_key_pasted_as_an_option(env):
-    proc = mf("list-runs", f"--lmit={SECRET_LIKE}", "--bogus", SECRET_LIKE, f"--{FAKE_KEY}", env=env)
+    proc = cli("list-runs", f"--lmit={SECRET_LIKE}", "--bogus", SECRET_LIKE, f"--{FAKE_KEY}", env=env)
     no_traceback(proc)
     assert proc.returncode == EXIT_USAGE and "unknown options --lmit, --bogus" in proc.stderr, proc.stderr
     assert "did you mean --limit?" in proc.stderr and "1 unknown option(s) (not shown)" in proc.stderr
@@ -384,7 +396,7 @@ def test_the_usage_line_of_a_positional_given_as_an_option_runs_when_pasted_with
     run_id = launch()
     emulator.state.advance(3600)
     dest = tmp_path / "traces here"
-    proc = mf("download-traces", run_id, "--dest", str(dest), env=env)
+    proc = cli("download-traces", run_id, "--dest", str(dest), env=env)
     no_traceback(proc)
     assert proc.returncode == EXIT_USAGE and not dest.exists()
     usage = re.search(r"`([^`]+ RUN_ID DEST)`", " ".join(proc.stderr.split()))
@@ -395,10 +407,10 @@ def test_the_usage_line_of_a_positional_given_as_an_option_runs_when_pasted_with
 
 
 def test_a_bad_value_says_which_field_and_what_type_it_expects(env):
-    error = tool_error(mf("get-logs", "crun", "--since-seconds", SECRET_LIKE, "--json", env=env), "bad_arguments")
+    error = tool_error(cli("get-logs", "crun", "--since-seconds", SECRET_LIKE, "--json", env=env), "bad_arguments")
     assert [f["path"] for f in error["fields"]] == ["since_seconds"]
     assert "expected an integer" in error["fields"][0]["problem"]
-    human = mf("get-logs", "crun", "--since-seconds", SECRET_LIKE, env=env)
+    human = cli("get-logs", "crun", "--since-seconds", SECRET_LIKE, env=env)
     assert human.returncode == EXIT_USAGE and "--since-seconds" in human.stderr and "integer" in human.stderr
 
 
@@ -410,7 +422,7 @@ def test_a_bad_value_says_which_field_and_what_type_it_expects(env):
     (["no-such-command", "--json"], []),
 ])
 def test_under_json_a_usage_error_is_a_tool_error_object_on_stdout(env, args, fields):
-    proc = mf(*args, env=env)
+    proc = cli(*args, env=env)
     assert proc.returncode == EXIT_USAGE
     error = tool_error(proc, "bad_arguments")
     assert set(error) == set(ToolError.model_fields)
@@ -418,12 +430,12 @@ def test_under_json_a_usage_error_is_a_tool_error_object_on_stdout(env, args, fi
 
 
 def test_usage_errors_without_json_print_the_usage_line_on_stderr(env):
-    proc = mf("get-run", env=env)
+    proc = cli("get-run", env=env)
     assert proc.returncode == EXIT_USAGE and proc.stdout == ""
     assert proc.stderr.startswith("usage: model-factory get-run") and "required: RUN_ID" in proc.stderr
-    bare = mf(env=env)
+    bare = cli(env=env)
     assert bare.returncode == EXIT_USAGE and bare.stdout.startswith("usage: model-factory")
-    unknown = mf("get-rnu", "x", env=env)
+    unknown = cli("get-rnu", "x", env=env)
     assert unknown.returncode == EXIT_USAGE and "did you mean get-run" in unknown.stderr
 
 
@@ -443,7 +455,7 @@ def test_every_help_fits_80_columns_in_one_style(command, monkeypatch, capsys):
 
 
 def test_the_top_level_help_lists_every_command(env):
-    proc = mf("--help", env={**env, "COLUMNS": "80"})
+    proc = cli("--help", env={**env, "COLUMNS": "80"})
     assert proc.returncode == 0
     listed = {line.split()[0] for line in proc.stdout.splitlines() if line.startswith("  ") and line.split()}
     assert {*COMMANDS, *(spec.command for spec in registry.TOOLS)} <= listed
@@ -535,31 +547,31 @@ def test_a_read_command_against_a_stalled_api_ends_within_the_call_bound_and_say
 
 
 def test_errors_name_options_and_commands_not_json_arguments_and_say_each_problem_once(env, tmp_path):
-    bad = mf("plan-run", str(EXAMPLE), "--team", "personal", "--max-steps", "abc", env=env, cwd=tmp_path)
+    bad = cli("plan-run", str(EXAMPLE), "--team", "personal", "--max-steps", "abc", env=env, cwd=tmp_path)
     assert bad.returncode == EXIT_USAGE
     assert "--max-steps: expected an integer" in bad.stderr and bad.stderr.count("expected an integer") == 1
     assert "plan-run --help" in bad.stderr
     for agents in ("mf_", "input schema", "null", "got a string", "arguments."):
         assert agents not in bad.stderr, (agents, bad.stderr)
-    secret = mf("plan-run", str(EXAMPLE), "--team", "personal", "--name", "hf_" + "FAKE" * 9, env=env, cwd=tmp_path)
+    secret = cli("plan-run", str(EXAMPLE), "--team", "personal", "--name", "hf_" + "FAKE" * 9, env=env, cwd=tmp_path)
     assert "at --name" in secret.stderr and "- --name:" in secret.stderr and "arguments." not in secret.stderr
     toml = tmp_path / "bad.toml"
     toml.write_text("[trainer\nmax_steps = 3\n")
-    invalid = mf("validate-config", str(toml), env=env, cwd=tmp_path)
+    invalid = cli("validate-config", str(toml), env=env, cwd=tmp_path)
     assert invalid.stderr.count("Expected ']'") == 1 and f"{toml}:1:9" in invalid.stderr, invalid.stderr
-    exists = mf("prepare-config", "basic/reverse-text/rl", str(toml), env=env, cwd=tmp_path)
+    exists = cli("prepare-config", "basic/reverse-text/rl", str(toml), env=env, cwd=tmp_path)
     assert "prepare-config never overwrites" in exists.stderr and "mf_" not in exists.stderr
 
 
 def test_help_says_omit_an_option_where_an_agent_would_pass_null(env):
-    proc = mf("plan-run", "--help", env=env)
+    proc = cli("plan-run", "--help", env=env)
     assert "null" not in proc.stdout.lower() and "or omit it for the configured owner" in " ".join(proc.stdout.split())
-    team = mf("plan-run", str(EXAMPLE), "--team", "null", env=env)  # what the help used to suggest
+    team = cli("plan-run", str(EXAMPLE), "--team", "null", env=env)  # what the help used to suggest
     assert team.returncode != 0  # not a team: the help no longer says to pass it
 
 
 def test_json_before_the_command_says_to_put_it_after(env):
-    proc = mf("--json", "get-run", "x", env=env)
+    proc = cli("--json", "get-run", "x", env=env)
     assert proc.returncode == EXIT_USAGE and "put --json after the command" in proc.stdout
 
 
@@ -601,9 +613,9 @@ def test_an_emulator_listening_beyond_the_loopback_warns_first_and_prints_export
 def test_list_runs_past_its_last_page_names_the_last_page_and_shows_latest_steps(env, emulator, launch):
     launch()
     emulator.state.advance(300)
-    past = mf("list-runs", "--page", "9223372036854775807", env=env)
+    past = cli("list-runs", "--page", "9223372036854775807", env=env)
     assert past.returncode == 0 and "end on page 1" in past.stderr and "example" not in past.stderr, past.stderr
-    piped = mf("list-runs", env=env)
+    piped = cli("list-runs", env=env)
     header, row = piped.stdout.splitlines()[:2]
     assert header.split("\t")[2] == "latest_step" and row.split("\t")[2].isdigit(), piped.stdout
 
@@ -612,19 +624,19 @@ def test_list_runs_shows_latest_steps_on_every_page_and_counts_active_runs_of_th
                                                                                                  launch):
     made = [launch() for _ in range(3)]
     emulator.state.advance(past_step(4))  # all three RUNNING at step 4
-    second = mf("list-runs", "--limit", "2", "--page", "2", env=env)
+    second = cli("list-runs", "--limit", "2", "--page", "2", env=env)
     header, row = second.stdout.splitlines()
     assert header.split("\t")[2] == "latest_step" and row.split("\t")[1:3] == ["RUNNING", "4"], second.stdout
     assert row.split("\t")[0] in made
     assert second.stderr.startswith("3 runs for the personal account (from default), 1 active on this page (page 2).")
     assert "Details of the newest on this page:" in second.stderr, second.stderr
-    whole = mf("list-runs", env=env)
+    whole = cli("list-runs", env=env)
     assert whole.stderr.startswith("3 runs for the personal account (from default), 3 active."), whole.stderr
 
 
 def test_a_list_runs_page_cut_to_fit_prints_a_narrower_command_that_pastes(env, emulator, launch):
     made = [launch() for _ in range(40)]
-    cut = mf("list-runs", "--limit", "40", env=env)
+    cut = cli("list-runs", "--limit", "40", env=env)
     note = " ".join(cut.stderr.split())
     assert cut.returncode == 0 and "Part of the result is not shown" in note and "limit=" not in note, cut.stderr
     narrower = re.search(r"Ask for (\d+) runs per page, from the first run of this page: `([^`]+)`", note)
@@ -634,7 +646,7 @@ def test_a_list_runs_page_cut_to_fit_prints_a_narrower_command_that_pastes(env, 
     rows = [line.split("\t")[0] for line in again.stdout.splitlines()[1:]]
     assert again.returncode == 0 and "not shown" not in again.stderr and len(rows) == int(narrower[1]), again.stderr
     assert rows == shown[:len(rows)] and set(rows) <= set(made)
-    code, page = mf_json("list-runs", "--limit", "40", env=env)
+    code, page = cli_json("list-runs", "--limit", "40", env=env)
     assert f"mf_list_runs(limit={narrower[1]})" in page["narrow_hint"], page  # agents read the call
 
 
@@ -652,14 +664,14 @@ def test_list_runs_page_hints_keep_the_limit_and_filters_and_paste_as_printed(en
         assert proc.returncode == 0, proc.stderr
         return [line.split("\t")[0] for line in proc.stdout.splitlines()[1:]]  # piped: a header row, then the runs
 
-    first = mf("list-runs", "--team", "personal", "--status", "queued", "--limit", "2", env=env)
+    first = cli("list-runs", "--team", "personal", "--status", "queued", "--limit", "2", env=env)
     more = hinted(first, "More:")
     assert "--limit 2" in more and "--team personal" in more and "--status QUEUED" in more, more
     second = pasted(more, env)
     last = pasted(hinted(second, "More:"), env)  # page 3 at 2 runs a page: the fifth run, and no further page
     assert len(ids(first)) == len(ids(second)) == 2 and len(ids(last)) == 1 and "More:" not in last.stderr
     assert set(ids(first) + ids(second) + ids(last)) == made
-    past = mf("list-runs", "--limit", "2", "--page", "7", env=env)
+    past = cli("list-runs", "--limit", "2", "--page", "7", env=env)
     back = hinted(past, "The last page:")
     assert "--limit 2" in back and "--page 3" in back, back
     assert ids(pasted(back, env)) == ids(last)
@@ -668,16 +680,16 @@ def test_list_runs_page_hints_keep_the_limit_and_filters_and_paste_as_printed(en
 def test_counts_read_in_the_singular_and_plural(env):
     from skill.emulator import seed
 
-    proc = mf("list-volumes", "--team", seed.TEAM_RESEARCH_ID, env=env)
+    proc = cli("list-volumes", "--team", seed.TEAM_RESEARCH_ID, env=env)
     assert proc.returncode == 0 and proc.stderr.startswith("1 volume."), proc.stderr
-    launches = mf("list-launches", env=env)
+    launches = cli("list-launches", env=env)
     assert "launchs" not in launches.stdout + launches.stderr
 
 
 def test_the_next_page_of_traces_keeps_the_options_of_the_first(env, emulator, launch):
     run_id = launch()
     emulator.state.advance(3600)
-    proc = mf("list-traces", run_id, "--limit", "2", env=env)
+    proc = cli("list-traces", run_id, "--limit", "2", env=env)
     nxt = [line for line in proc.stderr.splitlines() if "Next page" in line]
     assert nxt and "--limit 2" in nxt[0] and "--cursor" in nxt[0], proc.stderr
 
@@ -686,7 +698,7 @@ def test_a_filtered_log_read_that_finds_nothing_says_the_window_in_hours_and_pri
         env, emulator, launch):
     run_id = launch()
     emulator.state.advance(7200)  # completed long ago: its lines are older than the 15 minutes a filtered read sees
-    quiet = mf("get-logs", run_id, "--level", "WARNING", env=env)
+    quiet = cli("get-logs", run_id, "--level", "WARNING", env=env)
     assert quiet.stderr.startswith("0 lines") and "the window of filtered reads" in quiet.stderr, quiet.stderr
     wider = [line for line in quiet.stderr.splitlines() if "--since-seconds" in line]
     assert wider and "--level WARNING" in wider[0], quiet.stderr
@@ -696,27 +708,27 @@ def test_a_filtered_log_read_that_finds_nothing_says_the_window_in_hours_and_pri
 def test_a_download_with_missing_uploads_names_the_step_numbers_field_honestly(env, emulator, launch, tmp_path):
     run_id = launch("missing_traces", steps=[2])
     emulator.state.advance(3600)
-    proc = mf("download-traces", run_id, str(tmp_path / "traces"), env=env)
+    proc = cli("download-traces", run_id, str(tmp_path / "traces"), env=env)
     rows = dict(line.split("\t", 1) for line in proc.stdout.split("\n\n")[0].splitlines())
     assert rows.get("step_numbers_without_traces") == "2" and "steps_without_traces" not in rows, proc.stdout
 
 
 def test_a_valid_config_leaves_out_the_long_schema_note(env):
-    proc = mf("validate-config", str(EXAMPLE), env=env)
+    proc = cli("validate-config", str(EXAMPLE), env=env)
     assert proc.returncode == 0 and "schema_note" not in proc.stdout and "config_path" in proc.stdout
 
 
 def test_the_plan_summary_names_the_flags_for_more_steps_and_separates_thousands(env, tmp_path):
-    smoke = mf("plan-run", str(EXAMPLE), "--team", "personal", env=env, cwd=tmp_path)
+    smoke = cli("plan-run", str(EXAMPLE), "--team", "personal", env=env, cwd=tmp_path)
     assert "--run-kind full or --max-steps N" in smoke.stdout, smoke.stdout
-    big = mf("plan-run", str(EXAMPLE), "--team", "personal", "--max-steps", "10000000", env=env, cwd=tmp_path)
+    big = cli("plan-run", str(EXAMPLE), "--team", "personal", "--max-steps", "10000000", env=env, cwd=tmp_path)
     assert "Steps:         10,000,000 (" in big.stdout and re.search(r"\(~[\d,]+\.\d\d/", big.stdout), big.stdout
 
 
 def test_run_report_markdown_names_commands_when_called_from_the_command_line(env, emulator, launch):
     run_id = launch()
     emulator.state.advance(3600)
-    proc = mf("run-report", run_id, "--no-plot", env=env)
+    proc = cli("run-report", run_id, "--no-plot", env=env)
     assert proc.returncode == 0 and "mf_" not in proc.stdout and "download-traces" in proc.stdout, proc.stdout
 
 
@@ -724,7 +736,7 @@ def test_run_report_of_a_run_still_going_prints_each_line_once_and_its_next_comm
         env, emulator, launch):
     run_id = launch()
     emulator.state.advance(300)  # RUNNING: the report is provisional, its Next: names wait-for-run and download-traces
-    proc = mf("run-report", run_id, "--no-plot", env=env)
+    proc = cli("run-report", run_id, "--no-plot", env=env)
     lines = proc.stdout.splitlines()
     assert proc.returncode == 0 and lines[0].startswith(f"## Run {run_id}"), proc.stdout
     assert all(line.startswith("- ") for line in lines[1:]) and "wait-for-run" not in proc.stdout, proc.stdout
@@ -734,7 +746,7 @@ def test_run_report_of_a_run_still_going_prints_each_line_once_and_its_next_comm
 
 def test_preflight_says_a_failed_checks_fix_once_and_names_the_command_not_the_tool(env):
     no_key = {k: v for k, v in env.items() if k != "PRIME_API_KEY"}
-    proc = mf("preflight", env=no_key)
+    proc = cli("preflight", env=no_key)
     assert proc.returncode == EXIT_CHECK_FAILED and proc.stderr.startswith("Not ready: api_key")
     assert proc.stderr.count("Set PRIME_API_KEY") == 1 and "mf_" not in proc.stderr and " preflight` again" in \
         proc.stderr, proc.stderr

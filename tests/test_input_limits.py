@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _helpers import EXAMPLE, mf, mf_json, pasted
+from _helpers import EXAMPLE, mf, mf_json, pasted, unavailable
 
 from skill import registry
 from tools.configs import MAX_CONFIG_BYTES
@@ -75,7 +75,7 @@ def test_a_file_whose_size_is_not_known_before_reading_is_read_only_up_to_the_li
     """/proc/kallsyms reports size 0 and holds megabytes: only limit + 1 bytes are read, then refused."""
     source = Path("/proc/kallsyms")
     if not source.is_file() or source.stat().st_size != 0:
-        pytest.skip("needs a Linux /proc file that reports size 0")
+        unavailable("needs a Linux /proc file that reports size 0", "MF_REQUIRE_LINUX")
     code, error = mf_json("validate-config", str(source), env=mf_env)
     assert (code, error["code"]) == (3, "config_not_found") and "larger than 1,048,576 bytes" in error["message"]
 

@@ -2,7 +2,8 @@
 client) lists and calls the tools of ``model-factory mcp``: the command docs/mcp.md shows.
 
 Skips when ``npx`` is not on PATH, or when the package cannot be fetched from the npm
-registry (first run only; npx caches it).
+registry (first run only; npx caches it), unless ``MF_REQUIRE_INSPECTOR=1`` (set by ``.ci/run``),
+which turns that into a failure.
 """
 
 from __future__ import annotations
@@ -13,19 +14,19 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-from _helpers import CLI
+from _helpers import CLI, unavailable
 
 from skill import registry
 
 NPX = shutil.which("npx")
 INSPECTOR = "@modelcontextprotocol/inspector"
 
-pytestmark = pytest.mark.skipif(NPX is None, reason="npx is not on PATH (install Node.js to run the Inspector)")
 
 
 def inspector(mf_env: dict[str, str], *args: str) -> dict:
     """``npx -y @modelcontextprotocol/inspector --cli -e K=V ... model-factory mcp ARGS``."""
+    if NPX is None:
+        unavailable("npx is not on PATH (install Node.js to run the Inspector)", "MF_REQUIRE_INSPECTOR")
     forwarded = [part for key in ("PRIME_API_KEY", "PRIME_API_BASE_URL", "PRIME_TRACES_URL",
                                   "PRIME_DISABLE_VERSION_CHECK", "MODEL_FACTORY_STATE_DIR", "HOME")
                  for part in ("-e", f"{key}={mf_env[key]}")]
@@ -34,10 +35,10 @@ def inspector(mf_env: dict[str, str], *args: str) -> dict:
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env, check=False)
     except subprocess.TimeoutExpired:
-        pytest.skip("the Inspector did not finish in 300 s (npm registry unreachable?)")
+        unavailable("the Inspector did not finish in 300 s (npm registry unreachable?)", "MF_REQUIRE_INSPECTOR")
     if done.returncode != 0 and any(s in done.stderr for s in ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED",
                                                                "ETIMEDOUT", "network", "404 Not Found")):
-        pytest.skip(f"cannot fetch {INSPECTOR} from the npm registry: {done.stderr[-300:]}")
+        unavailable(f"cannot fetch {INSPECTOR} from the npm registry: {done.stderr[-300:]}", "MF_REQUIRE_INSPECTOR")
     assert done.returncode == 0, f"inspector exited {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
     return json.loads(done.stdout)
 

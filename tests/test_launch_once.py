@@ -110,6 +110,31 @@ def test_unanswered_create_is_never_resent_and_is_found_when_it_appears(emulator
     assert dispatch(ctx, p.plan_id, token).status == "already_dispatched" and len(emulator.state.runs) == 1
 
 
+def test_a_lost_create_is_reconciled_to_the_plans_own_run_beside_other_runs_of_the_same_owner(emulator, tmp_path):
+    """Reconciliation picks the run carrying this plan's fingerprint, never just a run of the owner: here the owner
+    has a run of another plan of the same config (same name, another fingerprint) made before, and one made after,
+    newest first in the listing."""
+    ctx = make_ctx(emulator, tmp_path)
+    config = {"model": {"name": "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT"}, "inference": {}}
+    other_plan, _ = approved_plan(ctx, tmp_path)  # another plan of the config: its run name has another fingerprint
+    before = ctx.platform().create_run(wire.build_create_body(config, name=other_plan.run_name)).run_id
+    (tmp_path / "project" / "rl.toml").write_text(EXAMPLE.read_text() + "\n# changed\n")
+    p = planned(ctx, tmp_path / "project" / "rl.toml", team="personal")
+    token = approve_plan(p.plan_id, "terminal", ctx)
+    assert p.run_name != other_plan.run_name and p.run_name.rsplit("-", 1)[0] == other_plan.run_name.rsplit("-", 1)[0]
+    emulator.faults.status(504, "POST", "/training/runs")  # sent, no usable answer
+    assert dispatch(ctx, p.plan_id, token).code == "ambiguous_launch"
+    emulator.faults.clear()
+    emulator.state.advance(5)
+    ours = ctx.platform().create_run(wire.build_create_body(config, name=p.run_name)).run_id  # it landed after all
+    emulator.state.advance(5)
+    after = ctx.platform().create_run(wire.build_create_body(config, name=other_plan.run_name)).run_id
+    assert ctx.platform().list_runs(team_id=None).runs[0].id == after  # the newest run of the owner is not ours
+    found = dispatch(ctx, p.plan_id)
+    assert (found.status, found.run_id) == ("reconciled", ours), found
+    assert {before, after}.isdisjoint({found.run_id}) and outcomes(ctx, p.plan_id) == ["reconciled"]
+
+
 class CreateGoesToDeadPort(httpx.HTTPTransport):
     """Real HTTP, except that the first create is sent to a port nobody listens on (connection refused)."""
 

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _helpers import script
+from _helpers import script, unavailable
 from _schema_env import backend_warnings, example, first_error, validate_table
 
 from tools.configs import EXAMPLES_DIR, Interpreter, ValidationReport, find_interpreters, schema_worker
@@ -94,7 +94,7 @@ def checkout(tmp_path: Path, schema_python: Path) -> tuple[Path, str]:
     """A prime-rl checkout shape (packages/prime-rl-configs, a git commit) whose ``.venv`` is
     the fixture's schema environment, as ``uv sync`` would have made it."""
     if shutil.which("uv") is None or shutil.which("git") is None:
-        pytest.skip("needs uv and git")
+        unavailable("needs uv and git", "MF_REQUIRE_SCHEMA")
     root = tmp_path / "prime-rl"
     (root / "packages" / "prime-rl-configs").mkdir(parents=True)
     (root / "pyproject.toml").write_text('[project]\nname = "prime-rl"\nversion = "0"\n'
@@ -181,7 +181,7 @@ def other_python() -> str:
     for name in ("python3.11", "python3.13", "python3.10"):
         if shutil.which(name):
             return shutil.which(name)  # type: ignore[return-value]
-    pytest.skip("no Python other than 3.12 on this machine")
+    unavailable("no Python other than 3.12 on this machine", "MF_REQUIRE_SCHEMA")
 
 
 def python312_without_prime_rl(schema_python: Path) -> str:

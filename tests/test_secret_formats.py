@@ -2,7 +2,7 @@
 of a config, argument errors that would echo a value, facts that repeat a flagged value, and
 env files that git would commit.
 
-Through the ``model-factory`` CLI (a new process) or the registry, against the emulator. Every
+Through the ``model-factory`` CLI (its entry point, in this process) or the registry, against the emulator. Every
 value here is obviously fake (``FAKE`` repeated to the format's length).
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _helpers import EXAMPLE, mf
+from _helpers import EXAMPLE, cli
 
 from skill import registry
 from tools.core import Context
@@ -53,12 +53,12 @@ def config_with(tmp_path: Path, extra: str, name: str = "task.toml", *, before: 
 def test_a_secret_shaped_value_under_any_table_and_key_is_refused_by_location(mf_env, tmp_path, prefix):
     secret = FAKE_SECRETS[prefix]
     cfg = config_with(tmp_path, f'[tailscale]\nnote = "{secret}"\n\n[tailscale.nested]\nlist = [1, "x {secret}"]\n')
-    validated = mf("validate-config", str(cfg), "--json", env=mf_env)
+    validated = cli("validate-config", str(cfg), "--json", env=mf_env)
     report = json.loads(validated.stdout)
     assert validated.returncode == 1 and secret not in validated.stdout + validated.stderr
     flagged = {e["path"] for e in report["errors"] if e["rule"] == "secret_value"}
     assert flagged == {"tailscale.note", "tailscale.nested.list[1]"}
-    planned = mf("plan-run", str(cfg), "--team", "personal", "--json", env=mf_env)
+    planned = cli("plan-run", str(cfg), "--team", "personal", "--json", env=mf_env)
     error = json.loads(planned.stdout)
     assert planned.returncode == 3 and error["code"] == "secret_in_input", error
     assert "task.toml.tailscale.note" in error["message"] and secret not in planned.stdout + planned.stderr
@@ -67,7 +67,7 @@ def test_a_secret_shaped_value_under_any_table_and_key_is_refused_by_location(mf
 def test_a_tailscale_auth_key_is_refused_by_plan_run_naming_its_key_path(emulator, mf_env, tmp_path):
     secret = FAKE_SECRETS["tskey-"]
     cfg = config_with(tmp_path, f'[tailscale]\nauth_key = "{secret}"\n')
-    planned = mf("plan-run", str(cfg), "--team", "personal", env=mf_env)
+    planned = cli("plan-run", str(cfg), "--team", "personal", env=mf_env)
     assert planned.returncode == 3 and "tailscale.auth_key" in planned.stderr
     assert secret not in planned.stdout + planned.stderr and emulator.state.runs == {}
 
@@ -76,14 +76,14 @@ def test_a_tailscale_auth_key_is_refused_by_plan_run_naming_its_key_path(emulato
 def test_a_bare_40_hex_value_outside_secret_keys_passes(mf_env, tmp_path, where):
     text = where.format(v=LEGACY_WANDB)
     cfg = config_with(tmp_path, text) if text.startswith("[") else config_with(tmp_path, "", before=text)
-    report = json.loads(mf("validate-config", str(cfg), "--json", env=mf_env).stdout)
+    report = json.loads(cli("validate-config", str(cfg), "--json", env=mf_env).stdout)
     assert not [e for e in report["errors"] if e["rule"] == "secret_value"], report["errors"]
 
 
 @pytest.mark.parametrize("key", ["api_key", "auth_key", "wandb_token", "password"])
 def test_a_bare_40_hex_value_under_a_secret_named_key_is_flagged(mf_env, tmp_path, key):
     cfg = config_with(tmp_path, f'[extras]\n{key} = "{LEGACY_WANDB}"\n')
-    done = mf("validate-config", str(cfg), "--json", env=mf_env)
+    done = cli("validate-config", str(cfg), "--json", env=mf_env)
     report = json.loads(done.stdout)
     assert [e["path"] for e in report["errors"] if e["rule"] == "secret_value"] == [f"extras.{key}"]
     assert LEGACY_WANDB not in done.stdout
@@ -94,7 +94,7 @@ def test_a_wandb_key_as_the_wandb_project_is_flagged_and_not_repeated_in_the_fac
     cfg = tmp_path / "task.toml"
     cfg.write_text(EXAMPLE.read_text().replace('project = "reverse-text"', f'project = "{value}"'))
     for args in (("--json",), ()):
-        done = mf("validate-config", str(cfg), *args, env=mf_env)
+        done = cli("validate-config", str(cfg), *args, env=mf_env)
         assert done.returncode == 1 and value not in done.stdout + done.stderr
         assert "monitors.wandb.project" in done.stdout
     report = registry.call_tool("mf_validate_config", {"config_path": str(cfg)}, Context(env=mf_env))
@@ -105,7 +105,7 @@ def test_a_wandb_key_as_the_wandb_project_is_flagged_and_not_repeated_in_the_fac
 def test_a_wandb_v1_key_in_a_plan_argument_is_refused_and_never_printed(emulator, mf_env, tmp_path, option):
     cfg = config_with(tmp_path, "")
     for json_flag in (("--json",), ()):
-        done = mf("plan-run", str(cfg), "--team", "personal", option, WANDB_V1, *json_flag, env=mf_env)
+        done = cli("plan-run", str(cfg), "--team", "personal", option, WANDB_V1, *json_flag, env=mf_env)
         assert done.returncode == 3 and "secret_in_input" in done.stdout + done.stderr
         assert WANDB_V1 not in done.stdout + done.stderr and "FAKE_FAKE" not in done.stdout + done.stderr
     ledger = Path(mf_env["MODEL_FACTORY_STATE_DIR"]) / "launches.jsonl"
@@ -113,14 +113,14 @@ def test_a_wandb_v1_key_in_a_plan_argument_is_refused_and_never_printed(emulator
 
 
 def test_a_wandb_v1_key_passed_as_a_secret_name_is_refused_as_a_value(mf_env, tmp_path):
-    done = mf("plan-run", str(config_with(tmp_path, "")), "--team", "personal", "--secrets", WANDB_V1, env=mf_env)
+    done = cli("plan-run", str(config_with(tmp_path, "")), "--team", "personal", "--secrets", WANDB_V1, env=mf_env)
     assert done.returncode == 3 and "secret_in_input" in done.stderr and WANDB_V1 not in done.stdout + done.stderr
 
 
 def test_an_invalid_team_is_not_echoed(mf_env, tmp_path):
     pasted = "correct-horse-battery-staple-pw"
     for args in (("plan-run", str(config_with(tmp_path, "")), "--team", pasted), ("list-runs", "--team", pasted)):
-        done = mf(*args, "--json", env=mf_env)
+        done = cli(*args, "--json", env=mf_env)
         error = json.loads(done.stdout)
         assert error["code"] == "invalid_team" and pasted not in done.stdout + done.stderr, error
 
@@ -137,9 +137,9 @@ def test_an_argument_of_the_wrong_type_is_named_with_its_type_never_its_value(mf
     pasted = "correct-horse-battery-staple-pw"
     argv = [a.format(v=pasted) for a in args]
     for json_flag in (["--json"], []):
-        done = mf(*argv, *json_flag, env=mf_env)
+        done = cli(*argv, *json_flag, env=mf_env)
         assert done.returncode == 2 and pasted not in done.stdout + done.stderr
-    error = json.loads(mf(*argv, "--json", env=mf_env).stdout)
+    error = json.loads(cli(*argv, "--json", env=mf_env).stdout)
     field = args[args.index("{v}") - 1].removeprefix("--").replace("-", "_")
     assert [f["path"] for f in error["fields"]] == [field] and "expected" in error["fields"][0]["problem"]
     # Over the registry (MCP / chat backends) too.
@@ -151,7 +151,7 @@ def test_an_argument_of_the_wrong_type_is_named_with_its_type_never_its_value(mf
 
 def test_a_prepare_destination_with_the_wrong_suffix_is_not_echoed(mf_env, tmp_path):
     dest = tmp_path / "correct-horse-battery-staple-pw"
-    done = mf("prepare-config", "basic/reverse-text/rl", str(dest), "--json", env=mf_env)
+    done = cli("prepare-config", "basic/reverse-text/rl", str(dest), "--json", env=mf_env)
     error = json.loads(done.stdout)
     assert error["code"] == "bad_arguments" and "correct-horse" not in done.stdout and not dest.exists()
 
@@ -164,7 +164,7 @@ def test_server_text_holding_a_key_of_a_new_format_is_redacted(emulator, mf_env,
     shown = registry.call_tool("mf_get_run", {"run_id": created.run_id}, ctx)
     assert not isinstance(shown, ToolError) and secret not in shown.model_dump_json()
     assert "REDACTED" in shown.model_dump_json()
-    done = mf("get-run", created.run_id, env=mf_env)
+    done = cli("get-run", created.run_id, env=mf_env)
     assert done.returncode == 0 and secret not in done.stdout + done.stderr
 
 
@@ -203,7 +203,7 @@ def env_file_warnings(report: dict[str, Any]) -> list[str]:
                                             ("ignored.env", None)])
 def test_an_env_file_that_git_would_commit_is_warned_about_by_name(mf_env, repo, name, said):
     cfg = config_with(repo, "", before=f'env_files = ["{name}"]\n')
-    report = json.loads(mf("validate-config", str(cfg), "--json", env=mf_env).stdout)
+    report = json.loads(cli("validate-config", str(cfg), "--json", env=mf_env).stdout)
     warnings = env_file_warnings(report)
     assert (warnings == []) if said is None else (len(warnings) == 1 and said in warnings[0]
                                                    and str(repo / name) in warnings[0])
@@ -214,7 +214,7 @@ def test_env_files_given_to_the_plan_are_checked_too_and_none_outside_git(emulat
     outside.mkdir()
     (outside / "run.env").write_text("WANDB_API_KEY=fake-wandb-FAKEFAKEFAKE\n")
     cfg = config_with(outside, "")
-    plan = json.loads(mf("plan-run", str(cfg), "--team", "personal", "--env-files", str(repo / "loose.env"),
+    plan = json.loads(cli("plan-run", str(cfg), "--team", "personal", "--env-files", str(repo / "loose.env"),
                          "--env-files", str(outside / "run.env"), "--json", env=mf_env).stdout)
     flagged = [w for w in plan["warnings"] if w.startswith("Env file")]
     assert flagged == [w for w in flagged if str(repo / "loose.env") in w] and len(flagged) == 1, plan["warnings"]

@@ -92,11 +92,35 @@ FAULT_NAMES = {
 }
 
 
+#: The error codes a call may end in under each status fault (a tool may also get past a fault on a route it can
+#: do without, with a result). Every other fault (429, 5xx, refused, timeouts, a cut or slow body, a lost answer)
+#: must end in a result, or in an error that is retryable or ambiguous: nothing there says "do not try again".
+EXPECTED_CODES: dict[str, frozenset[str]] = {
+    "401": frozenset({"unauthorized"}), "402": frozenset({"payment_required"}), "403": frozenset({"forbidden"}),
+    # a 404 on a route the platform may lack (the models list: no price) changes what dispatch recomputes
+    "404": frozenset({"not_found", "volume_not_found", "plan_changed"}), "409": frozenset({"conflict"}),
+    "422": frozenset({"invalid_request"}),
+    # a 200 whose JSON is cut: any typed error for now (a read should be retried, a write reconciled)
+    "trunc": frozenset(typing.get_args(ErrorCode)) - {"internal_error"},
+}
+
+
+def misclassified(fault: str, error: ToolError) -> str | None:
+    """None when ``error`` is of the class ``fault`` calls for (:data:`EXPECTED_CODES`); else what is wrong."""
+    expected = EXPECTED_CODES.get(fault)
+    if expected is not None:
+        wanted = " or ".join(sorted(expected))
+        return None if error.code in expected else f"{error.code} where {fault} calls for {wanted}"
+    if error.retryable or error.ambiguous:
+        return None
+    return f"{error.code} (neither retryable nor ambiguous) where {fault} calls for a retry or a reconciliation"
+
+
 @dataclass
 class Problem:
     """Something a call must never do."""
 
-    kind: str  # unhandled | duplicate | partial | hang | setup
+    kind: str  # unhandled | misclassified | duplicate | partial | hang | setup
     tool: str
     fault: str
     where: str
@@ -344,6 +368,9 @@ class Matrix:
             problem("unhandled", wrong + suffix)
         elif isinstance(value, ToolError):
             cell.errors[value.code] = cell.errors.get(value.code, 0) + 1
+            mismatch = None if again else misclassified(cell.fault, value)
+            if mismatch:
+                problem("misclassified", mismatch)
         else:
             cell.results += 1
 

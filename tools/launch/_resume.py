@@ -169,7 +169,7 @@ def build_resume(args: ResumeRunInput, ctx: Context, plan_id: str) -> ResumeDraf
     gpu, how, price, why = _gpu(ctx, ledger, args, run, warnings)
     try:
         paused_step = ctx.platform().get_progress(run.id).latest_step
-    except perr.PlatformError:
+    except perr.NotFound:  # no progress served for it: unknown (any other failure is raised: a retry may read it)
         paused_step = None
     steps = run.max_steps
     if steps is not None and paused_step is not None:
