@@ -145,15 +145,14 @@ def test_version(env):
 
 
 def interrupted_in(emulator, fault, command: list[str], env: dict[str, str], cwd: Path) -> tuple[int, str]:
-    """Run ``command``, press Ctrl-C (SIGINT) once the emulator holds its request on ``fault`` (or after 20 s):
-    its exit code and stderr."""
+    """Run ``command``, press Ctrl-C (SIGINT) once the emulator holds its request on ``fault``: its exit code and
+    stderr."""
     import signal
-    import time
 
     proc = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 20
-    while not any(fired[0] == fault.id for fired in emulator.faults.fired) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    if not emulator.faults.wait_fired(fault.id, timeout=120):
+        proc.kill()
+        pytest.fail(f"{command} never sent the request the fault holds: {proc.communicate()}")
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     return proc.returncode, err

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from benchmarks._proof import world
-from benchmarks._proof.matrix import FAULTS, bad_files, judge, render, run_matrix
+from benchmarks._proof.matrix import FAULTS, bad_files, judge, misclassified, render, run_matrix
 from skill import registry
 from tools.errors import ToolError
 
@@ -86,3 +86,13 @@ def test_the_call_check_accepts_typed_errors_only():
     assert "internal_error" in judge(ToolError(code="internal_error", message="boom", fix="Report it."))
     assert "without a fix" in judge(ToolError(code="unavailable", message="m", fix=""))
     assert "raised" in judge(RuntimeError("escaped"))
+
+
+def test_the_class_check_wants_a_retry_for_a_passing_fault_and_the_status_own_code_for_the_others():
+    final = ToolError(code="invalid_request", message="m", fix="Correct it.")
+    retry = ToolError(code="unavailable", message="m", fix="Retry.", retryable=True)
+    lost = ToolError(code="ambiguous_launch", message="m", fix="Reconcile.", ambiguous=True)
+    assert "neither retryable nor ambiguous" in misclassified("503", final)
+    assert misclassified("503", retry) is None and misclassified("commit", lost) is None
+    assert "calls for unauthorized" in misclassified("401", ToolError(code="forbidden", message="m", fix="f"))
+    assert misclassified("401", ToolError(code="unauthorized", message="m", fix="f")) is None

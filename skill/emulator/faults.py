@@ -186,6 +186,12 @@ class FaultInjector:
                 self._idle.wait(remaining)
         return True
 
+    def wait_fired(self, rule_id: int, timeout: float = 60.0) -> bool:
+        """Block until the rule ``rule_id`` has fired at least once (False after ``timeout`` wall seconds): a
+        test acts the moment the emulator holds the request it faulted, not after a guessed delay."""
+        with self._idle:
+            return self._idle.wait_for(lambda: any(fired[0] == rule_id for fired in self.fired), timeout)
+
     def _begin(self, seen: Seen | None) -> None:
         with self._lock:
             self._in_flight += 1
@@ -293,6 +299,7 @@ class FaultInjector:
                     if rule.times == 0:
                         self._rules.remove(rule)
                 self.fired.append((rule.id, rule.kind, method, path))
+                self._idle.notify_all()
                 return rule
         return None
 
