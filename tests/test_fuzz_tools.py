@@ -13,9 +13,10 @@ and must leave no temporary or partial file. Calls run with instant waits and ha
 timeouts, and time arguments in range are bounded (``timeout_seconds`` at most 30), so no example
 waits. Paths a writing tool would create stay inside the test's folder.
 
-``MF_FUZZ_EXAMPLES`` sets the examples per tool (default 200, derandomized: CI sees the same ones
-every run); a longer, random run: ``MF_FUZZ_EXAMPLES=2000 uv run pytest tests/test_fuzz_tools.py``
-(figures in benchmarks/README.md).
+``MF_FUZZ_EXAMPLES`` sets the examples per tool (default 50, derandomized: CI sees the same ones
+every run); the long run is a benchmark command (benchmarks/README.md, "Proof under faults and
+hostile input"): ``MF_FUZZ_EXAMPLES=2000 uv run pytest tests/test_fuzz_tools.py -n 0
+--hypothesis-seed=N --hypothesis-show-statistics`` (seeded: the same examples for the same N).
 """
 
 from __future__ import annotations
