@@ -23,6 +23,7 @@ import sys
 import termios
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -74,6 +75,24 @@ def split_skill() -> tuple[dict[str, Any], str]:
     match = re.match(r"\A---\n(.*?)\n---\n(.*)\Z", SKILL_MD.read_text(encoding="utf-8"), re.S)
     assert match, "SKILL.md must start with a --- YAML frontmatter block ---"
     return yaml.safe_load(match[1]), match[2]
+
+
+@dataclass
+class FakeTime:
+    """Injected time for a Context (``ctx.clock``, ``ctx.sleep``): ``sleep(s)`` returns at once,
+    moving this clock and the emulator's by ``s`` seconds; ``slept`` lists every wait asked for."""
+
+    emulator: EmulatorServer
+    now: float = 0.0
+    slept: list[float] = field(default_factory=list)
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+        self.emulator.state.advance(seconds)
 
 
 # -- the environment of a process on the emulator ---------------------------------------------------

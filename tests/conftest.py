@@ -9,13 +9,13 @@ import signal
 import threading
 import tomllib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
 import pytest
-from _helpers import EXAMPLE, cli_env
+from _helpers import EXAMPLE, FakeTime, cli_env
 from hypothesis import settings
 
 from skill.emulator import EmulatorServer
@@ -70,24 +70,6 @@ def frozen_ctx(emulator: EmulatorServer, mf_env: dict[str, str], tmp_path: Path)
     context = Context(env=mf_env, home=tmp_path / "home", state_dir=tmp_path / "state")
     yield context
     context.close()
-
-
-@dataclass
-class FakeTime:
-    """Injected time for a Context (``ctx.clock``, ``ctx.sleep``): ``sleep(s)`` returns at once,
-    moving this clock and the emulator's by ``s`` seconds; ``slept`` lists every wait asked for."""
-
-    emulator: EmulatorServer
-    now: float = 0.0
-    slept: list[float] = field(default_factory=list)
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
-        self.emulator.state.advance(seconds)
 
 
 @pytest.fixture

@@ -12,6 +12,9 @@ import pytest
 
 from benchmarks import agent_reading
 
+#: One worker runs this module: its module fixture is costly, and xdist would otherwise build it once per worker.
+pytestmark = pytest.mark.xdist_group("test_agent_reading")
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -1,10 +1,11 @@
-"""``model-factory mcp`` driven through the official ``mcp`` SDK client over stdio.
+"""``model-factory mcp``'s server driven through the official ``mcp`` SDK client.
 
-Each test starts the real console script as a subprocess whose environment points at an
-:class:`EmulatorServer` on loopback. The client connects with ``mode="legacy"`` (the
-``initialize`` handshake Claude Code, Claude Desktop, Cursor, Codex and the Inspector use)
-unless a test says otherwise. The raw-pipe tests check the fast-start answers against the
-SDK's own.
+Most tests connect the SDK's client to :func:`skill.mcp_server.build_server` in this process (the
+SDK's in-memory transport: the same server, its calls' contexts built from an environment that points
+at an :class:`EmulatorServer` on loopback, with injected time where a tool waits). The client connects
+with ``mode="legacy"`` (the ``initialize`` handshake Claude Code, Claude Desktop, Cursor, Codex and the
+Inspector use) unless a test says otherwise. One test starts the real console script over raw pipes:
+stdout carries protocol messages only, and closing stdin ends the server.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import base64
 import json
 import subprocess
-import time
 import tomllib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -20,14 +20,14 @@ from typing import Any
 
 import anyio
 import pytest
-from _helpers import CLI, cli_env
+from _helpers import CLI, FakeTime, at_step, cli_env
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 
 from skill import registry
 from skill.emulator import EmulatorServer
-from skill.mcp_server import without_nulls
+from skill.mcp_server import build_server, without_nulls
 from tools.configs import EXAMPLES_DIR
+from tools.core import Context
 from tools.platform import wire
 from tools.platform.client import PlatformClient
 from tools.platform.settings import resolve_settings
@@ -46,12 +46,18 @@ def env(module_emulator: EmulatorServer, workdir: Path) -> dict[str, str]:
 
 
 def with_client(env: dict[str, str], cwd: Path, scenario: Callable[[Client], Awaitable[Any]], *,
-                mode: str = "legacy", elicitation: Any = None) -> Any:
-    """Start ``model-factory mcp``, connect the SDK client, run ``scenario(client)``."""
+                mode: str = "legacy", elicitation: Any = None, time: Any = None) -> Any:
+    """Connect the SDK client to the MCP server in this process and run ``scenario(client)``. Each call's
+    Context reads ``env`` (HOME and the state folder from it) and works in ``cwd``; ``time`` (a
+    :class:`FakeTime`): its clock and sleep, so a tool that waits moves the emulator's clock instead."""
+    def context() -> Context:
+        waits = {"clock": time.clock, "sleep": time.sleep} if time is not None else {}
+        return Context(env=env, home=Path(env["HOME"]), state_dir=Path(env["MODEL_FACTORY_STATE_DIR"]), cwd=cwd,
+                       **waits)
 
     async def main() -> Any:
-        params = StdioServerParameters(command=str(CLI), args=["mcp"], env=env, cwd=str(cwd))
-        async with Client(params, mode=mode, elicitation_callback=elicitation, read_timeout_seconds=60) as client:
+        async with Client(build_server(context), mode=mode, elicitation_callback=elicitation,
+                          read_timeout_seconds=60) as client:
             return await scenario(client)
 
     return anyio.run(main)
@@ -187,13 +193,11 @@ def test_progress_notifications_and_plot_image(
     async def progress(done: float, total: float | None, message: str | None) -> None:
         updates.append((done, total, message))
 
+    module_emulator.state.advance(at_step(3))  # step 4 comes within the wait
+
     async def scenario(client: Client) -> dict[str, Any]:
-        module_emulator.state.set_speed(300)  # a step every 0.1 s of wall time
-        try:
-            waited = await client.call_tool("mf_wait_for_run", {"run_id": run_id, "until": "step", "step": 4,
-                                                                "timeout_seconds": 30}, progress_callback=progress)
-        finally:
-            module_emulator.state.set_speed(0)
+        waited = await client.call_tool("mf_wait_for_run", {"run_id": run_id, "until": "step", "step": 4,
+                                                            "timeout_seconds": 55}, progress_callback=progress)
         waited_updates = list(updates)
         updates.clear()
         downloaded = await client.call_tool("mf_download_traces", {"run_id": run_id, "dest": str(workdir / "traces"),
@@ -201,8 +205,9 @@ def test_progress_notifications_and_plot_image(
         plot = await client.call_tool("mf_plot_metrics", {"run_id": run_id, "dest": str(workdir / "plot.png")})
         return {"waited": waited, "waited_updates": waited_updates, "downloaded": downloaded, "plot": plot}
 
-    got = with_client(env, workdir, scenario)
+    got = with_client(env, workdir, scenario, time=FakeTime(module_emulator))  # each poll's wait moves its clock
     assert got["waited"].is_error is False, got["waited"].content[0].text
+    assert structured(got["waited"])["latest_step"] >= 4
     for seen in (got["waited_updates"], updates):
         assert seen, "no progress notification arrived"
         dones = [u[0] for u in seen]
@@ -274,7 +279,7 @@ def test_modern_protocol_client_lists_calls_and_approves(module_emulator: Emulat
     assert len(asked) == 2 and got["plan"]["plan_id"] in asked[0].message
 
 
-# -- raw pipes: the fast start ---------------------------------------------------------------
+# -- the stdio boundary: the real console script over raw pipes -----------------------------------
 
 
 class RawServer:
@@ -299,80 +304,15 @@ class RawServer:
             if message.get("id") == request_id:
                 return message
 
-    def handshake(self, version: str) -> tuple[dict[str, Any], dict[str, Any], float]:
-        start = time.perf_counter()
-        self.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
-        init = self.answer(1)["result"]
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        self.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
-        tools = self.answer(2)["result"]
-        return init, tools, time.perf_counter() - start
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(timeout=30)
-
-
-def _cache_files(env: dict[str, str]) -> list[Path]:
-    return sorted((Path(env["XDG_CACHE_HOME"]) / "model-factory").glob("mcp-handshake-*.json"))
-
-
-def test_fast_start_answers_equal_the_sdk_answers(env: dict[str, str], workdir: Path) -> None:
-    env = {**env, "XDG_CACHE_HOME": str(workdir / "fast-cache")}
-    answers = {}
-    for version in ("2025-06-18", "2025-11-25"):
-        sdk = RawServer({**env, "MODEL_FACTORY_MCP_FAST_START": "0"})  # the SDK answers; its answers are cached
-        sdk_init, sdk_tools, _ = sdk.handshake(version)
-        sdk.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                  "params": {"name": "mf_list_examples", "arguments": {}}})
-        assert sdk.answer(3)["result"]["isError"] is False
-        sdk.close()
-        fast = RawServer(env)  # answered from the cache, then handed over to the SDK
-        fast_init, fast_tools, _ = fast.handshake(version)
-        fast.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                   "params": {"name": "mf_list_examples", "arguments": {}}})
-        call = fast.answer(3)["result"]
-        fast.send({"jsonrpc": "2.0", "id": 4, "method": "ping"})
-        assert fast.answer(4)["result"] == {}
-        fast.close()
-        assert (fast_init, fast_tools) == (sdk_init, sdk_tools)
-        assert fast_init["protocolVersion"] == version
-        assert call["isError"] is False and call["structuredContent"]["examples"], call
-        answers[version] = fast_tools
-    assert [t["name"] for t in answers["2025-06-18"]["tools"]] == [s.name for s in registry.TOOLS]
-    assert len(_cache_files(env)) == 1
-
-
-def test_fast_start_serves_the_cache_and_ignores_a_stale_one(env: dict[str, str], workdir: Path) -> None:
-    env = {**env, "XDG_CACHE_HOME": str(workdir / "tamper-cache")}
-    first = RawServer(env)
-    first.handshake("2025-06-18")  # cold: the SDK answers and the cache is written
-    first.close()
-    [cache] = _cache_files(env)
-    data = json.loads(cache.read_text())
-    cached_tool = {"name": "from-cache", "inputSchema": {"type": "object"}}
-    data["versions"]["2025-06-18"]["tools/list"] = {"tools": [cached_tool]}
-    cache.write_text(json.dumps(data))
-    marked = RawServer(env)
-    _, tools, _ = marked.handshake("2025-06-18")
-    marked.close()
-    assert [t["name"] for t in tools["tools"]] == ["from-cache"]  # the early answer came from the cache
-
-    data["digest"] = "0" * 64  # as if a tool had changed since: the entry must not be used
-    cache.write_text(json.dumps(data))
-    stale = RawServer(env)
-    _, tools, _ = stale.handshake("2025-06-18")
-    stale.close()
-    assert [t["name"] for t in tools["tools"]] == [s.name for s in registry.TOOLS]
-
 
 def test_stdout_carries_protocol_only_and_stdin_close_ends_the_server(env: dict[str, str]) -> None:
     server = RawServer(env)
     server.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+    assert server.answer(1)["result"]["serverInfo"]["name"] == "model-factory"
     server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    server.send({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+    assert [t["name"] for t in server.answer(3)["result"]["tools"]] == [s.name for s in registry.TOOLS]
     server.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                  "params": {"name": "mf_validate_config", "arguments": {"config_path": "/nonexistent.toml"}}})
     call = server.answer(2)["result"]  # every line read on the way was JSON-RPC 2.0

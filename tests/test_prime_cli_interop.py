@@ -31,7 +31,8 @@ from skill.registry import call_tool
 from tools.configs import ValidationReport
 from tools.core import Context
 
-pytestmark = pytest.mark.interop
+#: One worker runs this module: its module fixtures are costly, and xdist would otherwise build them once per worker.
+pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("test_prime_cli_interop")]
 
 T = Timing()
 

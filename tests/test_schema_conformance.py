@@ -22,6 +22,9 @@ from benchmarks._conformance.compare import Tally, validate, write_table
 from benchmarks._conformance.reference import Reference, RefVerdict
 from tools.core import Context
 
+#: One worker runs this module: its module fixture is costly, and xdist would otherwise build it once per worker.
+pytestmark = pytest.mark.xdist_group("test_schema_conformance")
+
 RANDOM = corpus.fuzz(120, seed=7)
 
 
