@@ -20,6 +20,7 @@ from .errors import ApiError
 from .faults import FaultInjector, FaultMiddleware
 from .routes_admin import admin_routes
 from .routes_platform import platform_routes
+from .routes_storage import storage_routes
 from .routes_traces import traces_routes
 from .state import EmulatorState
 
@@ -65,7 +66,8 @@ def create_app(state: EmulatorState, faults: FaultInjector | None = None) -> Any
         return JSONResponse(error.body(request.url.path), status_code=exc.status_code, headers=exc.headers)
 
     router = Starlette(
-        routes=[*admin_routes(state, faults), *platform_routes(state), *traces_routes(state), *dashboard_routes(state)],
+        routes=[*admin_routes(state, faults), *platform_routes(state), *storage_routes(state), *traces_routes(state),
+                *dashboard_routes(state)],
         exception_handlers={ApiError: api_error, HTTPException: http_error},
     )
     app = FaultMiddleware(SimDateMiddleware(router, state), faults, routes=router.routes)

@@ -1,4 +1,4 @@
-"""Platform routes under ``/api/v1`` (prime-api.md §2.1 rows 1-27).
+"""Platform routes under ``/api/v1`` (prime-api.md §2.1 rows 1-28).
 
 Team scoping is per endpoint, as on the real platform: ``team_id`` (query) on ``/rft/runs``
 and the two ``/training/available-*`` routes; ``teamId`` (query) on ``/training/volumes`` and
@@ -67,6 +67,11 @@ def platform_routes(state: EmulatorState) -> list[Route]:
     async def delete_training_run(request: Request) -> Response:
         state.delete_run(user(request), request.path_params["run_id"])
         return JSONResponse({"runId": request.path_params["run_id"], "deleted": True})
+
+    async def transfer(request: Request) -> Response:
+        who = user(request)
+        root = f"{request.url.scheme}://{request.url.netloc}"
+        return JSONResponse(state.transfer_route(who, request.path_params["name"], await _json(request), root))
 
     async def fft_models(request: Request) -> Response:
         return JSONResponse(state.available_models(user(request), request.query_params.get("team_id") or None))
@@ -187,6 +192,7 @@ def platform_routes(state: EmulatorState) -> list[Route]:
         Route(p + "/training/available-fft-models", fft_models, methods=["GET"]),
         Route(p + "/training/available-gpu-types", gpu_types, methods=["GET"]),
         Route(p + "/training/volumes", volumes, methods=["GET", "POST"]),
+        Route(p + "/training/volumes/{name}/transfer", transfer, methods=["POST"]),
         Route(p + "/rft/runs", list_runs, methods=["GET"]),
         Route(run, get_run, methods=["GET"]),
         Route(run, delete_run, methods=["DELETE"]),

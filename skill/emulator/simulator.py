@@ -16,7 +16,6 @@ sections describe what each phase shows.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +52,10 @@ class Timing:
     checkpoint_upload_seconds: float = 15.0
     trace_ingest_seconds: float = 2.0
     volume_ready_seconds: float = 20.0
+    #: After a run ends (or pauses), until its files are on the volume's storage (the volume syncs).
+    volume_sync_seconds: float = 30.0
+    #: Lifetime of the credentials a volume transfer route hands out.
+    credential_seconds: float = 900.0
     #: PENDING before QUEUED (0: a run is QUEUED at once).
     pending_seconds: float = 0.0
     #: Of the start-up, how long pods are Pending (unscheduled) before ContainerCreating.
@@ -150,6 +153,8 @@ class SimRun:
     steps_began_at: float | None = None
     epoch: float = 0.0
     bulk: BulkTraces | None = None
+    #: Bytes of one checkpoint on the volume (the sum of the emulator's checkpoint files).
+    checkpoint_bytes: int = 0
     _volume: tuple[tuple[Any, ...], LogVolume] | None = None
 
     def __post_init__(self) -> None:
@@ -467,9 +472,8 @@ class SimRun:
     def _checkpoint(self, t: float, k: int) -> None:
         if any(c.step == k for c in self.checkpoints):
             return
-        size = int((self.spec.base_model and _params_billion(self.spec.base_model) or 1.0) * 2e9 * 3)
         self.checkpoints.append(Checkpoint("c" + hex_id(self.id, "ckpt", k, self.attempt, length=24), k, t,
-                                           self.timing.checkpoint_upload_seconds, size))
+                                           self.timing.checkpoint_upload_seconds, self.checkpoint_bytes))
 
     def _fail(self, t: float) -> None:
         params = self.scenarios["fail"]
@@ -813,8 +817,3 @@ class _Until:
                    level: str | None) -> Iterator[LogLine]:
         return self.source.lines_desc(component, env_name, lo, hi if self.end is None else min(hi, self.end), level)
 
-
-def _params_billion(model: str) -> float:
-    """Parameter count (billions) read from a model name like ``Qwen3-0.6B``; 1.0 if none."""
-    match = re.search(r"(\d+(?:\.\d+)?)B", model)
-    return float(match.group(1)) if match else 1.0

@@ -24,6 +24,7 @@ from .errors import ApiError, not_found
 from .scenarios import scenario, scenario_map
 from .seed import DEFAULT_SPEED, GpuType, Seed, User, Volume, default_seed
 from .simulator import PRIME_RL_IMAGE, RunPlacement, SimRun, Timing, TraceShape
+from .storage import BUCKET, CHECKPOINT_FILES, S3_PATH, StoredFile, StoredObject, VolumeStorage
 from .traces import Owner, TraceStore
 
 _VOLUME_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
@@ -58,23 +59,27 @@ class EmulatorState:
             emulator sessions never share an id in a persistent launch ledger).
         scenario: scenarios for every run created (a name, or ``{name: params}``); kept by
             :meth:`reset`. ValueError on a bad name or parameter.
+        checkpoint_files: the files of every checkpoint on a volume (default
+            :data:`~skill.emulator.storage.CHECKPOINT_FILES`, about 13 MiB; a benchmark passes large sparse ones).
     """
 
     def __init__(self, speed: float = DEFAULT_SPEED, *, seed: Seed | None = None, timing: Timing | None = None,
                  shape: TraceShape | None = None, prepare_submission_supported: bool = False,
                  prepare_available: bool = True, rng_seed: int | None = None,
-                 scenario: str | Mapping[str, Mapping[str, Any] | None] | None = None) -> None:
+                 scenario: str | Mapping[str, Mapping[str, Any] | None] | None = None,
+                 checkpoint_files: tuple[StoredFile, ...] = CHECKPOINT_FILES) -> None:
         self.lock = threading.RLock()
         self._options: dict[str, Any] = {
             "speed": speed, "seed": seed, "timing": timing, "shape": shape,
             "prepare_submission_supported": prepare_submission_supported,
             "prepare_available": prepare_available, "rng_seed": rng_seed, "scenario": scenario_map(scenario),
+            "checkpoint_files": tuple(checkpoint_files),
         }
         self._build(**self._options)
 
     def _build(self, *, speed: float, seed: Seed | None, timing: Timing | None, shape: TraceShape | None,
                prepare_submission_supported: bool, prepare_available: bool, rng_seed: int | None,
-               scenario: dict[str, dict[str, Any]]) -> None:
+               scenario: dict[str, dict[str, Any]], checkpoint_files: tuple[StoredFile, ...]) -> None:
         self.clock = SimClock(speed)
         self.seed = seed or default_seed()
         self.timing = timing or Timing()
@@ -88,6 +93,7 @@ class EmulatorState:
         self.every_run_scenarios: dict[str, dict[str, Any]] = {name: dict(p) for name, p in scenario.items()}
         self._rng = random.Random(rng_seed)
         self.create_attempts = 0
+        self.storage = VolumeStorage(files=checkpoint_files)
 
     # -- admin -----------------------------------------------------------------------------
     def reset(self) -> None:
@@ -299,6 +305,79 @@ class EmulatorState:
             self.volumes.append(volume)
             return self._volume_json(volume, now)
 
+    # -- volume storage (storage.py, routes_storage.py) ----------------------------------------
+    def volume_prefix(self, name: str, team_id: str | None = None, user_id: str | None = None) -> str:
+        """The storage prefix of a volume (a team's, or ``user_id``'s personal one). KeyError if unknown."""
+        with self.lock:
+            volume = next((v for v in self.volumes if v.name == name and v.team_id == team_id
+                           and (team_id is not None or v.owner_user_id == (user_id or v.owner_user_id))), None)
+            if volume is None:
+                raise KeyError(name)
+            return VolumeStorage.prefix(volume.team_id or volume.owner_user_id, volume.name)
+
+    def transfer_route(self, user: User, name: str, body: Any, endpoint: str) -> dict[str, Any]:
+        """``POST /training/volumes/{name}/transfer`` (prime 0.18.0 ``route_volume_transfer``): a ``get`` gets
+        ``via: "r2"`` with read credentials for the volume's prefix on the S3 endpoint ``endpoint``, or
+        ``via: "session"`` while the caller has a read-write session open on it. 403 for a team the caller is
+        not in, 404 for a volume the owner does not have, 409 while it is still being created, 400 for a put
+        (not emulated) or a path climbing out of the volume, 422 for a missing or unknown mode."""
+        if not isinstance(body, dict) or "mode" not in body:
+            raise _missing("mode")
+        team_id = body.get("teamId") or None
+        with self.lock:
+            self.require_member(user, team_id)
+            volume = self._volume(name, team_id, user)
+            if volume is None:
+                raise ApiError(404, f"Volume '{name}' not found")
+            now = self.now()
+            if now < volume.ready_at_sim:
+                raise ApiError(409, f"Volume '{name}' is still being created")
+            if body["mode"] == "put":
+                raise ApiError(400, "Uploads (mode put) are not emulated; only get")
+            if body["mode"] != "get":
+                raise ApiError(422, [{"loc": ["body", "mode"], "msg": "Input should be 'get' or 'put'",
+                                      "type": "literal_error"}])
+            path = body.get("path") or ""
+            if not isinstance(path, str) or ".." in path.split("/"):
+                raise ApiError(400, "path must be a path inside the volume")
+            prefix = VolumeStorage.prefix(volume.team_id or volume.owner_user_id, volume.name)
+            if prefix in self.storage.sessions:
+                return {"via": "session", "session": {
+                    "id": "cvs" + hex_id(prefix, length=22), "volumeName": name, "status": "RUNNING",
+                    "readOnly": False, "sshConnection": f"root@vol-{name}.emulator.invalid -p 22",
+                    "createdAt": self.clock.iso(now), "phase": "ready"}}
+            cred = self.storage.issue(prefix, now, self.timing.credential_seconds)
+            return {"via": "r2", "endpoint": endpoint.rstrip("/") + S3_PATH, "bucket": BUCKET, "prefix": prefix,
+                    "accessKeyId": cred.access_key_id, "secretAccessKey": cred.secret_access_key,
+                    "sessionToken": cred.session_token, "expiresAt": self.clock.iso(cred.expires_at)}
+
+    def stored_objects(self, prefix: str) -> list[StoredObject]:
+        """Every object under a volume's ``prefix``, sorted by key: the checkpoints of the volume's runs that
+        ended (or paused) at least ``Timing.volume_sync_seconds`` ago, and the objects tests put there."""
+        with self.lock:
+            now = self.now()
+            found: list[StoredObject] = []
+            for run in self.runs.values():
+                owner = run.placement.team_id or run.placement.user_id
+                if not run.placement.volume_name or VolumeStorage.prefix(owner, run.placement.volume_name) != prefix:
+                    continue
+                run.advance(now)
+                ended = run.ended_at
+                if ended is None or now < ended + run.timing.volume_sync_seconds:
+                    continue
+                for c in run.checkpoints:
+                    found += self.storage.checkpoint_objects(prefix, run.id, c.step, c.created_at,
+                                                             self.clock.epoch + c.created_at)
+            found += self.storage.added(prefix)
+            return sorted(found, key=lambda o: o.key)
+
+    def put_object(self, volume: str, key: str, data: bytes, team_id: str | None = None) -> str:
+        """Add an object to a volume (``key`` relative to the volume root, e.g. ``runs/<id>/checkpoints/
+        step_5/x``); returns its full key. KeyError for an unknown volume."""
+        full = self.volume_prefix(volume, team_id) + key
+        self.storage.put(full, data, self.now(), self.clock.epoch)
+        return full
+
     # -- runs ------------------------------------------------------------------------------
     def _visible(self, user: User, run: SimRun) -> bool:
         team_id = run.placement.team_id
@@ -419,7 +498,8 @@ class EmulatorState:
                 epoch=self.clock.epoch, wandb_api_key=body.get("wandbApiKey"),
                 scenarios={**self.every_run_scenarios, **self.next_scenarios},
                 step_offset=resume_of.current_step if resume_of else 0,
-                resumed_from=resume_of.id if resume_of else None)
+                resumed_from=resume_of.id if resume_of else None,
+                checkpoint_bytes=sum(f.size for f in self.storage.files))
             self.next_scenarios.clear()
             self.runs[run.id] = run
             if resume_of is not None:
