@@ -149,8 +149,8 @@ TOOLS: tuple[ToolSpec, ...] = (
           "List GPU types the owner can train on, with on-demand price per GPU-hour when known. Use it "
           "to choose gpu_type for mf_prepare_config or mf_plan_run."),
     _spec("list_volumes", "catalogue",
-          "List the owner's storage volumes (name, size, status). Use it before passing volume= to "
-          "mf_plan_run. Not for checkpoints (mf_list_checkpoints)."),
+          "List the owner's storage volumes (name, size, status); with volume, that volume's files under "
+          "path (one folder level, paged, with totals). Use it before volume= of mf_plan_run."),
     _spec("list_teams", "catalogue",
           "List the teams this API key belongs to, and which owner is currently selected and why. "
           "Use it when a plan stops with owner_ambiguous."),
@@ -243,9 +243,13 @@ TOOLS: tuple[ToolSpec, ...] = (
           "(replacing an existing PNG at dest).",
           read_only=False, destructive=True, idempotent=True, positional=("run_id",), image_field="path"),
     _spec("list_checkpoints", "monitor",
-          "List a run's checkpoints (step, status, size in bytes, storage URL). Use it to pick a "
-          "checkpoint or confirm uploads; not for traces (mf_list_traces).",
+          "List a run's checkpoints (step, status, size, folder on its volume; files=true counts the files "
+          "there). Use it to pick a checkpoint before mf_download_checkpoint; not for traces.",
           positional=("run_id",)),
+    _spec("download_checkpoint", "monitor",
+          "Download a run's checkpoint (default: latest READY) from its volume into dest, verified and "
+          "resumable. Call it when the run ended or paused; safe to repeat (it fetches only what is missing).",
+          read_only=False, idempotent=True, positional=("run_id", "dest"), long_running=True),
     _spec("wait_for_run", "monitor",
           "Wait until a run reaches a terminal status (or starts, or reaches a step), for at most "
           "timeout_seconds (default 45, max 55; requests included, under a host's 60 s limit), "

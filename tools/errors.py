@@ -40,6 +40,8 @@ ErrorCode = Literal[
     "config_not_found", "invalid_toml", "invalid_config", "dest_exists", "write_failed",
     # owner and plan facts
     "invalid_team", "owner_ambiguous", "invalid_context", "volume_not_found",
+    # checkpoints on a volume (tools.monitor.checkpoints, tools.core volume reads)
+    "no_volume", "checkpoint_not_ready", "transfer_unavailable", "unsafe_path", "checksum_mismatch",
     # the confirmation gate and the launch ledger
     "unknown_plan", "plan_changed", "plan_expired", "confirmation_required", "confirmation_invalid",
     "confirmation_expired", "confirmation_used", "approval_refused", "already_dispatched", "ambiguous_launch",

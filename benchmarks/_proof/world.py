@@ -118,6 +118,19 @@ class Stage:
         self.emu.state.advance(t.queue_seconds + t.startup_seconds + t.step_seconds * step + 1)
         return run_id
 
+    def volume_run(self) -> str:
+        """A COMPLETED run of :data:`EXAMPLE` on the research team's volume, its checkpoint synced there."""
+        import tomllib
+
+        config = tomllib.loads((EXAMPLES_DIR / f"{EXAMPLE}.toml").read_text())
+        body = wire.build_create_body(config, name=f"proof-{self._names}", team_id=TEAM_RESEARCH_ID,
+                                      volume="research-data")
+        run_id = self.setup_ctx.platform().create_run(body).run_id
+        t = Timing()
+        self.emu.state.advance(t.queue_seconds + t.startup_seconds + t.step_seconds * 20 + t.finalize_seconds
+                               + t.checkpoint_upload_seconds + t.volume_sync_seconds + 1)
+        return run_id
+
     def paused_run(self) -> str:
         """A PAUSED run (paused at step 3)."""
         run_id = self.run()
@@ -189,6 +202,7 @@ SETUPS: dict[str, Callable[[Stage], dict[str, Any]]] = {
     "mf_list_models": lambda s: {"team": TEAM_RESEARCH_ID},
     "mf_list_gpus": lambda s: {"team": TEAM_RESEARCH_ID},
     "mf_list_volumes": lambda s: {"team": TEAM_RESEARCH_ID},
+    "mf_download_checkpoint": lambda s: {"run_id": s.volume_run(), "dest": s.path()},
     "mf_list_teams": lambda s: {},
     "mf_plan_run": lambda s: {"config_path": s.config(), "team": "personal"},
     "mf_dispatch_run": _dispatch,

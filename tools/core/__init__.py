@@ -22,6 +22,7 @@ from tools.core._runs import (
     require_run,
     require_run_on_404,
 )
+from tools.core._volumes import open_volume, prime_command
 
 __all__ = [
     "Approver",
@@ -42,7 +43,9 @@ __all__ = [
     "fit_largest",
     "json_chars",
     "not_found",
+    "open_volume",
     "owner_label",
+    "prime_command",
     "program",
     "require_run",
     "require_run_on_404",

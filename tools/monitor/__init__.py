@@ -2,7 +2,8 @@
 checkpoints, wait for it, read and summarise its logs, read and plot its metrics, all bounded
 in time and in output size (output budget: :mod:`tools.core`).
 
-Public modules hold the tools: ``runs`` (get_run, list_runs, list_checkpoints, wait_for_run),
+Public modules hold the tools: ``runs`` (get_run, list_runs, wait_for_run), ``checkpoints``
+(list_checkpoints, download_checkpoint; private ``_ckpt_files``: the journal and the parallel verified transfer),
 ``progress`` (check_progress), ``logs`` (get_logs, summarize_logs), ``export`` (export_logs),
 ``metrics`` (get_metrics, plot_metrics), ``spend`` (get_spend). Private helpers: ``_logreads`` (reading beyond one
 request's caps: targets, sweeps in time slices), ``_logtext`` (log lines parsed as ``prime train logs`` reads
@@ -12,6 +13,16 @@ them), ``_views`` (clipped server text, failure analysis), ``_clock`` (the serve
 
 from tools.monitor._logtext import Signatures, normalise, parse_logs
 from tools.monitor._series import reward_key
+from tools.monitor.checkpoints import (
+    DCP_NOTE,
+    DownloadCheckpointInput,
+    DownloadCheckpointResult,
+    ListCheckpointsInput,
+    ListCheckpointsResult,
+    checkpoint_path,
+    download_checkpoint,
+    list_checkpoints,
+)
 from tools.monitor.export import ExportLogsInput, ExportLogsResult, export_logs
 from tools.monitor.logs import (
     GetLogsInput,
@@ -35,15 +46,12 @@ from tools.monitor.progress import CheckProgressInput, CheckProgressResult, Verd
 from tools.monitor.runs import (
     GetRunInput,
     GetRunResult,
-    ListCheckpointsInput,
-    ListCheckpointsResult,
     ListRunsInput,
     ListRunsResult,
     WaitForRunInput,
     WaitForRunResult,
     get_run,
     launch_of,
-    list_checkpoints,
     list_runs,
     wait_for_run,
 )
@@ -52,6 +60,9 @@ from tools.monitor.spend import GetSpendInput, GetSpendResult, SpendSoFar, get_s
 __all__ = [
     "CheckProgressInput",
     "CheckProgressResult",
+    "DCP_NOTE",
+    "DownloadCheckpointInput",
+    "DownloadCheckpointResult",
     "ExportLogsInput",
     "ExportLogsResult",
     "GetLogsInput",
@@ -77,6 +88,8 @@ __all__ = [
     "WaitForRunInput",
     "WaitForRunResult",
     "check_progress",
+    "checkpoint_path",
+    "download_checkpoint",
     "export_logs",
     "get_logs",
     "get_metrics",

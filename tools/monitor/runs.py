@@ -1,8 +1,8 @@
-"""Run tools: read a run (:func:`get_run`), list the owner's runs (:func:`list_runs`), list a
-run's checkpoints (:func:`list_checkpoints`) and wait for a run (:func:`wait_for_run`).
+"""Run tools: read a run (:func:`get_run`), list the owner's runs (:func:`list_runs`) and wait for a run
+(:func:`wait_for_run`). A run's checkpoints: :mod:`tools.monitor.checkpoints`.
 
 Sources (reference/prime-api.md): GET ``/rft/runs/{id}`` (§2.2, §5.1), ``/rft/runs`` (§5.2),
-``/progress`` (§5.8), ``/checkpoints`` (§2.3, §5.10).
+``/progress`` (§5.8).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from tools.core import (
     not_found,
     owner_label,
     require_run,
-    require_run_on_404,
     resolve_owner,
     tool,
 )
@@ -309,63 +308,6 @@ def list_runs(inp: ListRunsInput, ctx: Context) -> ListRunsResult:
             owner=label, runs=rows[:k], total=total, page=inp.page, next_page=next_page, last_page=last_page,
             scan_complete=complete, note=note, next_calls=turn + ([narrow] if narrow else []), truncated=cut > 0,
             omitted=cut, narrow_hint=hint)
-
-    return fit_largest(build, len(rows))
-
-
-class ListCheckpointsInput(BaseModel):
-    """Which run's checkpoints."""
-
-    model_config = ConfigDict(extra="forbid")
-    run_id: str = RUN_ID
-    status: Literal["READY", "PENDING", "UPLOADING", "FAILED"] | None = Field(default=None, description=(
-        "Only checkpoints with this status (sent as status_filter)."))
-
-
-class CheckpointRow(BaseModel):
-    """One checkpoint (GET ``/rft/runs/{id}/checkpoints``)."""
-
-    checkpoint_id: str = Field(description="Checkpoint id.")
-    step: int | None = Field(default=None, description="Training step it was saved at.")
-    status: str | None = Field(default=None, description="READY | PENDING | UPLOADING | FAILED | other.")
-    size_bytes: int | None = Field(default=None, description="Size in bytes, when known.")
-    storage_url: str | None = Field(default=None, description="Where the weights are stored.")
-    created_at: datetime | None = Field(default=None, description="When it was saved (UTC).")
-    uploaded_at: datetime | None = Field(default=None, description="When its upload finished (UTC).")
-
-
-class ListCheckpointsResult(BaseModel):
-    """A run's checkpoints, newest step first."""
-
-    run_id: str = Field(description="Run id.")
-    checkpoints: list[CheckpointRow] = Field(description="Checkpoints, highest step first.")
-    total: int = Field(description="Checkpoints matching the filter.")
-    latest_ready_step: int | None = Field(default=None, description="Highest step with a READY checkpoint.")
-    total_size_bytes: int = Field(description="Sum of known sizes, in bytes.")
-    truncated: bool = Field(default=False, description="True when older checkpoints were left out to fit the budget.")
-    omitted: int = Field(default=0, description="Older checkpoints left out.")
-    narrow_hint: str | None = Field(default=None, description="How to ask for less.")
-
-
-@tool
-def list_checkpoints(inp: ListCheckpointsInput, ctx: Context) -> ListCheckpointsResult:
-    """List a run's checkpoints (GET ``/rft/runs/{id}/checkpoints?status_filter=``), newest first.
-
-    Errors: ``not_found``, the platform codes.
-    """
-    with require_run_on_404(ctx, inp.run_id):
-        items = ctx.platform().list_checkpoints(inp.run_id, status_filter=inp.status)
-    items.sort(key=lambda c: c.step if c.step is not None else -1, reverse=True)
-    rows = [CheckpointRow(checkpoint_id=c.id, step=c.step, status=c.status, size_bytes=c.size_bytes,
-                          storage_url=c.storage_url, created_at=c.created_at, uploaded_at=c.uploaded_at) for c in items]
-    ready = [c.step for c in items if (c.status or "").upper() == "READY" and c.step is not None]
-
-    def build(k: int) -> ListCheckpointsResult:
-        cut = len(rows) - k
-        return ListCheckpointsResult(
-            run_id=inp.run_id, checkpoints=rows[:k], total=len(rows), latest_ready_step=max(ready) if ready else None,
-            total_size_bytes=sum(c.size_bytes or 0 for c in items), truncated=cut > 0, omitted=cut,
-            narrow_hint="Ask for the READY ones only (status READY)." if cut else None)
 
     return fit_largest(build, len(rows))
 

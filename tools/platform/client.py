@@ -192,6 +192,22 @@ class PlatformClient(BaseClient):
         data = self._get("/training/volumes", {"teamId": team_id or None})
         return self._parse_list(wire.Volume, data, "volumes", "GET /training/volumes")
 
+    def route_volume_transfer(
+        self, name: str, *, path: str = "", team_id: str | None = None
+    ) -> wire.VolumeTransferRoute:
+        """POST ``/training/volumes/{name}/transfer`` with ``{mode: "get", path, teamId?}`` (row 28; prime 0.18.0
+        ``route_volume_transfer``): where a read of ``path`` (relative to the volume root, ``""`` = root) goes.
+        Each call hands out new credentials (how a transfer refreshes them). Sent once, never retried (as the
+        CLI). Raises NotFound for an unknown volume and on backends without the route (the CLI then falls back
+        to an SSH session), Conflict (409) while the volume is busy or being created, Forbidden for another
+        team's volume."""
+        endpoint = "POST /training/volumes/{name}/transfer"
+        body: dict[str, Any] = {"mode": "get", "path": path}
+        if team_id:
+            body["teamId"] = team_id
+        data = self._write("POST", f"/training/volumes/{path_segment(name, 'volume')}/transfer", body=body)
+        return self._parse(wire.VolumeTransferRoute, data, endpoint)
+
     def create_volume(
         self, *, name: str, size: str, team_id: str | None = None, cluster: str | None = None, warm: bool = True
     ) -> wire.Volume:

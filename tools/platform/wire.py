@@ -445,6 +445,30 @@ class VolumeList(WireModel):
     volumes: list[Volume] = Field(default_factory=list)
 
 
+class VolumeTransferRoute(CamelWireModel):
+    """POST ``/training/volumes/{name}/transfer`` (prime 0.18.0 ``api/training.py`` ``VolumeTransferRoute``):
+    where a get goes. ``via`` is ``"r2"`` (scoped S3 credentials for the volume's ``prefix`` in ``bucket`` at
+    ``endpoint``, valid until ``expires_at``) or ``"session"`` (the caller's live read-write session, in
+    ``session``; the CLI then copies over SSH). The two credential values are secrets (``SecretStr``).
+    """
+
+    via: str
+    session: dict[str, Any] | None = None
+    endpoint: str | None = None
+    bucket: str | None = None
+    prefix: str | None = None
+    access_key_id: str | None = None
+    secret_access_key: SecretStr | None = Field(default=None, repr=False)
+    session_token: SecretStr | None = Field(default=None, repr=False)
+    expires_at: str | None = None
+    lease_id: str | None = None
+
+    def complete(self) -> bool:
+        """True for an ``r2`` route with everything a read needs (the checks of prime's ``_volume_reads``)."""
+        return bool(self.via == "r2" and self.endpoint and self.bucket and self.prefix and self.prefix.endswith("/")
+                    and self.access_key_id and self.secret_access_key)
+
+
 # --------------------------------------------------------------------------------------
 # Billing, teams, identity (§2.6, §2.7)
 # --------------------------------------------------------------------------------------
