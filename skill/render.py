@@ -601,7 +601,34 @@ def _checkpoints(r: Any, v: View) -> None:
     v.drop("run_id", "total")
     table = v.table("checkpoints")
     if table:
-        table.columns, table.keep = ["step", "status", "size_bytes", "created_at", "checkpoint_id", "storage_url"], 3
+        table.columns, table.keep = ["step", "status", "size_bytes", "files", "path", "created_at"], 3
+    if r.next_calls:
+        v.hint(f"Download the latest READY one: {r.next_calls[0]}.", r.next_calls[0])
+
+
+def _download_checkpoint(r: Any, v: View) -> None:
+    only = f", {r.size_verified_only} by size only (no checksum on the volume)" if r.size_verified_only else ""
+    v.opening = [f"Checkpoint step {r.step} of run {r.run_id}: {_count(r.files, 'file')}, {terminal.size(r.bytes)} "
+                 f"in {r.dest}, verified ({r.md5_verified} by MD5{only}).", r.format]
+    v.drop("run_id", "step", "dest", "files", "bytes", "format", "md5_verified", "size_verified_only")
+    v.facts = [(k, val) for k, val in v.facts if val != 0]
+
+
+def _volumes(r: Any, v: View) -> None:
+    listing = r.listing
+    v.facts = [(k, val) for k, val in v.facts if not k.startswith("listing.")]
+    if listing is None:
+        return
+    under = (f"; {_count(listing.files, 'file')}, {terminal.size(listing.bytes)} under it"
+             + ("" if listing.totals_complete else " (counted up to the first 20,000 files)")
+             if listing.files is not None else "")
+    v.opening = [f"{_count(len(listing.entries), 'item')} in {listing.volume}:/{listing.path}{under}."]
+    v.tables = [Table("files", [dict(e) for e in listing.entries], ["name", "kind", "size_bytes", "modified"], 2)]
+    v.tables[0].title = f"{listing.volume}:/{listing.path}"
+    if listing.next_cursor:
+        more = call("mf_list_volumes", team=r.owner.team_id or "personal", volume=listing.volume,
+                    path=listing.path or None, cursor=listing.next_cursor)
+        v.hint(f"Next page: {more}.", more)
 
 
 def _list_traces(r: Any, v: View) -> None:
@@ -698,6 +725,8 @@ _VIEWS: dict[str, Callable[[Any, View], None]] = {
     "mf_wait_for_run": _wait,
     "mf_get_logs": _logs,
     "mf_list_checkpoints": _checkpoints,
+    "mf_download_checkpoint": _download_checkpoint,
+    "mf_list_volumes": _volumes,
     "mf_list_traces": _list_traces,
     "mf_download_traces": _download,
     "mf_run_report": _run_report,

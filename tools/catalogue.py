@@ -4,7 +4,8 @@
 (:func:`tools.core.resolve_owner`, non-strict: the CLI's precedence). Sources:
 GET ``/training/available-fft-models`` (models, on-demand offers, beta access),
 GET ``/training/available-gpu-types``, GET ``/training/volumes``, GET ``/user/teams``
-(reference/prime-api.md §2.1 rows 6, 7, 23, 26; §2.4, §2.5, §2.7).
+(reference/prime-api.md §2.1 rows 6, 7, 23, 26; §2.4, §2.5, §2.7); a volume's files: its transfer route
+(row 28) and storage, read as ``prime volumes ls`` / ``du`` 0.18.0 read them (``volume_objects.py``).
 
 Prices are USD per GPU-hour for on-demand capacity. ``null`` means unknown (reserved
 capacity has no on-demand price), never zero. ``on_demand_beta_access`` null means the
@@ -18,9 +19,13 @@ Errors: platform errors (``unauthorized``, ``forbidden``, ``unavailable``...), a
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.core import Context, Owner, fit_largest, resolve_owner, tool
+from tools.core import Context, Owner, fit_largest, open_volume, resolve_owner, tool
+from tools.errors import call, fail
 from tools.platform import wire
 
 _TEAM = ("Owner: 'personal', a team id (see mf_list_teams), or null for the configured owner "
@@ -196,10 +201,32 @@ class VolumeInfo(BaseModel):
     created_at: str | None = Field(description="Creation time as sent by the platform.")
 
 
+class VolumeEntry(BaseModel):
+    """One entry of a folder on a volume (ListObjectsV2 with delimiter ``/``)."""
+
+    name: str = Field(description="Path relative to the volume root; a folder ends in /.")
+    kind: Literal["file", "folder"] = Field(description="file or folder.")
+    size_bytes: int | None = Field(default=None, description="File size in bytes (null for a folder).")
+    modified: datetime | None = Field(default=None, description="When the file was last written (UTC).")
+
+
+class VolumeFiles(BaseModel):
+    """One page of a folder of a volume (like ``prime volumes ls``), and what lies under it (like ``du``)."""
+
+    volume: str = Field(description="Volume name.")
+    path: str = Field(description="Folder listed, relative to the volume root ('' = the root).")
+    entries: list[VolumeEntry] = Field(description=f"Up to {50} entries of this page, by name.")
+    next_cursor: str | None = Field(default=None, description="Pass as cursor for the next page; null: last page.")
+    bytes: int | None = Field(default=None, description="Bytes of every file under path (first page only).")
+    files: int | None = Field(default=None, description="Files under path (first page only).")
+    totals_complete: bool = Field(default=True, description=f"False when the totals stopped at {20_000} files.")
+
+
 class VolumeList(BaseModel):
     """Result of :func:`list_volumes`."""
 
     owner: Owner = Field(description="Owner the volumes belong to.")
+    listing: VolumeFiles | None = Field(default=None, description="With volume: that volume's files under path.")
     volumes: list[VolumeInfo] = Field(description="Volumes, possibly cut to the budget.")
     total: int = Field(description="Number of volumes the platform returned.")
     truncated: bool = Field(description="true when volumes were left out to fit the output budget.")
@@ -215,26 +242,81 @@ class ListVolumesInput(BaseModel):
     team: str | None = Field(default=None, description=_TEAM)
     search: str | None = Field(default=None, max_length=200,
                                description="Only volumes whose name contains this text (case-insensitive).")
+    volume: str | None = Field(default=None, min_length=1, max_length=200,
+                               description="Also list this volume's files under path (reads its storage).")
+    path: str = Field(default="", max_length=1000, description="Folder on the volume, e.g. runs/<run_id>/.")
+    cursor: str | None = Field(default=None, max_length=2000, description="next_cursor of the previous page.")
+
+
+#: Entries per page of a volume folder, and files counted at most for its totals.
+LS_PAGE = 50
+DU_MAX_FILES = 20_000
 
 
 @tool
 def list_volumes(inp: ListVolumesInput, ctx: Context) -> VolumeList:
-    """The owner's named volumes. Source: GET ``/training/volumes?teamId=``."""
+    """The owner's named volumes (GET ``/training/volumes?teamId=``); with ``volume``, one page of the folder
+    ``path`` on it (ListObjectsV2, delimiter ``/``, :data:`LS_PAGE` entries) and, on the first page, the bytes
+    and files under it (up to :data:`DU_MAX_FILES`). ``runs/.sessions/`` (the platform's sync metadata) is left
+    out, as ``prime volumes ls`` does.
+
+    Errors: the platform codes; with ``volume``: ``volume_not_found``, ``bad_arguments`` (a path climbing out of
+    the volume), ``transfer_unavailable``, ``forbidden``, ``conflict``."""
     owner = _owner(ctx, inp.team)
     needle = (inp.search or "").lower()
+    every = ctx.platform().list_volumes(team_id=owner.team_id)
     volumes = [
         VolumeInfo(name=v.name, status=v.status, status_label=_VOLUME_STATUS.get((v.status or "").upper()),
                    size=v.size, cluster=v.cluster, created_by=v.created_by_name, created_at=v.created_at)
-        for v in ctx.platform().list_volumes(team_id=owner.team_id) if needle in v.name.lower()
+        for v in every if needle in v.name.lower()
     ]
+    listing = None
+    if inp.volume is not None:
+        if inp.volume not in {v.name for v in every}:
+            again = call("mf_list_volumes", team=inp.team)
+            raise fail("volume_not_found", f"Volume {inp.volume!r} is not one of {owner.label}'s volumes.",
+                       f"Pick a name from {again}.", next_calls=[again])
+        listing = _volume_files(ctx, owner, inp.volume, inp.path, inp.cursor)
 
     def build(k: int) -> VolumeList:
         cut = len(volumes) - k
-        return VolumeList(owner=owner, volumes=volumes[:k], total=len(volumes), truncated=cut > 0,
+        return VolumeList(owner=owner, listing=listing, volumes=volumes[:k], total=len(volumes), truncated=cut > 0,
                           omitted=f"{cut} of {len(volumes)} volumes." if cut else None,
                           narrow_hint="Search for part of the volume name." if cut else None)
 
     return fit_largest(build, len(volumes))
+
+
+def _volume_files(ctx: Context, owner: Owner, volume: str, path: str, cursor: str | None) -> VolumeFiles:
+    parts = [p for p in path.strip().split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise fail("bad_arguments", "path climbs out of the volume ('..'): give a folder inside it.",
+                   "Pass a path such as runs/ or runs/<run_id>/checkpoints/.")
+    folder = "/".join(parts) + "/" if parts else ""
+    with open_volume(ctx, volume, owner.team_id, path=folder, connections=2) as reader:
+        page = reader.list_page(folder, delimiter="/", max_keys=LS_PAGE, token=cursor)
+        entries = [VolumeEntry(name=p, kind="folder") for p in page.prefixes if not _internal(p)]
+        entries += [VolumeEntry(name=o.key, kind="file", size_bytes=o.size, modified=o.modified)
+                    for o in page.objects if o.key != folder and not _internal(o.key)]
+        entries.sort(key=lambda e: e.name)
+        total = files = 0
+        complete = True
+        if cursor is None:
+            for obj in reader.iter_objects(folder):
+                if _internal(obj.key) or obj.key.endswith("/"):
+                    continue
+                if files >= DU_MAX_FILES:
+                    complete = False
+                    break
+                total, files = total + obj.size, files + 1
+    return VolumeFiles(volume=volume, path=folder, entries=entries, next_cursor=page.next_token,
+                       bytes=total if cursor is None else None, files=files if cursor is None else None,
+                       totals_complete=complete)
+
+
+def _internal(key: str) -> bool:
+    """The platform's session sync metadata (prime 0.18.0 ``volume_objects.is_internal``)."""
+    return key.rstrip("/") == "runs/.sessions" or key.startswith("runs/.sessions/")
 
 
 # --------------------------------------------------------------------------------------
