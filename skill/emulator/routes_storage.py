@@ -146,6 +146,7 @@ def storage_routes(state: EmulatorState) -> list[Route]:
             return _listing(state.stored_objects(allowed), prefix, delimiter, max_keys, after, token,
                             q.get("encoding-type") == "url")
         except S3Error as exc:
+            state.storage.refused(exc.code)
             return exc.response(request.url.path)
 
     async def get_object(request: Request) -> Response:
@@ -180,6 +181,7 @@ def storage_routes(state: EmulatorState) -> list[Route]:
 
             return StreamingResponse(body(), status_code=status, headers=headers)
         except S3Error as exc:
+            state.storage.refused(exc.code)
             return exc.response(request.url.path, head)
 
     return [

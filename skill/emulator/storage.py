@@ -169,6 +169,8 @@ class VolumeStorage:
     sessions: set[str] = field(default_factory=set)
     expire_countdown: int | None = None
     requests: int = 0
+    #: S3 error answers by code (``ExpiredToken``, ``AccessDenied``, ...): what tests check was refused.
+    refusals: dict[str, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @staticmethod
@@ -215,6 +217,11 @@ class VolumeStorage:
                 self.expire_countdown -= 1
                 if self.expire_countdown <= 0:
                     self._expire_all()
+
+    def refused(self, code: str) -> None:
+        """One S3 request was answered with the error ``code``."""
+        with self.lock:
+            self.refusals[code] = self.refusals.get(code, 0) + 1
 
     def open_session(self, prefix: str, is_open: bool = True) -> None:
         """A live read-write session on the volume of ``prefix`` (the route then answers ``via: "session"``)."""

@@ -42,6 +42,8 @@ MANDATORY_REFRESH_SECONDS = 2 * 60
 MAX_LIST_PAGES = 10_000
 _MD5 = re.compile(r'^"?([0-9a-f]{32})"?$')
 _EXPIRED = {"ExpiredToken", "TokenRefreshRequired"}
+#: botocore's data loader, shared by every reader of this process.
+_LOADER: Any = None
 
 
 @dataclass(frozen=True)
@@ -139,20 +141,24 @@ class VolumeReader:
         self.refreshes += 1
         return _metadata(route)
 
-    def _store_said_expired(self) -> None:
+    def _store_said_expired(self, signed_with: datetime | None) -> None:
+        """The store refused credentials as expired: unless they were renewed since the refused request (by
+        another thread), let the clock read past their expiry, so the next signing renews them first."""
         with self._lock:
-            self._expired_until = (self._expiry or self._anchor[0]) + timedelta(seconds=1)
+            if self._expiry == signed_with:
+                self._expired_until = (self._expiry or self._anchor[0]) + timedelta(seconds=1)
 
     def _call(self, what: str, fn: Callable[..., Any], **kwargs: Any) -> Any:
         from botocore.exceptions import BotoCoreError, ClientError
 
         for attempt in (1, 2):
+            signed_with = self._expiry
             try:
                 return fn(**kwargs)
             except ClientError as exc:
                 code = exc.response.get("Error", {}).get("Code", "")
                 if attempt == 1 and (code in _EXPIRED or (code == "400" and what == "HeadObject")):
-                    self._store_said_expired()
+                    self._store_said_expired(signed_with)
                     continue
                 raise _client_error(exc, what) from None
             except BotoCoreError as exc:
@@ -251,7 +257,11 @@ def _make_client(route: wire.VolumeTransferRoute, refresh: Callable[[], dict[str
     from botocore.credentials import RefreshableCredentials
     from botocore.session import get_session
 
+    global _LOADER
     core = get_session()
+    if _LOADER is None:
+        _LOADER = core.get_component("data_loader")
+    core.register_component("data_loader", _LOADER)  # the service models, parsed once per process (~55 ms each)
     meta = _metadata(route)
     if route.expires_at:
         creds = RefreshableCredentials(  # as prime's _r2_client; time_fetcher: the platform's clock
