@@ -26,10 +26,11 @@ from _helpers import emulator_env, unavailable
 from conftest import Recorder
 
 from benchmarks._conformance import envs
-from skill.emulator import EmulatorServer, Timing
+from skill.emulator import TEAM_RESEARCH_ID, EmulatorServer, Timing
 from skill.registry import call_tool
 from tools.configs import ValidationReport
 from tools.core import Context
+from tools.platform import wire
 
 #: One worker runs this module: its module fixtures are costly, and xdist would otherwise build them once per worker.
 pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("test_prime_cli_interop")]
@@ -214,3 +215,76 @@ def test_schema_prime_runs_prime_train_validate_and_falls_back_to_the_snapshot_w
         assert "Could not build local schema environment" in warning.message and "snapshot" in warning.message
         prepare = recorder.bodies("POST", "/training/runs/prepare")[-1]
         assert (prepare["mode"], prepare["imageTag"], prepare["sourceRef"]) == (mode, "v0.5.0", "main")
+
+
+# -- volumes: prime volumes ls / du / get against the emulator's volume storage ------------------------------
+
+
+@pytest.fixture(scope="module")
+def on_volume(module_emulator: EmulatorServer, prime_env: dict[str, str], examples_dir: Path,
+              tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A run of the research team on its volume ``research-data``, ended and synced; the env for ``prime`` acting
+    for that team, and a Context on the emulator."""
+    home = tmp_path_factory.mktemp("mf-home")
+    ctx = Context(env={**emulator_env(module_emulator), "HOME": str(home)}, home=home,
+                  state_dir=home / "state", cwd=home)
+    config = tomllib.loads((examples_dir / "basic" / "reverse-text" / "rl.toml").read_text())
+    body = wire.build_create_body(config, name="on-volume", team_id=TEAM_RESEARCH_ID, volume="research-data")
+    run_id = ctx.platform().create_run(body).run_id
+    module_emulator.state.advance(T.queue_seconds + T.startup_seconds + 20 * T.step_seconds + T.finalize_seconds
+                                  + T.checkpoint_upload_seconds + T.volume_sync_seconds + 1)
+    return {"run_id": run_id, "env": {**prime_env, "PRIME_TEAM_ID": TEAM_RESEARCH_ID}, "ctx": ctx,
+            "path": f"runs/{run_id}/checkpoints/step_20/"}
+
+
+def _prime_volumes(prime_exe: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([str(prime_exe), "volumes", *args], check=False, capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, f"prime volumes {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def _tree(root: Path) -> dict[str, tuple[bytes, int]]:
+    return {p.relative_to(root).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns // 10**6) for p in root.rglob("*")
+            if p.is_file() and ".model-factory" not in p.relative_to(root).parts}
+
+
+def test_prime_volumes_ls_lists_what_our_listing_lists(prime_exe: Path, on_volume: dict[str, Any]) -> None:
+    env, path = on_volume["env"], on_volume["path"]
+    top = _prime_volumes(prime_exe, env, "ls", "research-data", path).stdout.split()
+    assert top == ["orchestrator/", "trainer/"]
+    files = json.loads(_prime_volumes(prime_exe, env, "ls", "-R", "-o", "json", "research-data", path).stdout)
+    theirs = {f["path"]: f["size"] for f in files if f["type"] == "file"}
+    ours = call_tool("mf_list_volumes", {"team": TEAM_RESEARCH_ID, "volume": "research-data",
+                                         "path": path + "trainer/"}, on_volume["ctx"])
+    assert {e.name: e.size_bytes for e in ours.listing.entries} == \
+        {k: v for k, v in theirs.items() if k.startswith(path + "trainer/")}
+    du = _prime_volumes(prime_exe, env, "du", "research-data", path).stdout
+    assert du.startswith(f"{sum(theirs.values())} bytes in {len(theirs)} objects")
+
+
+def test_prime_volumes_get_and_download_checkpoint_write_the_same_files(
+        prime_exe: Path, on_volume: dict[str, Any], tmp_path: Path) -> None:
+    env, path, run_id = on_volume["env"], on_volume["path"], on_volume["run_id"]
+    done = _prime_volumes(prime_exe, env, "get", "research-data", path, str(tmp_path / "prime"))
+    assert "Downloading from research-data: 5 files" in done.stdout
+    result = call_tool("mf_download_checkpoint", {"run_id": run_id, "dest": str(tmp_path / "ours")}, on_volume["ctx"])
+    assert result.files == 5 and result.md5_verified == 5, result
+    assert _tree(tmp_path / "prime") == _tree(tmp_path / "ours")  # same bytes, same restored mtimes
+
+
+def test_prime_volumes_get_falls_back_to_a_session_when_the_route_is_missing(
+        prime_exe: Path, on_volume: dict[str, Any], module_emulator: EmulatorServer, tmp_path: Path) -> None:
+    """The old-backend case both clients meet: a 404 route. prime turns to an SSH session (none here); our tool
+    says to use prime."""
+    module_emulator.faults.status(404, "POST", "/training/volumes/*/transfer", times=None)
+    try:
+        done = subprocess.run([str(prime_exe), "volumes", "get", "research-data", on_volume["path"],
+                               str(tmp_path / "p")], check=False, capture_output=True, text=True,
+                              env=on_volume["env"], timeout=120)
+        ours = call_tool("mf_download_checkpoint", {"run_id": on_volume["run_id"], "dest": str(tmp_path / "o")},
+                         on_volume["ctx"])
+    finally:
+        module_emulator.faults.clear()
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert ours.code == "transfer_unavailable" and "prime volumes get research-data" in ours.fix

@@ -58,7 +58,7 @@ CHECKPOINT_FILES: tuple[StoredFile, ...] = (
     StoredFile("trainer/__0_0.distcp", 196_608),
     StoredFile("trainer/__1_0.distcp", 196_608),
     StoredFile("trainer/__2_0.distcp", 12 * 2**20, sparse=True),
-    StoredFile("orchestrator/progress.json", 412),
+    StoredFile("orchestrator/progress.pt", 412),
 )
 
 

@@ -352,9 +352,9 @@ class Transfer:
         os.fsync(job.fd)
         os.close(job.fd)
         job.fd = None
-        mtime = job.obj.mtime()
+        mtime = job.obj.mtime_ns()
         if mtime is not None:
-            os.utime(job.partial, (mtime, mtime))
+            os.utime(job.partial, ns=(mtime, mtime))
         job.final.parent.mkdir(parents=True, exist_ok=True)
         os.replace(job.partial, job.final)
         verified = "md5" if want is not None else "size"

@@ -68,12 +68,15 @@ class StoredObject:
             return None
         return raw.hex() if len(raw) == 16 else None
 
-    def mtime(self) -> float | None:
-        """The file's modification time (Unix seconds): rclone's ``mtime`` metadata, else LastModified."""
+    def mtime_ns(self) -> int | None:
+        """The file's modification time (Unix nanoseconds): rclone's ``mtime`` metadata (decimal seconds, read
+        exactly as prime's ``_restore_mtime`` reads it), else LastModified."""
+        from decimal import Decimal, InvalidOperation
+
         try:
-            return float(self.metadata["mtime"])
-        except (KeyError, ValueError):
-            return self.modified.timestamp() if self.modified else None
+            return int(Decimal(self.metadata["mtime"]) * 10**9)
+        except (KeyError, InvalidOperation, ValueError, TypeError):
+            return int(self.modified.timestamp() * 10**9) if self.modified else None
 
 
 @dataclass(frozen=True)
