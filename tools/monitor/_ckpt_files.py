@@ -17,8 +17,8 @@ was: the next call keeps the parts it names (of the same object version, by ETag
 Parts are :data:`PART_BYTES` (64 MiB, the CLI's ``_R2_PART_SIZE``), :data:`WORKERS` in flight (the CLI's
 8 files x 4 parts = 32; measured: 8 reach the same rate on loopback, see benchmarks/bench_checkpoints.py).
 Each part is retried :data:`PART_ATTEMPTS` times over a cut connection, waiting with the context's sleep. A
-file's MD5 is computed as its parts land, in order, by reading them back (the page cache), so a verified
-download costs no second pass when it ends.
+file's MD5 is computed as its parts land, in order, by reading them back (the page cache) on :data:`HASHERS`
+threads, so files are verified while others download and no second pass is needed at the end.
 """
 
 from __future__ import annotations
@@ -46,9 +46,11 @@ STATE_DIR = ".model-factory"
 MANIFEST = f"{STATE_DIR}/manifest.jsonl"
 PART_BYTES = 64 * 2**20
 WORKERS = 8
+#: Threads computing files' MD5 (hashlib releases the GIL: one per core of the machines this runs on).
+HASHERS = 2
 PART_ATTEMPTS = 3
-_READ_BACK = 4 * 2**20
 _MAX_SEGMENT = 255
+_READ_BACK = 4 * 2**20
 
 
 # -- names -----------------------------------------------------------------------------------------
@@ -178,6 +180,15 @@ class FileJob:
     fd: int | None = None
     attempt: int = 1
     fetched_parts: int = 0
+    hashing: bool = False
+    settled: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def close(self) -> None:
+        """Close the partial file."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
     def span(self, index: int) -> tuple[int, int]:
         start = index * PART_BYTES
@@ -223,8 +234,8 @@ class _Stopped(Exception):
 
 
 class Transfer:
-    """The parts of every file that is not on disk yet, fetched by :data:`WORKERS` threads; results handled on
-    the calling thread (journal, running MD5, verification, the rename, progress)."""
+    """The parts of every file that is not on disk yet, fetched by :data:`WORKERS` threads and hashed by
+    :data:`HASHERS`; results handled on the calling thread (journal, verification, the rename, progress)."""
 
     def __init__(self, ctx: Context, reader: VolumeReader, journal: Journal, jobs: list[FileJob],
                  total_bytes: int, counts: Counts) -> None:
@@ -257,39 +268,48 @@ class Transfer:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def run(self) -> None:
-        pending: dict[Future[int], tuple[FileJob, int]] = {}
+        """Fetch every missing part; hash each file's parts in order on :data:`HASHERS` threads as they land (so
+        files are verified while others download); settle each file on this thread once it is hashed whole."""
+        fetching: dict[Future[int], tuple[FileJob, int]] = {}
+        hashing: dict[Future[None], FileJob] = {}
         queue = self._parts()
-        with ThreadPoolExecutor(WORKERS, thread_name_prefix="mf-checkpoint") as pool:
+        with ThreadPoolExecutor(WORKERS, thread_name_prefix="mf-checkpoint") as pool, \
+                ThreadPoolExecutor(HASHERS, thread_name_prefix="mf-checkpoint-md5") as hashers:
+            self._hash_now = lambda job: hashing.__setitem__(hashers.submit(self._hash, job), job)
             try:
                 while True:
-                    while len(pending) < 2 * WORKERS:
+                    while len(fetching) < 2 * WORKERS:
                         nxt = self.again.pop(0) if self.again else next(queue, None)
                         if nxt is None:
                             break
-                        pending[pool.submit(self._fetch_part, *nxt)] = nxt
-                    if not pending:
+                        fetching[pool.submit(self._fetch_part, *nxt)] = nxt
+                    if not fetching and not hashing:
                         break
-                    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    finished, _ = wait([*fetching, *hashing], return_when=FIRST_COMPLETED)
                     for future in finished:
-                        job, index = pending.pop(future)
+                        if future in hashing:
+                            job = hashing.pop(future)
+                            future.result()
+                            if job.hashed == job.parts and not job.settled:
+                                self._settle(job)
+                            continue
+                        job, index = fetching.pop(future)
                         self._landed(job, index, future.result())
             finally:
                 self.stop.set()
-                for future, (job, index) in list(pending.items()):
+                for future, (job, index) in list(fetching.items()):
                     if future.done() and not future.cancelled() and future.exception() is None:
                         self.journal.write({"kind": "part", "file": job.rel, "etag": job.obj.etag, "index": index})
                     future.cancel()
-                for job in self.jobs:
-                    if job.fd is not None:
-                        os.close(job.fd)
-                        job.fd = None
+                for future in hashing:
+                    future.cancel()
+        for job in self.jobs:
+            job.close()
 
     def _parts(self) -> Iterator[tuple[FileJob, int]]:
         """Every part still to fetch, file by file (a file's parts in order, so its MD5 keeps up)."""
         for job in self.jobs:
             self._open(job)
-            if len(job.done) == job.parts:
-                self._settle(job)
             for index in range(job.parts):
                 if index not in job.done:
                     yield job, index
@@ -302,33 +322,47 @@ class Transfer:
         job.digest, job.hashed = hashlib.md5(), 0
         self.counts.parts_resumed += len(job.done)
         self.done_bytes += sum(job.span(i)[1] - job.span(i)[0] + 1 for i in job.done)
-        self._hash(job)
+        self._wake(job)
 
     def _landed(self, job: FileJob, index: int, nbytes: int) -> None:
-        job.done.add(index)
+        with job.lock:
+            job.done.add(index)
         job.fetched_parts += 1
         self.counts.parts_fetched += 1
         self.counts.bytes_fetched += nbytes
         self.done_bytes += nbytes
         self.journal.write({"kind": "part", "file": job.rel, "etag": job.obj.etag, "index": index})
-        self._hash(job)
-        if len(job.done) == job.parts:
-            self._settle(job)
+        self._wake(job)
         self.ctx.report(self.done_bytes, self.total_bytes,
                         f"{self.files_done}/{self.files_total} files, {self.done_bytes // 2**20} MiB")
 
+    def _wake(self, job: FileJob) -> None:
+        """Start hashing ``job`` on a hasher thread unless one is at it (or it has nothing new to hash)."""
+        with job.lock:
+            if job.hashing or (job.hashed not in job.done and job.hashed < job.parts):
+                return
+            job.hashing = True
+        self._hash_now(job)
+
     def _hash(self, job: FileJob) -> None:
-        """Extend the file's MD5 over the parts that are on disk in order."""
-        while job.hashed in job.done:
+        """Extend the file's MD5 over the parts on disk in order (a hasher thread; one per file at a time)."""
+        while True:
+            with job.lock:
+                if job.hashed not in job.done or self.stop.is_set():
+                    job.hashing = False
+                    return
             start, end = job.span(job.hashed)
+            buffer = bytearray(_READ_BACK)  # read back through one buffer (a map would count as resident memory)
             pos = start
             while pos <= end:
-                piece = os.pread(job.fd, min(_READ_BACK, end + 1 - pos), pos)
-                if not piece:
-                    break
-                job.digest.update(piece)
-                pos += len(piece)
-            job.hashed += 1
+                with memoryview(buffer)[:min(_READ_BACK, end + 1 - pos)] as piece:
+                    got = os.preadv(job.fd, [piece], pos)
+                    if not got:
+                        break
+                    job.digest.update(piece[:got])
+                pos += got
+            with job.lock:
+                job.hashed += 1
 
     def _settle(self, job: FileJob) -> None:
         """Every part is on disk: verify, then rename into place (or fetch it all once more)."""
@@ -338,20 +372,22 @@ class Transfer:
             self.journal.write({"kind": "discard", "file": job.rel, "etag": job.obj.etag})
             if job.attempt == 1:  # fetch it all once more
                 job.attempt = 2
-                job.done.clear()
+                with job.lock:
+                    job.done.clear()
+                    job.digest, job.hashed = hashlib.md5(), 0
                 self.counts.refetched += 1
                 self.done_bytes -= job.obj.size
-                job.digest, job.hashed = hashlib.md5(), 0
                 self.again += [(job, i) for i in range(job.parts)]
+                if not job.parts:
+                    self._wake(job)
                 return
+            job.settled = True
             self.mismatched.append(job.rel)
-            os.close(job.fd)
-            job.fd = None
+            job.close()
             job.partial.unlink(missing_ok=True)
             return
-        os.fsync(job.fd)
-        os.close(job.fd)
-        job.fd = None
+        job.settled = True
+        job.close()  # no fsync: a file a crash leaves short is caught by the next call's MD5 check
         mtime = job.obj.mtime_ns()
         if mtime is not None:
             os.utime(job.partial, ns=(mtime, mtime))
