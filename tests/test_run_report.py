@@ -84,8 +84,21 @@ def test_a_run_still_going_gets_a_provisional_report_and_the_calls_that_finish_i
     assert "\n- Cost so far: $" in report.markdown
     assert report.next_calls[0] == tool_call("mf_wait_for_run", run_id=run_id)
     assert f"Owner: team {TEAM_RESEARCH_ID}" in report.markdown
-    assert f"prime volumes get research-data runs/{run_id}/ ./{run_id}" in report.markdown
-    assert "needs the prime CLI" in report.markdown
+    assert f"on volume research-data under runs/{run_id}/checkpoints/; fetch one once the run has ended" in \
+        report.markdown
+
+
+def test_an_ended_run_on_a_volume_gets_its_checkpoint_fetched_and_reported(ctx, emulator, launched, tmp_path):
+    _, run_id = launched(volume="research-data", team=TEAM_RESEARCH_ID)
+    emulator.state.advance(QUEUE + STARTUP + 20 * STEP + 60 + 60)
+    report = ok(call(ctx, "mf_run_report", run_id=run_id, plot=False, traces_dir=None))
+    fetch = tool_call("mf_download_checkpoint", run_id=run_id, dest=f"checkpoint-{run_id}")
+    assert fetch in report.next_calls and "GB of disk per checkpoint" in report.markdown
+    ok(call(ctx, "mf_download_checkpoint", run_id=run_id, dest=str(tmp_path / "ckpt")))
+    done = ok(call(ctx, "mf_run_report", run_id=run_id, plot=False, checkpoint_dir=str(tmp_path / "ckpt")))
+    line = next(t for t in done.markdown.splitlines() if t.startswith("- Checkpoints:"))
+    assert f"Fetched: step 20, 5 files, 0.01 GB in {tmp_path / 'ckpt'} (5 verified by MD5)" in line
+    assert "DCP" in line and "dcp_to_hf" in line and fetch not in done.next_calls
 
 
 def test_a_run_this_ledger_did_not_launch_is_reported_without_a_plan(ctx, launch):

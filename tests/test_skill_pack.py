@@ -130,7 +130,8 @@ def test_prime_commands_named_are_commands_of_prime_0_18():
     """The prime CLI commands the text sends a person to (reference/prime-api.md lists them)."""
     known = {"login", "config", "train", "volumes", "traces", "teams"}
     subcommands = {"train": {"validate", "run", "resume", "checkpoints", "logs", "get", "list"},
-                   "volumes": {"get", "put", "create", "ls", "ssh", "list"},
+                   # prime 0.18.0 commands/volumes.py also has du, cat, sessions and stop (a session)
+                   "volumes": {"get", "put", "create", "ls", "ssh", "list", "du", "cat", "sessions", "stop"},
                    "config": {"set-team-id", "remove-team-id", "set-api-key", "view"}, "traces": {"get", "list"}}
     seen = 0
     for doc in DOCS:

@@ -21,6 +21,7 @@ is not. Files already in ``dest`` are checked by MD5 again on every call (a chan
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime
 from pathlib import Path
@@ -271,6 +272,33 @@ def download_checkpoint(inp: DownloadCheckpointInput, ctx: Context) -> DownloadC
         format=DCP_NOTE,
         next_step=f"The checkpoint is in {dest}. To serve or share it as a model, convert it to Hugging Face "
                   "weights with prime-rl's scripts/dcp_to_hf.py; to continue training, resume the run.")
+
+
+def checkpoint_download(dest: Path) -> dict | None:
+    """What a folder :func:`download_checkpoint` wrote holds, from its manifest: ``run_id``, ``step``,
+    ``volume``, ``state`` (the last state line), ``files``, ``bytes``, ``md5_verified``; None when the folder has
+    no manifest of this format."""
+    journal = cf.Journal.read(dest / cf.MANIFEST, {})
+    try:
+        lines = (dest / cf.MANIFEST).read_text(encoding="utf-8").splitlines()
+        header = json.loads(lines[0])
+    except (OSError, ValueError, IndexError, UnicodeDecodeError):
+        return None
+    if not isinstance(header, dict) or header.get("format") != cf.FORMAT:
+        return None
+    state = None
+    for line in reversed(lines):
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict) and item.get("kind") == "state":
+            state = item.get("state")
+            break
+    files = list(journal.files.values())
+    return {"run_id": header.get("run_id"), "step": header.get("step"), "volume": header.get("volume"),
+            "state": state, "files": len(files), "bytes": sum(int(f.get("bytes") or 0) for f in files),
+            "md5_verified": sum(f.get("verified") == "md5" for f in files)}
 
 
 def _pick_step(ctx: Context, run: wire.RLRun, step: int | None) -> int:

@@ -17,10 +17,11 @@ Decisions where the platform is silent:
   (episode envelope ``ok`` false, trace ``has_error``, trace ``reward`` null = unscored, and the
   episodes' most common error); without one, the host's ``has_error`` of the run and one page of
   its failed episodes (GET ``/episodes?run_id=&has_error=true&limit=100``).
-- Checkpoints are fetched with ``prime volumes get VOLUME runs/<run id>/`` from the run's volume
-  (where the platform writes a run's outputs; the prime CLI is needed: no HTTP tool here moves
-  files off a volume); a run without a volume keeps them in
-  platform storage, which ``prime`` 0.18.0 lists (``prime train checkpoints``) but does not download.
+- Checkpoints are fetched with ``mf_download_checkpoint`` from the run's volume (where the platform
+  writes a run's outputs); the report reads that download's manifest through ``checkpoint_dir``
+  (:func:`tools.monitor.checkpoint_download`) and says what was fetched, where, how big, and that it is
+  DCP. A run without a volume keeps them in platform storage, which ``prime`` 0.18.0 lists
+  (``prime train checkpoints``) but does not download.
 - No checkpoint: the report advises adding ``[ckpt]`` only when the run's config (``runConfig``
   of GET ``/rft/runs/{id}``, the config as sent) has none (:func:`tools.configs.checkpoint_of`);
   with one it says when the run saves them.
@@ -64,6 +65,8 @@ class RunReportInput(BaseModel):
     traces_dir: str | None = Field(default=None, description=(
         "The folder mf_download_traces wrote for this run (its dest): the report reads its manifest for "
         "completeness. Null: the traces host's totals only."))
+    checkpoint_dir: str | None = Field(default=None, description=(
+        "The folder mf_download_checkpoint wrote for this run (its dest): the report says what it holds."))
     plot: bool = Field(default=True, description=(
         "Write the metrics PNG (mf_plot_metrics' default path) and name it in the report."))
 
@@ -145,14 +148,33 @@ def _none_saved(run: monitor.GetRunResult, config: dict[str, Any] | None) -> str
     return f"none{'' if run.terminal else ' yet'} (the config's `[{key}]` saves them {when})"
 
 
-def _checkpoints(ctx: Context, run: monitor.GetRunResult, config: dict[str, Any] | None) -> str:
+def _checkpoints(ctx: Context, run: monitor.GetRunResult, config: dict[str, Any] | None,
+                 checkpoint_dir: str | None) -> tuple[str, Call | None]:
+    """The Checkpoints line, and the download to make when a READY checkpoint is on a volume and not fetched."""
     listed = _result(monitor.list_checkpoints(monitor.ListCheckpointsInput(run_id=run.run_id), ctx))
     if listed is None:
-        return "not readable now."
+        return "not readable now.", None
+    fetched = None
+    if checkpoint_dir:
+        folder = ctx.resolve_path(checkpoint_dir)
+        got = monitor.checkpoint_download(folder)
+        if got and got["run_id"] == run.run_id and got["state"] == "finished":
+            fetched = (f" Fetched: step {got['step']}, {got['files']} files, {got['bytes'] / 1e9:.2f} GB in {folder} "
+                       f"({got['md5_verified']} verified by MD5). {monitor.DCP_NOTE}")
+        else:
+            fetched = f" No finished download of this run in {folder}."
+    text, download = _checkpoint_text(run, config, listed)
+    if fetched and fetched.startswith(" Fetched"):
+        return text + fetched, None
+    return text + (fetched or ""), download
+
+
+def _checkpoint_text(run: monitor.GetRunResult, config: dict[str, Any] | None,
+                     listed: monitor.ListCheckpointsResult) -> tuple[str, Call | None]:
     ready = [c for c in listed.checkpoints if (c.status or "").upper() == "READY"]
     busy = [c for c in listed.checkpoints if (c.status or "").upper() in ("PENDING", "UPLOADING")]
     if not ready and not busy and not run.volume_name:
-        return _none_saved(run, config) + "."
+        return _none_saved(run, config) + ".", None
     steps = ", ".join(str(c.step) for c in ready[:MAX_CHECKPOINTS_LISTED])
     more = f" and {len(ready) - MAX_CHECKPOINTS_LISTED} more" if len(ready) > MAX_CHECKPOINTS_LISTED else ""
     size = sum(c.size_bytes or 0 for c in ready)
@@ -161,15 +183,19 @@ def _checkpoints(ctx: Context, run: monitor.GetRunResult, config: dict[str, Any]
         text = _none_saved(run, config)
     if busy:
         text += f"; {len(busy)} still uploading: wait until they are READY before fetching"
+    download = None
     if run.volume_name:
-        text += (f". The run writes under runs/{run.run_id}/ on volume {run.volume_name}; once it has ended and "
-                 f"its checkpoints are READY, fetch them with `prime volumes get {run.volume_name} "
-                 f"runs/{run.run_id}/ ./{run.run_id}` (needs the prime CLI).")
+        text += f". They are on volume {run.volume_name} under runs/{run.run_id}/checkpoints/"
+        if ready and run.terminal:
+            download = call("mf_download_checkpoint", run_id=run.run_id, dest=f"checkpoint-{run.run_id}")
+            text += f"; fetch the latest with {download} ({size / 1e9:.1f} GB of disk per checkpoint)."
+        else:
+            text += "; fetch one once the run has ended or paused (the volume syncs then)."
     elif ready:
         text += (". No volume is attached: they stay in platform storage (storage_url in mf_list_checkpoints), "
                  "which the prime CLI lists (`prime train checkpoints`) but does not download; attach a volume to "
-                 "keep weights you can fetch with `prime volumes get` (needs the prime CLI).")
-    return text
+                 "keep weights you can fetch with mf_download_checkpoint.")
+    return text, download
 
 
 class _Traces(BaseModel):
@@ -272,6 +298,7 @@ def run_report(inp: RunReportInput, ctx: Context) -> RunReport:
         plot_path = plotted.path if plotted is not None else None
     traces = _traces(ctx, run, inp.traces_dir)
     complete, download = traces.complete, traces.download
+    checkpoints, fetch = _checkpoints(ctx, run, platform_run.run_config, inp.checkpoint_dir)
     channel = next((a.channel for a in reversed(launch.attempts) if a.channel), None) if launch else None
     secrets = ", ".join(run.secret_names) if run.secret_names else "none"
     lines = [
@@ -287,7 +314,7 @@ def run_report(inp: RunReportInput, ctx: Context) -> RunReport:
         + (f". {spend.warning}" if spend.warning else "")
         + ("" if spend.plan_id else f". {monitor.missing_plan(ctx, run.run_id)}"),
         f"- Metrics: {_metrics(ctx, run.run_id)}" + (f"; plot {plot_path}" if plot_path else ""),
-        f"- Checkpoints: {_checkpoints(ctx, run, platform_run.run_config)}",
+        f"- Checkpoints: {checkpoints}",
         f"- Traces: {traces.text}",
     ]
     if launch is not None:
@@ -295,7 +322,7 @@ def run_report(inp: RunReportInput, ctx: Context) -> RunReport:
                      f"by name: {secrets}")
     else:
         lines.append("- Launch: not in this state folder's ledger (secret names and approval unknown here)")
-    next_step, calls = _next(run, progress, download if complete is not True else None)
+    next_step, calls = _next(run, progress, download if complete is not True else None, fetch)
     return RunReport(run_id=run.run_id, status=run.status, terminal=run.terminal, markdown="\n".join(lines),
                      plot_path=plot_path, traces_complete=complete, failed_episodes=traces.failed_episodes,
                      unscored_traces=traces.unscored_traces, verdict=progress.verdict if progress else None,
@@ -311,12 +338,14 @@ def _progress(progress: monitor.CheckProgressResult, spend: monitor.SpendSoFar) 
 
 
 def _next(run: monitor.GetRunResult, progress: monitor.CheckProgressResult | None,
-          download: Call | None) -> tuple[str | None, list[Call]]:
+          download: Call | None, fetch: Call | None = None) -> tuple[str | None, list[Call]]:
     """What is left to do: for a run that has not ended, what mf_check_progress advises for its verdict
     (one place for that advice: :func:`tools.monitor.check_progress`), then, once it has ended, the
-    traces and this report again; for an ended run, the traces if they are not all here."""
+    traces and this report again; for an ended run, the traces if they are not all here, and the checkpoint
+    if one is on the volume and not fetched."""
     if run.terminal:
-        return (f"{download}, then this report again." if download else None), [download] if download else []
+        todo = [c for c in (download, fetch) if c]
+        return (" and ".join(map(str, todo)) + ", then this report again." if todo else None), todo
     if progress is not None:
         text, calls = f"The run has not ended ({progress.verdict.replace('_', ' ')}): {progress.next_step}", \
             list(progress.next_calls)
