@@ -25,7 +25,7 @@ import json
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -45,6 +45,9 @@ from tools.guardrails.text import shown
 from tools.monitor import _ckpt_files as cf
 from tools.platform import errors as perr
 from tools.platform import wire
+
+if TYPE_CHECKING:  # annotations only: boto3 loads when a reader is built
+    from tools.platform.storage import VolumeReader
 
 #: How a person or an agent is told what the files are.
 DCP_NOTE = ("DCP checkpoint (torch.distributed.checkpoint, prime-rl's format since 2026-08): not loadable as "
@@ -353,14 +356,14 @@ def _prepare_dest(dest: Path, run_id: str, step: int) -> Path:
     return dest
 
 
-def _plan(ctx: Context, reader: object, run: wire.RLRun, step: int, path: str,
+def _plan(ctx: Context, reader: VolumeReader, run: wire.RLRun, step: int, path: str,
           dest: Path) -> dict[str, cf.StoredObject]:
     """Every file of the checkpoint on the volume (relative path -> object with checksum and mtime), all keys
     checked safe and dest checked for links before anything is written."""
     objects: dict[str, cf.StoredObject] = {}
     unsafe: list[tuple[str, str]] = []
     dirs: list[str] = []
-    for obj in reader.iter_objects(path):  # type: ignore[attr-defined]
+    for obj in reader.iter_objects(path):
         if not obj.key.startswith(path):
             unsafe.append((obj.key, "outside the checkpoint's folder"))
             continue
@@ -391,7 +394,7 @@ def _plan(ctx: Context, reader: object, run: wire.RLRun, step: int, path: str,
     cf.refuse_linked(dest, [*objects, *dirs])
     for rel in dirs:
         (dest / rel).mkdir(parents=True, exist_ok=True)
-    return {rel: reader.head(obj.key) for rel, obj in sorted(objects.items())}  # type: ignore[attr-defined]
+    return {rel: reader.head(obj.key) for rel, obj in sorted(objects.items())}
 
 
 def _jobs(dest: Path, objects: dict[str, cf.StoredObject], journal: cf.Journal, counts: cf.Counts) -> list[cf.FileJob]:
