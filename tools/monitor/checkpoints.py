@@ -232,7 +232,7 @@ def download_checkpoint(inp: DownloadCheckpointInput, ctx: Context) -> DownloadC
         journal = cf.Journal.read(dest / cf.MANIFEST, header)
         jobs = _jobs(dest, objects, journal, counts)
         total = sum(o.size for o in objects.values())
-        need = sum(j.obj.size for j in jobs) - sum(len(journal.parts.get((j.rel, str(j.obj.etag)), ())) for j in jobs)
+        need = sum(j.obj.size - sum(j.span(i)[1] - j.span(i)[0] + 1 for i in j.done) for j in jobs)
         if need > cf.free_bytes(dest):
             raise fail("file_error", f"The checkpoint needs {need} more bytes in {dest}; the disk has "
                        f"{cf.free_bytes(dest)} free. Nothing was written.",
