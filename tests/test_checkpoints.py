@@ -23,7 +23,7 @@ from _helpers import call, err, ok
 
 from skill.emulator import TEAM_RESEARCH_ID, EmulatorServer, Timing
 from tools.core import Context
-from tools.monitor import _ckpt_files as cf
+from tools.monitor import checkpoints as ck
 from tools.platform import wire
 
 T = Timing()
@@ -53,7 +53,7 @@ def served(emulator: EmulatorServer, run_id: str, step: int = 20) -> dict[str, b
 def on_disk(dest: Path) -> dict[str, bytes]:
     """Every file under ``dest`` but our own folder."""
     return {p.relative_to(dest).as_posix(): p.read_bytes() for p in dest.rglob("*")
-            if p.is_file() and cf.STATE_DIR not in p.relative_to(dest).parts}
+            if p.is_file() and ck.STATE_DIR not in p.relative_to(dest).parts}
 
 
 def s3_gets(recorder: Any) -> list[Any]:
@@ -68,7 +68,7 @@ def routes(recorder: Any) -> int:
 @pytest.fixture
 def small_parts(monkeypatch):
     """1 MiB parts: the 12 MiB shard is 12 of them."""
-    monkeypatch.setattr(cf, "PART_BYTES", 2**20)
+    monkeypatch.setattr(ck, "PART_BYTES", 2**20)
 
 
 class Interrupt:
@@ -95,8 +95,8 @@ def test_download_puts_every_file_in_place_verified_with_its_mtime_and_a_manifes
     assert (result.step, result.volume, result.path) == (20, "research-data", f"runs/{run_id}/checkpoints/step_20/")
     assert result.files == result.files_downloaded == result.md5_verified == 5 and result.bytes == result.bytes_fetched
     assert "DCP" in result.format and "dcp_to_hf" in result.format
-    assert not list((dest / cf.STATE_DIR / "partial").iterdir())  # nothing half-written is left
-    lines = [json.loads(line) for line in (dest / cf.MANIFEST).read_text().splitlines()]
+    assert not list((dest / ck.STATE_DIR / "partial").iterdir())  # nothing half-written is left
+    lines = [json.loads(line) for line in (dest / ck.MANIFEST).read_text().splitlines()]
     assert lines[0]["kind"] == "header" and lines[0]["run_id"] == run_id and lines[-1]["state"] == "finished"
     files = {x["file"]: x for x in lines if x["kind"] == "file"}
     assert {f: x["md5"] for f, x in files.items()} == {f: hashlib.md5(b).hexdigest() for f, b in on_disk(dest).items()}
@@ -120,7 +120,7 @@ def test_interrupted_mid_way_the_next_call_fetches_only_the_missing_parts(
     frozen_ctx.progress = Interrupt(at=7)
     with pytest.raises(KeyboardInterrupt):
         call(frozen_ctx, "mf_download_checkpoint", run_id=run_id, dest=str(dest))
-    journal = (dest / cf.MANIFEST).read_text().splitlines()
+    journal = (dest / ck.MANIFEST).read_text().splitlines()
     landed = sum(json.loads(line)["kind"] == "part" for line in journal)
     assert json.loads(journal[-1])["state"] == "interrupted" and landed >= 7
     assert SHARD not in on_disk(dest)  # a file gets its name only when whole
@@ -142,7 +142,7 @@ def test_a_killed_process_leaves_a_journal_the_next_call_resumes_from(emulator, 
     dest = tmp_path / "ckpt"
     proc = subprocess.Popen([sys.executable, "-m", "skill", "download-checkpoint", run_id, str(dest), "--json"],
                             env=mf_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    journal = dest / cf.MANIFEST
+    journal = dest / ck.MANIFEST
     try:
         deadline = time.monotonic() + 60
         while not (journal.exists() and journal.read_text().count('"kind":"file"') == 4):
@@ -174,7 +174,7 @@ def test_credentials_that_expire_mid_download_are_refreshed_without_a_failure(
 
 def test_credentials_close_to_expiry_are_renewed_before_the_store_refuses_them(
         frozen_ctx, emulator, rl_config, tmp_path, recorder, fake_time, small_parts, monkeypatch):
-    monkeypatch.setattr(cf, "WORKERS", 1)  # one part at a time: the parts after the first are signed after the jump
+    monkeypatch.setattr(ck, "WORKERS", 1)  # one part at a time: the parts after the first are signed after the jump
     run_id = volume_run(frozen_ctx, emulator, rl_config)
     moved = []
 
@@ -195,7 +195,7 @@ def test_no_credential_value_reaches_the_result_or_the_manifest(frozen_ctx, emul
     result = call(frozen_ctx, "mf_download_checkpoint", run_id=run_id, dest=str(tmp_path / "c"))
     secrets = [c.secret_access_key for c in emulator.state.storage.credentials.values()] + \
         [c.session_token for c in emulator.state.storage.credentials.values()]
-    text = result.model_dump_json() + (tmp_path / "c" / cf.MANIFEST).read_text()
+    text = result.model_dump_json() + (tmp_path / "c" / ck.MANIFEST).read_text()
     assert secrets and not any(s in text for s in secrets)
 
 

@@ -14,8 +14,8 @@ of a file in ``partial/`` landed), ``file`` (``file``, ``bytes``, ``etag``, ``md
 A finished call rewrites it in order (header, files by name, state). A killed call leaves its journal as it
 was: the next call keeps the parts it names (of the same object version, by ETag) and fetches the rest.
 
-Parts are :data:`PART_BYTES` (64 MiB, the CLI's ``_R2_PART_SIZE``), :data:`WORKERS` in flight (the CLI's
-8 files x 4 parts = 32; measured: 8 reach the same rate on loopback, see benchmarks/bench_checkpoints.py).
+Parts are ``part_bytes`` (:data:`tools.monitor.checkpoints.PART_BYTES`, 64 MiB, the CLI's ``_R2_PART_SIZE``),
+``workers`` in flight (``WORKERS`` there, 8: the CLI has 8 files x 4 parts = 32; 8 reach 1.2 GB/s on loopback).
 Each part is retried :data:`PART_ATTEMPTS` times over a cut connection, waiting with the context's sleep. A
 file's MD5 is computed as its parts land, in order, by reading them back (the page cache) on :data:`HASHERS`
 threads, so files are verified while others download and no second pass is needed at the end.
@@ -44,8 +44,6 @@ from tools.platform.storage import StoredObject, VolumeReader
 FORMAT = "model-factory-checkpoint/1"
 STATE_DIR = ".model-factory"
 MANIFEST = f"{STATE_DIR}/manifest.jsonl"
-PART_BYTES = 64 * 2**20
-WORKERS = 8
 #: Threads computing files' MD5 (hashlib releases the GIL: one per core of the machines this runs on).
 HASHERS = 2
 PART_ATTEMPTS = 3
@@ -173,7 +171,7 @@ class FileJob:
     obj: StoredObject
     final: Path
     partial: Path
-    parts: int
+    part_bytes: int
     done: set[int] = field(default_factory=set)
     hashed: int = 0
     digest: Any = None
@@ -191,8 +189,12 @@ class FileJob:
             self.fd = None
 
     def span(self, index: int) -> tuple[int, int]:
-        start = index * PART_BYTES
-        return start, min(self.obj.size, start + PART_BYTES) - 1
+        start = index * self.part_bytes
+        return start, min(self.obj.size, start + self.part_bytes) - 1
+
+    @property
+    def parts(self) -> int:
+        return -(-self.obj.size // self.part_bytes)
 
 
 def md5_file(path: Path) -> str:
@@ -234,12 +236,12 @@ class _Stopped(Exception):
 
 
 class Transfer:
-    """The parts of every file that is not on disk yet, fetched by :data:`WORKERS` threads and hashed by
+    """The parts of every file that is not on disk yet, fetched by ``workers`` threads and hashed by
     :data:`HASHERS`; results handled on the calling thread (journal, verification, the rename, progress)."""
 
     def __init__(self, ctx: Context, reader: VolumeReader, journal: Journal, jobs: list[FileJob],
-                 total_bytes: int, counts: Counts) -> None:
-        self.ctx, self.reader, self.journal, self.jobs = ctx, reader, journal, jobs
+                 total_bytes: int, counts: Counts, workers: int) -> None:
+        self.ctx, self.reader, self.journal, self.jobs, self.workers = ctx, reader, journal, jobs, workers
         self.total_bytes, self.counts = total_bytes, counts
         self.stop = threading.Event()
         self.done_bytes = total_bytes - sum(j.obj.size for j in jobs)
@@ -273,12 +275,12 @@ class Transfer:
         fetching: dict[Future[int], tuple[FileJob, int]] = {}
         hashing: dict[Future[None], FileJob] = {}
         queue = self._parts()
-        with ThreadPoolExecutor(WORKERS, thread_name_prefix="mf-checkpoint") as pool, \
+        with ThreadPoolExecutor(self.workers, thread_name_prefix="mf-checkpoint") as pool, \
                 ThreadPoolExecutor(HASHERS, thread_name_prefix="mf-checkpoint-md5") as hashers:
             self._hash_now = lambda job: hashing.__setitem__(hashers.submit(self._hash, job), job)
             try:
                 while True:
-                    while len(fetching) < 2 * WORKERS:
+                    while len(fetching) < 2 * self.workers:
                         nxt = self.again.pop(0) if self.again else next(queue, None)
                         if nxt is None:
                             break
@@ -410,10 +412,6 @@ def free_bytes(folder: Path) -> int:
     while not probe.exists():
         probe = probe.parent
     return shutil.disk_usage(probe).free
-
-
-def part_count(size: int) -> int:
-    return -(-size // PART_BYTES)
 
 
 def partial_path(dest: Path, rel: str) -> Path:

@@ -49,6 +49,12 @@ from tools.platform import wire
 if TYPE_CHECKING:  # annotations only: boto3 loads when a reader is built
     from tools.platform.storage import VolumeReader
 
+#: Bytes of one part (the CLI's ``_R2_PART_SIZE``) and parts in flight (measured: benchmarks/bench_checkpoints.py).
+PART_BYTES = 64 * 2**20
+WORKERS = 8
+#: Our folder inside dest, and the manifest there (:mod:`._ckpt_files`).
+STATE_DIR, MANIFEST = cf.STATE_DIR, cf.MANIFEST
+
 #: How a person or an agent is told what the files are.
 DCP_NOTE = ("DCP checkpoint (torch.distributed.checkpoint, prime-rl's format since 2026-08): not loadable as "
             "Hugging Face weights as is; convert it with prime-rl's scripts/dcp_to_hf.py.")
@@ -224,7 +230,7 @@ def download_checkpoint(inp: DownloadCheckpointInput, ctx: Context) -> DownloadC
     path = checkpoint_path(run.id, step)
     again = call("mf_download_checkpoint", run_id=run.id, dest=inp.dest, step=step)
     dest = _prepare_dest(ctx.resolve_path(inp.dest), run.id, step)
-    with open_volume(ctx, run.volume_name, run.team_id, path=path, connections=cf.WORKERS) as reader:
+    with open_volume(ctx, run.volume_name, run.team_id, path=path, connections=WORKERS) as reader:
         objects = _plan(ctx, reader, run, step, path, dest)
         counts = cf.Counts()
         header = {"kind": "header", "format": cf.FORMAT, "run_id": run.id, "step": step, "volume": run.volume_name,
@@ -237,7 +243,7 @@ def download_checkpoint(inp: DownloadCheckpointInput, ctx: Context) -> DownloadC
             raise fail("file_error", f"The checkpoint needs {need} more bytes in {dest}; the disk has "
                        f"{cf.free_bytes(dest)} free. Nothing was written.",
                        "Free disk space or pass a dest on a larger disk, then call again.")
-        transfer = cf.Transfer(ctx, reader, journal, jobs, total, counts)
+        transfer = cf.Transfer(ctx, reader, journal, jobs, total, counts, WORKERS)
         transfer.files_total = len(objects)
         transfer.files_done = len(objects) - len(jobs)
         journal.begin()
@@ -414,6 +420,7 @@ def _jobs(dest: Path, objects: dict[str, cf.StoredObject], journal: cf.Journal, 
         done = journal.parts.get((rel, str(obj.etag)), set()) if partial.is_file() else set()
         if partial.is_file() and partial.stat().st_size != obj.size:
             done = set()
-        parts = cf.part_count(obj.size)
-        jobs.append(cf.FileJob(rel, obj, final, partial, parts, {i for i in done if i < parts}))
+        job = cf.FileJob(rel, obj, final, partial, PART_BYTES)
+        job.done = {i for i in done if i < job.parts}
+        jobs.append(job)
     return jobs
