@@ -28,7 +28,7 @@ import json
 import os
 import shutil
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -417,5 +417,3 @@ def free_bytes(folder: Path) -> int:
 def partial_path(dest: Path, rel: str) -> Path:
     return dest / STATE_DIR / "partial" / (hashlib.sha1(rel.encode()).hexdigest()[:20] + ".part")
 
-
-Progress = Callable[[int, int, str], None]
