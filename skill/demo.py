@@ -489,7 +489,7 @@ def _workflow(ctx: Any, say: Any, emu: _Emulator, dest: Path | None, outcome: Ou
         outcome.logs = _call("logs", "mf_summarize_logs", {"run_id": run_id}, ctx)
     if progress.verdict in ("completed", "stopped", "failed") and progress.latest_step:
         metrics = _call("metrics", "mf_get_metrics", {"run_id": run_id}, ctx)
-        key = progress.reward_metric or "reward/all/mean"
+        key = progress.learning.metric if progress.learning and progress.learning.metric else "reward/all/mean"
         outcome.final_reward = metrics.final.get(key)
     if sc.download and progress.terminal:
         target = dest or Path.cwd() / "model-factory-demo" / run_id

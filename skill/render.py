@@ -561,20 +561,39 @@ def _list_runs(r: Any, v: View) -> None:
 
 def _check_progress(r: Any, v: View) -> None:
     step = f"step {r.latest_step if r.latest_step is not None else 0}/{r.max_steps or '?'}"
-    trend = f" {r.reward_trend}" if r.reward_trend != "unknown" else ""
-    reward = f", reward {r.reward_last:.3g}{trend}" if r.reward_last is not None else ""
-    v.opening = [f"Run {r.run_id}: {r.verdict.replace('_', ' ')} ({r.status}, {step}{reward})."]
+    learning = r.learning
+    said = f", {learning.metric} {learning.last:.3g}" if learning and learning.metric and learning.last is not None \
+        else ""
+    said += f", {_LEARNING_WORDS.get(learning.verdict, learning.verdict)}" if learning else ""
+    v.opening = [f"Run {r.run_id}: {r.verdict.replace('_', ' ')} ({r.status}, {step}{said})."]
     v.drop("run_id", "verdict", "status", "evidence", "terminal", "healthy", "latest_step", "max_steps",
-           "percent_complete", "stall_threshold_seconds", "reward_metric", "reward_last", "reward_trend")
+           "percent_complete", "stall_threshold_seconds")
     if not r.recent_error_lines:
         v.drop("recent_error_lines")
-    v.facts = [(k, val) for k, val in v.facts if not k.startswith("failure_analysis.") and k != "error_message"]
+    v.facts = [(k, val) for k, val in v.facts if not k.startswith(("failure_analysis.", "learning."))
+               and k != "error_message"]
     servers = v.table("env_servers")
     if servers:
         servers.columns = ["env_name", "status", "pod_name"]
+    v.lead = [f"- {e}" for e in r.evidence] + learning_lines(learning)
 
-    if r.evidence:
-        v.lead = [f"- {e}" for e in r.evidence]
+
+#: A learning verdict in words, after a metric's value.
+_LEARNING_WORDS = {"learning": "learning", "flat": "flat (not learning)", "worsening": "worsening",
+                   "saturated": "saturated (nothing to learn)", "overfitting": "overfitting",
+                   "too_early": "too early to judge", "unknown": "learning unknown"}
+
+
+def learning_lines(learning: Any) -> list[str]:
+    """A learning verdict's lines for a person: the verdict, each finding (with what to do), what was not judged."""
+    if learning is None:
+        return []
+    lines = [f"Learning: {_LEARNING_WORDS.get(learning.verdict, learning.verdict)}."]
+    for f in learning.findings:
+        lines.append(f"- {f.text}" + (f" What to do: {f.fix}" if f.fix else ""))
+    if learning.unknown:
+        lines.append(f"- Not judged (not logged): {', '.join(learning.unknown)}.")
+    return lines
 
 
 def _wait(r: Any, v: View) -> None:
@@ -645,13 +664,18 @@ def _download(r: Any, v: View) -> None:
                  f"{r.dest}; {r.traces_on_disk} on disk."]
     if r.missing.summary:
         v.opening.append(r.missing.summary)
-    v.drop("run_id", "dest", "complete", "bytes_written", "traces_downloaded")
+    if r.note:
+        v.opening.append(r.note)
+    v.drop("run_id", "dest", "complete", "bytes_written", "traces_downloaded", "note")
+    v.tables = [t for t in v.tables if t.name not in ("earlier_runs", "next_calls")]
     v.facts = [(k, val) for k, val in v.facts if val not in (0, False) or k == "traces_on_disk"]
     if r.complete:
         v.drop("expected_trace_count", "expected_episode_count")
     else:
         again = call("mf_download_traces", run_id=r.run_id, dest=r.dest)
         v.hint(f"Once the platform has uploaded the rest, the same command fetches what is missing: {again}.", again)
+    if r.next_calls:  # the calls the note names (an earlier run's download, the eval runs)
+        v.opening[-1] = for_people(v.opening[-1], r.next_calls)
     v.facts = [(k, val) for k, val in v.facts if not k.startswith("missing.")]
     steps = r.missing.steps_without_traces
     if steps:  # the numbers of the steps, not how many

@@ -165,8 +165,8 @@ def test_verdict_progressing(frozen_ctx, emulator, launch):
     assert result.percent_complete == 40.0 and result.seconds_per_step == pytest.approx(STEP, abs=0.5)
     assert result.last_step_age_seconds == pytest.approx(1.0, abs=1.5)
     expected_reward = emulator.state.run(run_id).metrics[-1]["reward/all/mean"]
-    assert (result.reward_metric, result.reward_last) == ("reward/all/mean", expected_reward)
-    assert result.reward_trend in ("rising", "flat", "falling") and result.recent_error_lines == 0
+    assert (result.learning.metric, result.learning.last) == ("reward/all/mean", expected_reward)
+    assert result.learning.verdict == "learning" and result.recent_error_lines == 0
 
 
 def test_verdict_stalled_uses_the_threshold(frozen_ctx, emulator, launch):

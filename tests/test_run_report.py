@@ -53,7 +53,8 @@ def test_the_report_of_a_finished_run_has_every_part_a_person_asks_for(ctx, emul
     assert "Outcome: completed (20 of 20 steps)" in text
     assert "\n- Cost: $" in text and "so far" not in text  # the run has ended: its cost, not a cost so far
     assert f"the plan's estimate of ${plan.cost.usd_low:,.2f} / ${plan.cost.usd_expected:,.2f}" in text
-    assert "reward/all/mean" in text and "loss" in text and report.plot_path in text
+    assert "- Learning: it learns. reward/all/mean " in text and "(95%), rising" in text and report.plot_path in text
+    assert report.learning == "learning"
     with open(report.plot_path, "rb") as png:
         assert png.read(8) == PNG_SIGNATURE
     assert "Checkpoints: 1 READY (steps 20" in text and "prime train checkpoints" in text

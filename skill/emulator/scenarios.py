@@ -25,6 +25,15 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "slow_stop": {"seconds": 60.0},
     "long_run": {"hours": 24.0, "lines": 210_000, "errors": True, "storm": 0, "storm_seconds": 3600.0},
     "many_traces": {"count": 2000, "trace_bytes": 100_000, "total_bytes": 0, "per_episode": 4},
+    "learning": {"start": 0.15, "end": 0.85},
+    "flat": {"level": 0.4},
+    "saturated": {"value": 1.0},
+    "entropy_collapse": {"by_step": 8},
+    "kl_spike": {"at_step": 12, "factor": 30.0},
+    "trainer_bound": {"share": 0.7},
+    "orchestrator_bound": {"share": 0.7},
+    "sft_eval_loss": {"interval": 5, "overfit_after": None},
+    "rollouts_degrade": {"from_step": 5},
 }
 
 #: Scenario names accepted by :func:`scenario`.
@@ -44,6 +53,15 @@ SUMMARIES: dict[str, str] = {
     "slow_stop": "a stop tears down for a while before STOPPED",
     "long_run": "a run stretched over hours, with 210,000 log lines and 8 error signatures",
     "many_traces": "thousands of traces (and gigabytes of raw bytes), generated on demand",
+    "learning": "the reward rises from start to end (the default curve, with its ends chosen)",
+    "flat": "the reward stays at one level, with noise: nothing is learned",
+    "saturated": "every rollout gets the same reward (1 by default): nothing to learn from",
+    "entropy_collapse": "the policy's entropy falls to ~1% of its start and the reward stops rising",
+    "kl_spike": "mismatch_kl and grad_norm jump at one step",
+    "trainer_bound": "the orchestrator waits for the trainer most of each step",
+    "orchestrator_bound": "the trainer waits for the orchestrator's batches most of each step",
+    "sft_eval_loss": "an SFT run logs an eval loss (val/loss) every few steps",
+    "rollouts_degrade": "more and more rollouts are truncated or fail",
 }
 
 #: Restart (``PUT /rft/runs/{id}/restart``) clears these.
@@ -91,6 +109,26 @@ def scenario(name: str, **params: Any) -> dict[str, Any]:
         _number(merged, "per_episode", 1, 64, integer=True)
         if merged["total_bytes"] and merged["total_bytes"] // merged["count"] < 2048:
             raise ValueError("total_bytes / count must be at least 2048 bytes per trace")
+    if name == "learning":
+        _number(merged, "start", -1e6, 1e6)
+        _number(merged, "end", -1e6, 1e6)
+    if name == "flat":
+        _number(merged, "level", -1e6, 1e6)
+    if name == "saturated" and merged["value"] not in (0, 1):
+        raise ValueError("value must be 0 or 1 (every rollout failing, or every one succeeding)")
+    if name == "entropy_collapse":
+        _number(merged, "by_step", 1, 1_000_000, integer=True)
+    if name == "kl_spike":
+        _number(merged, "at_step", 1, 1_000_000, integer=True)
+        _number(merged, "factor", 1, 1e6)
+    if name in ("trainer_bound", "orchestrator_bound"):
+        _number(merged, "share", 0, 1)
+    if name == "sft_eval_loss":
+        _number(merged, "interval", 1, 1_000_000, integer=True)
+        if merged["overfit_after"] is not None:
+            _number(merged, "overfit_after", 0, 1_000_000, integer=True)
+    if name == "rollouts_degrade":
+        _number(merged, "from_step", 0, 1_000_000, integer=True)
     return merged
 
 

@@ -430,7 +430,7 @@ class SimRun:
         spec = self.spec
         record = metrics_record(self.id, k, spec.max_steps, sft=self.sft, timestamp=self.iso(t),
                                 step_seconds=self.step_seconds, batch_size=spec.batch_size,
-                                learning_rate=spec.learning_rate)
+                                learning_rate=spec.learning_rate, curves=self.scenarios)
         self.metrics = [m for m in self.metrics if m["step"] != k] + [record]
         tick = iter(i * 0.01 for i in range(1000))
         total = spec.max_steps or "?"
@@ -566,7 +566,7 @@ class SimRun:
         e_count, m_count = self.shape.episodes_per_step, self.shape.traces_per_episode
         if not self._room_for(e_count * m_count):
             return
-        mean = reward_mean(self.id, k, self.spec.max_steps)
+        mean = reward_mean(self.id, k, self.spec.max_steps, self.scenarios)
         envs = self.spec.env_names or ["default"]
         context = {"source": "prime-rl", "run_type": "train"}
         self._upload(t, k, self.id, envs, e_count, m_count, mean, context, "train")
@@ -582,14 +582,14 @@ class SimRun:
             ingest_seconds=self.timing.trace_ingest_seconds, spread_seconds=0.5 * self.timing.step_seconds,
             envs=self.spec.env_names, model=self.spec.base_model or "",
             context={"source": "prime-rl", "run_type": "train"},
-            mean_reward=lambda k: reward_mean(self.id, k, self.spec.max_steps))
+            mean_reward=lambda k: reward_mean(self.id, k, self.spec.max_steps, self.scenarios))
 
     def _upload_eval_traces(self, t: float, k: int) -> None:
         n = self.shape.eval_episodes
         if not self._room_for(n):
             return
         envs = self.spec.eval_env_names or self.spec.env_names or ["default"]
-        mean = min(1.0, reward_mean(self.id, k, self.spec.max_steps) + 0.05) if not self.sft else 0.5
+        mean = min(1.0, reward_mean(self.id, k, self.spec.max_steps, self.scenarios) + 0.05) if not self.sft else 0.5
         context = {"source": "prime-rl", "run_type": "eval", "train_run_id": self.id}
         self._upload(t, k, f"{self.id}-eval", envs, n, 1, mean, context, "eval")
 
@@ -765,7 +765,7 @@ class SimRun:
 
     def _sample_rewards(self, step: int, n: int) -> list[float]:
         r = rng(self.id, "samples", step)
-        mean = reward_mean(self.id, step, self.spec.max_steps)
+        mean = reward_mean(self.id, step, self.spec.max_steps, self.scenarios)
         return [round(min(1.0, max(0.0, r.gauss(mean, 0.15))), 4) for _ in range(n)]
 
     def samples(self, step: int, page: int, limit: int) -> dict[str, Any]:

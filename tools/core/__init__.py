@@ -1,5 +1,6 @@
 """What every tool shares: the :class:`Context` a call runs with, the :func:`tool` decorator,
-the output budget, run lookups, owner resolution, and how a person's shell runs this program.
+the output budget, run lookups (and the runs a resumed run continues), owner resolution, and how a
+person's shell runs this program.
 
 This is the layer that applies the guardrails to every call: the context's scrubber (built from
 :mod:`tools.guardrails.scrubbing`) cleans every result, error and progress message and every
@@ -13,6 +14,7 @@ from tools.core._budget import OUTPUT_BUDGET_CHARS, fit_largest, json_chars
 from tools.core._command import PROGRAM, console_script, program, shell_command
 from tools.core._context import STATE_DIR_ENV, Approver, Context, ProgressCallback, tool
 from tools.core._limits import INT64_MAX, MAX_SECONDS_PER_STEP, MAX_STEPS
+from tools.core._lineage import Predecessor, first_step, predecessors
 from tools.core._owner import PERSONAL, Owner, owner_label, resolve_owner
 from tools.core._runs import (
     NO_DASHBOARD,
@@ -35,16 +37,19 @@ __all__ = [
     "Owner",
     "PERSONAL",
     "PROGRAM",
+    "Predecessor",
     "ProgressCallback",
     "RUN_ID",
     "STATE_DIR_ENV",
     "console_script",
     "dashboard_url",
+    "first_step",
     "fit_largest",
     "json_chars",
     "not_found",
     "open_volume",
     "owner_label",
+    "predecessors",
     "prime_command",
     "program",
     "require_run",

@@ -5,12 +5,14 @@ in time and in output size (output budget: :mod:`tools.core`).
 Public modules hold the tools: ``runs`` (get_run, list_runs, wait_for_run), ``checkpoints``
 (list_checkpoints, download_checkpoint; private ``_ckpt_files``: the journal and the parallel verified transfer),
 ``progress`` (check_progress), ``logs`` (get_logs, summarize_logs), ``export`` (export_logs),
-``metrics`` (get_metrics, plot_metrics), ``spend`` (get_spend). Private helpers: ``_logreads`` (reading beyond one
+``metrics`` (get_metrics, plot_metrics), ``spend`` (get_spend), ``compare`` (compare_runs). Private helpers:
+``_learning`` (the learning verdict: trends with their uncertainty, findings), ``_logreads`` (reading beyond one
 request's caps: targets, sweeps in time slices), ``_logtext`` (log lines parsed as ``prime train logs`` reads
 them), ``_views`` (clipped server text, failure analysis), ``_clock`` (the server's clock),
 ``_series`` (metric values, the reward key). Everything other packages use is re-exported here.
 """
 
+from tools.monitor._learning import Finding, Learning, LearningVerdict, judge
 from tools.monitor._logtext import Signatures, normalise, parse_logs
 from tools.monitor._series import reward_key
 from tools.monitor.checkpoints import (
@@ -66,6 +68,7 @@ __all__ = [
     "DownloadCheckpointResult",
     "ExportLogsInput",
     "ExportLogsResult",
+    "Finding",
     "GetLogsInput",
     "GetLogsResult",
     "GetMetricsInput",
@@ -74,6 +77,8 @@ __all__ = [
     "GetRunResult",
     "GetSpendInput",
     "GetSpendResult",
+    "Learning",
+    "LearningVerdict",
     "ListCheckpointsInput",
     "ListCheckpointsResult",
     "ListRunsInput",
@@ -97,6 +102,7 @@ __all__ = [
     "get_metrics",
     "get_run",
     "get_spend",
+    "judge",
     "launch_of",
     "list_checkpoints",
     "list_runs",

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tools.core import MAX_STEPS, RUN_ID, Context, fit_largest, require_run_on_404, tool
 from tools.errors import FieldProblem, call, fail
-from tools.monitor._series import is_number, reward_key
+from tools.monitor._series import is_number, merge_steps, reward_key
 from tools.platform.client import PlatformClient
 from tools.platform.files import write_atomic
 
@@ -71,12 +71,7 @@ def _downsample(items: list, k: int) -> list:
 
 def records_of(platform: PlatformClient, run_id: str, min_step: int | None, max_step: int | None) -> list[dict]:
     """Metric records of a step range, oldest first, one per step (records of a step merged)."""
-    records = platform.get_metrics(run_id, min_step=min_step, max_step=max_step).metrics
-    merged: dict[int, dict] = {}
-    for r in records:
-        if isinstance(r.get("step"), int):
-            merged.setdefault(r["step"], {}).update(r)
-    return [merged[s] for s in sorted(merged)]
+    return merge_steps(platform.get_metrics(run_id, min_step=min_step, max_step=max_step).metrics)
 
 
 class GetMetricsInput(BaseModel):

@@ -15,22 +15,27 @@ phase, for how long, and the allowance; past it, ``stalled``. An image that cann
 ``crash_looping``, with the pod states and the platform's messages as evidence. Decisions where the
 platform is silent: the allowances are ours (no platform figure exists); pod states come only from
 ``/env-servers``.
+
+Beside the health verdict, ``learning`` says whether the run learns (:mod:`._learning`), over the last
+:data:`~tools.monitor._learning.TREND_WINDOW_STEPS` steps; for a resumed run whose own steps are fewer, the
+window reaches into the run it continues (:func:`tools.core.predecessors`), and the evidence says which steps
+are whose.
 """
 
 from __future__ import annotations
 
-import statistics
 from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.core import RUN_ID, Context, require_run, tool
+from tools.core import RUN_ID, Context, predecessors, require_run, tool
 from tools.errors import Call, call
 from tools.monitor._clock import parse_time, seconds_since, server_now
+from tools.monitor._learning import TREND_WINDOW_STEPS, Learning, judge
 from tools.monitor._logreads import Target, fetch, targets, window_seconds
 from tools.monitor._logtext import parse_logs
-from tools.monitor._series import OVERDUE_STEP_MULTIPLE, is_number, overdue_multiple, reward_key, step_seconds
+from tools.monitor._series import OVERDUE_STEP_MULTIPLE, merge_steps, overdue_multiple, step_seconds
 from tools.monitor._views import FailureAnalysisView, clip, failure_analysis_view, minutes
 from tools.monitor.spend import SpendSoFar, spend_so_far
 from tools.platform import errors as perr
@@ -113,10 +118,10 @@ class CheckProgressResult(BaseModel):
         f"True when a RUNNING run's latest step is older than {OVERDUE_STEP_MULTIPLE} x seconds_per_step but not "
         "yet past stall_threshold_seconds: the verdict is still progressing, the evidence says how overdue the "
         "next step is and when it will be called stalled, and next_step reads the logs. Null otherwise."))
-    reward_metric: str | None = Field(default=None, description="Metric used for the reward trend.")
-    reward_last: float | None = Field(default=None, description="Latest value of reward_metric.")
-    reward_trend: Literal["rising", "flat", "falling", "unknown"] = Field(default="unknown", description=(
-        "Second half vs first half of the recent steps (difference above 0.02)."))
+    learning: Learning | None = Field(default=None, description=(
+        f"Whether it learns, over the last {TREND_WINDOW_STEPS} steps: the reward's trend with its uncertainty "
+        "(SFT: the loss), saturation, entropy collapse, spikes, rollout rates, which side waits; act on findings "
+        "with ok false."))
     recent_error_lines: int | None = Field(default=None, description=(
         "ERROR lines of every component and env server in the last 15 minutes (null when not read)."))
     recent_errors_by_component: dict[str, int] = Field(default_factory=dict, description=(
@@ -134,9 +139,9 @@ class CheckProgressResult(BaseModel):
 
 
 def next_step(verdict: str, run_id: str, status: str, env: str | None, *,
-              overdue: bool = False) -> tuple[str, list[Call]]:
-    """What to do next for ``verdict`` (``overdue``: a progressing run's next step is late), and the calls the
-    text names (complete, for run ``run_id``)."""
+              overdue: bool = False, sft: bool = False) -> tuple[str, list[Call]]:
+    """What to do next for ``verdict`` (``overdue``: a progressing run's next step is late; ``sft``: the run has
+    no traces to offer), and the calls the text names (complete, for run ``run_id``)."""
     wait = call("mf_wait_for_run", run_id=run_id)
     logs = call("mf_summarize_logs", run_id=run_id)
     stop = call("mf_stop_run", run_id=run_id)
@@ -175,6 +180,11 @@ def next_step(verdict: str, run_id: str, status: str, env: str | None, *,
         return (f"An environment server keeps crashing: read its errors with {errors}; fix the environment, and ask "
                 f"the user whether to stop the run ({stop}) meanwhile: it is paying for GPUs without training.",
                 [errors, stop])
+    report = call("mf_run_report", run_id=run_id)
+    if verdict == "completed" and sft:
+        checkpoints = call("mf_list_checkpoints", run_id=run_id)
+        return (f"Done: {report} for the final loss and cost, {checkpoints} for the weights (an SFT run has no "
+                "reward and no traces).", [report, checkpoints])
     if verdict == "completed":
         checkpoints = call("mf_list_checkpoints", run_id=run_id)
         return (f"Done: {metrics} for the final numbers, {checkpoints} for the weights and {traces} to fetch the "
@@ -183,6 +193,8 @@ def next_step(verdict: str, run_id: str, status: str, env: str | None, *,
         return (f"Read the failure analysis and the error message, then {training} for the traceback; fix the "
                 "config and plan a new run (mf_plan_run).", [training])
     if verdict == "stopped":
+        if sft:
+            return f"The run was stopped. {report} sums up what it did.", [report]
         return (f"The run was stopped. {metrics} and {traces} still work on what it produced.", [metrics, traces])
     if verdict == "paused":
         resume = call("mf_resume_run", run_id=run_id)
@@ -192,12 +204,28 @@ def next_step(verdict: str, run_id: str, status: str, env: str | None, *,
     return f"Status {status} is not one this tool knows: {run} and {logs}.", [run, logs]
 
 
-def _trend(values: list[float]) -> str:
-    if len(values) < 4:
-        return "unknown"
-    half = len(values) // 2
-    delta = statistics.fmean(values[-half:]) - statistics.fmean(values[:half])
-    return "rising" if delta > 0.02 else "falling" if delta < -0.02 else "flat"
+def _learning(ctx: Context, run: wire.RLRun, latest: int, records: list[dict], evidence: list[str]) -> Learning:
+    """The learning verdict over the last :data:`TREND_WINDOW_STEPS` steps up to ``latest``; ``records`` are the
+    run's own in that window. A resumed run whose own steps start inside the window borrows the rest from the run
+    it continues (said in ``evidence``); entropy is judged against the run's first record."""
+    start = max(1, latest - TREND_WINDOW_STEPS + 1)
+    platform = ctx.platform()
+    own_first = records[0]["step"] if records else None
+    window = records
+    if own_first is not None and own_first > start:
+        chain = predecessors(ctx, run, first=own_first)
+        if chain and chain[0].last_step == own_first - 1:
+            before = chain[0]
+            borrowed = merge_steps(platform.get_metrics(before.run_id, min_step=max(start, before.first_step),
+                                                        max_step=before.last_step).metrics)
+            window = borrowed + records
+            used = f" (steps {borrowed[0]['step']}-{borrowed[-1]['step']} of it are in the trend)" if borrowed else ""
+            evidence.append(f"Resumed: {before.steps} are in run {before.run_id}{used}; this run's own start at "
+                            f"step {own_first}.")
+    first = None
+    if window is records and records and records[0]["step"] > 1:  # the run's first record is before the window
+        first = merge_steps(platform.get_metrics(run.id, limit=1).metrics)
+    return judge(window, sft=run.is_sft, first=first[0] if first else None)
 
 
 def _recent_errors(platform: PlatformClient, run: wire.RLRun) -> dict[str, int]:
@@ -235,7 +263,8 @@ def check_progress(inp: CheckProgressInput, ctx: Context) -> CheckProgressResult
     """Decide whether a run is progressing, not just RUNNING.
 
     Reads GET ``/rft/runs/{id}``; for a RUNNING run also ``/progress`` (latestStep,
-    lastUpdatedAt), ``/metrics`` of the last 10 steps (step time, reward trend),
+    lastUpdatedAt), ``/metrics`` of the last 20 steps (step time, the learning verdict; the first
+    record too, and the run a resumed run continues: :func:`_learning`),
     ``/env-servers`` (pod states), ERROR lines of the last 15 minutes of every component and
     env server from ``/logs``, the platform's pod events while starting, and the spend so far
     (:func:`~tools.monitor.spend.spend_so_far`). Verdicts, in order of precedence for a
@@ -272,21 +301,14 @@ def check_progress(inp: CheckProgressInput, ctx: Context) -> CheckProgressResult
         if run.max_steps and progress.latest_step is not None:
             result.percent_complete = round(100.0 * progress.latest_step / run.max_steps, 1)
         if progress.latest_step is not None:
-            first = max(0, progress.latest_step - 9)
-            records = platform.get_metrics(run.id, min_step=first).metrics
-            result.seconds_per_step = step_seconds(records)
-            key = reward_key(records)
-            values = [r[key] for r in sorted(records, key=lambda r: r.get("step", 0)) if key and is_number(r.get(key))]
-            if values:
-                result.reward_metric, result.reward_last, result.reward_trend = key, values[-1], _trend(values)
+            first = max(0, progress.latest_step - TREND_WINDOW_STEPS + 1)
+            records = merge_steps(platform.get_metrics(run.id, min_step=first).metrics)
+            result.seconds_per_step = step_seconds(records[-10:])
             result.last_step_age_seconds = seconds_since(parse_time(progress.last_updated_at), now)
             pace = f"; {result.seconds_per_step:.0f} s per step recently" if result.seconds_per_step else ""
             evidence.append(f"Latest step {progress.latest_step}/{run.max_steps or '?'}, recorded "
                             f"{minutes(result.last_step_age_seconds)} ago{pace}.")
-            if values:
-                trend = f" ({result.reward_trend})" if result.reward_trend != "unknown" else ""
-                evidence.append(f"{key} {values[0]:.4g} -> {values[-1]:.4g} over the last {len(values)} "
-                                f"step(s){trend}.")
+            result.learning = _learning(ctx, run, progress.latest_step, records, evidence)
         if status == "RUNNING":
             _judge_running(inp, run, platform, now, result)
     if result.verdict == "unknown":
@@ -308,7 +330,7 @@ def check_progress(inp: CheckProgressInput, ctx: Context) -> CheckProgressResult
         and not result.step_overdue
     bad_env = next((e.env_name for e in result.env_servers if e.status in CRASH_POD_STATES), None)
     result.next_step, result.next_calls = next_step(result.verdict, run.id, run.status, bad_env,
-                                                    overdue=result.step_overdue)
+                                                    overdue=result.step_overdue, sft=run.is_sft)
     return result
 
 

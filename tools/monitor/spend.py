@@ -68,7 +68,6 @@ class SpendSoFar(BaseModel):
         "null (unknown) when there is no high estimate (no plan in this ledger, or its cost was unknown) or no "
         "figure."))
     warning: str | None = Field(default=None, description="Said when a figure passes the plan's high estimate.")
-    units_note: str = Field(default=UNITS_NOTE, description="Why the two figures are not converted into each other.")
 
     def words(self) -> str:
         """One line for a person: both figures, labelled, and the plan's estimate."""
@@ -95,6 +94,7 @@ class GetSpendResult(SpendSoFar):
     run_id: str = Field(description="Run id.")
     status: str = Field(description="Run status when read.")
     summary: str = Field(description="The figures in one sentence.")
+    units_note: str = Field(default=UNITS_NOTE, description="Why the two figures are not converted into each other.")
     next_step: str = Field(description="What to do next.")
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
 

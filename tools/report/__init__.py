@@ -3,8 +3,9 @@
 One markdown text, built from what the other phases already read: the run (``mf_get_run``:
 GET ``/rft/runs/{id}``), its latest step (GET ``/progress``), spend so far against the plan
 (:func:`tools.monitor.spend_so_far`: GET ``/billing/runs/{id}/usage`` and the launch ledger; with no
-plan in this state folder, :func:`tools.monitor.missing_plan` says where to point instead), a metrics
-summary (GET ``/metrics``) with a PNG (``mf_plot_metrics``), READY checkpoints
+plan in this state folder, :func:`tools.monitor.missing_plan` says where to point instead), the
+learning verdict over the whole run (:func:`tools.monitor.judge`, GET ``/metrics``) with a PNG
+(``mf_plot_metrics``), the runs a resumed run continues (:func:`tools.core.predecessors`), READY checkpoints
 (``mf_list_checkpoints``), the traces (a download folder's ``manifest.jsonl`` via
 :func:`tools.traces.download_summary`, else the traces host's totals, GET ``/runs/{id}``), and
 from the local ledger the forwarded secret *names* and the approval channel.
@@ -28,6 +29,8 @@ Decisions where the platform is silent:
 - A run that has not ended is judged as ``mf_check_progress`` judges it (:func:`tools.monitor.check_progress`:
   its verdict and evidence make the Progress line, and its next step is the report's, so a stalled run gets
   the logs and the stop, never a wait that would not end); the report adds only what finishes it.
+- An SFT run trains on a dataset: the report says it has a loss and no reward, and no traces, and
+  offers no download.
 - Each part that cannot be read says so in its line; only the run itself is required
   (``not_found`` otherwise).
 """
@@ -41,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tools import monitor
 from tools.configs import checkpoint_of
-from tools.core import RUN_ID, Context, require_run, tool
+from tools.core import RUN_ID, Context, predecessors, require_run, tool
 from tools.errors import Call, ToolError, ToolFailure, call
 from tools.platform import errors as perr
 from tools.traces import download_summary
@@ -90,6 +93,9 @@ class RunReport(BaseModel):
     verdict: monitor.Verdict | None = Field(default=None, description=(
         "For a run that has not ended: mf_check_progress's verdict (progressing, stalled, crash_looping, ...); null "
         "for an ended run or when it could not be judged."))
+    learning: monitor.LearningVerdict | None = Field(default=None, description=(
+        "Over the whole run: learning, flat, worsening, saturated, overfitting, too_early or unknown (the Learning "
+        "line has the evidence)."))
     next_step: str | None = Field(default=None, description="What is left to do, if anything.")
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
 
@@ -118,20 +124,33 @@ def _outcome(run: monitor.GetRunResult, step: int | None) -> str:
     return text
 
 
-def _metrics(ctx: Context, run_id: str) -> str:
+def _learning(ctx: Context, run: monitor.GetRunResult) -> tuple[str, monitor.Learning | None]:
+    """The Learning line (the verdict over the whole run, its findings with what to do) and the verdict."""
     try:
-        records = monitor.records_of(ctx.platform(), run_id, None, None)
+        records = monitor.records_of(ctx.platform(), run.run_id, None, None)
     except perr.PlatformError as exc:
-        return f"not readable ({exc.message})"
+        return f"not readable ({exc.message})", None
     if not records:
-        return "none logged yet"
-    parts = []
-    for name in filter(None, (monitor.reward_key(records), "loss", "entropy")):
-        values = [(r["step"], float(r[name])) for r in records if isinstance(r.get(name), (int, float))]
-        if values:
-            (first_step, first), (last_step, last) = values[0], values[-1]
-            parts.append(f"{name} {first:.4g} (step {first_step}) -> {last:.4g} (step {last_step})")
-    return "; ".join(parts) or f"{len(records)} steps logged (no reward, loss or entropy)"
+        return "no metrics logged yet", None
+    learning = monitor.judge(records, sft=run.mode == "sft")
+    parts = [f.text.rstrip(".") + (f" (what to do: {f.fix.rstrip('.')})" if f.fix else "") for f in learning.findings]
+    return f"{_LEARNING_WORDS[learning.verdict]}. " + "; ".join(parts), learning
+
+
+#: The learning verdict as the report's Learning line opens.
+_LEARNING_WORDS = {"learning": "it learns", "flat": "flat, not learning", "worsening": "worsening",
+                   "saturated": "saturated, nothing to learn", "overfitting": "overfitting", "too_early": "too early "
+                   "to tell", "unknown": "unknown"}
+
+
+def _earlier(ctx: Context, run_id: str) -> tuple[str, list[Call]]:
+    """The Resumed line of a run that continues others: which steps are whose, and their downloads."""
+    try:
+        chain = predecessors(ctx, require_run(ctx, run_id))
+    except (perr.PlatformError, ToolFailure):
+        return "", []
+    calls = [call("mf_download_traces", run_id=e.run_id, dest=f"traces-{e.run_id}") for e in chain]
+    return "; ".join(f"{e.steps} are in run {e.run_id} ({c})" for e, c in zip(chain, calls, strict=True)), calls
 
 
 def _none_saved(run: monitor.GetRunResult, config: dict[str, Any] | None) -> str:
@@ -247,6 +266,9 @@ def _host_rollouts(ctx: Context, run: monitor.GetRunResult, has_error: bool | No
 
 
 def _traces(ctx: Context, run: monitor.GetRunResult, traces_dir: str | None) -> _Traces:
+    if run.mode == "sft":
+        return _Traces(text="none: an SFT run trains on a dataset and uploads no rollouts (its online evals' traces, "
+                            "if any, are eval runs: mf_list_traces with kind eval_runs).", complete=True)
     download = call("mf_download_traces", run_id=run.run_id, dest=traces_dir or f"traces-{run.run_id}")
     if traces_dir:
         folder = ctx.resolve_path(traces_dir)
@@ -299,6 +321,8 @@ def run_report(inp: RunReportInput, ctx: Context) -> RunReport:
     traces = _traces(ctx, run, inp.traces_dir)
     complete, download = traces.complete, traces.download
     checkpoints, fetch = _checkpoints(ctx, run, platform_run.run_config, inp.checkpoint_dir)
+    learned, learning = _learning(ctx, run)
+    earlier, earlier_calls = _earlier(ctx, run.run_id) if step is not None else ("", [])
     channel = next((a.channel for a in reversed(launch.attempts) if a.channel), None) if launch else None
     secrets = ", ".join(run.secret_names) if run.secret_names else "none"
     lines = [
@@ -313,7 +337,8 @@ def run_report(inp: RunReportInput, ctx: Context) -> RunReport:
         f"- {'Cost' if run.terminal else 'Cost so far'}: {spend.words()}"
         + (f". {spend.warning}" if spend.warning else "")
         + ("" if spend.plan_id else f". {monitor.missing_plan(ctx, run.run_id)}"),
-        f"- Metrics: {_metrics(ctx, run.run_id)}" + (f"; plot {plot_path}" if plot_path else ""),
+        f"- Learning: {learned}" + (f"; plot {plot_path}" if plot_path else ""),
+        *([f"- Resumed: {earlier}"] if earlier else []),
         f"- Checkpoints: {checkpoints}",
         f"- Traces: {traces.text}",
     ]
@@ -326,7 +351,8 @@ def run_report(inp: RunReportInput, ctx: Context) -> RunReport:
     return RunReport(run_id=run.run_id, status=run.status, terminal=run.terminal, markdown="\n".join(lines),
                      plot_path=plot_path, traces_complete=complete, failed_episodes=traces.failed_episodes,
                      unscored_traces=traces.unscored_traces, verdict=progress.verdict if progress else None,
-                     next_step=next_step, next_calls=calls)
+                     learning=learning.verdict if learning else None, next_step=next_step,
+                     next_calls=calls + [c for c in earlier_calls if c not in calls])
 
 
 def _progress(progress: monitor.CheckProgressResult, spend: monitor.SpendSoFar) -> str:

@@ -10,6 +10,11 @@ was listed, the episodes to fetch) lives on disk (:mod:`._manifest`), not in mem
 Sources (reference/prime-api.md §6): GET ``/traces?run_id=``, ``/traces/{id}?raw=true``,
 ``/episodes``, ``/episodes/{id}?raw=true``, ``/runs/{id}``, ``/runs/{id}/steps`` on the traces
 host; GET ``/rft/runs/{id}/progress`` on the platform (completed steps).
+
+Whose steps: a resumed run's first steps belong to the run it continues (its first metric step says
+where its own begin; :func:`tools.core.predecessors` names that run), so they are not missing here: the
+result names the run that holds them and the download that fetches them, and the download is complete
+when the run's own steps are. An SFT run trains on a dataset and uploads no rollouts: nothing is missing.
 """
 
 from __future__ import annotations
@@ -26,8 +31,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.core import INT64_MAX, Context, not_found, tool
-from tools.errors import call, fail
+from tools.core import INT64_MAX, Context, Predecessor, first_step, not_found, predecessors, tool
+from tools.errors import Call, call, fail
 from tools.platform import errors as perr
 from tools.platform import wire
 from tools.platform.files import is_partial, write_atomic
@@ -101,6 +106,14 @@ class MissingReport(BaseModel):
     omitted: int = Field(default=0, description=f"List items left out here (all are in {MANIFEST}).")
 
 
+class EarlierRun(BaseModel):
+    """A run this resumed run continues, and the steps that are its own (its traces are there)."""
+
+    run_id: str = Field(description="The earlier run.")
+    first_step: int = Field(description="Its first step.")
+    last_step: int = Field(description="Its last step (this run's first is the next).")
+
+
 class DownloadTracesResult(BaseModel):
     """What a download wrote, skipped, and found missing."""
 
@@ -136,7 +149,11 @@ class DownloadTracesResult(BaseModel):
         "Up to 10 of the ids skipped for safety (all are in the manifest's skipped lines)."))
     missing: MissingReport = Field(description="Missing-upload report (compact; full in the manifest).")
     note: str | None = Field(default=None, description=(
-        "Anything to know: the run is still uploading, a listing stopped early, ids skipped for safety."))
+        "Anything to know: the run is still uploading, a listing stopped early, ids skipped for safety, the "
+        "steps an earlier run holds, an SFT run (no traces)."))
+    earlier_runs: list[EarlierRun] | None = Field(default=None, description=(
+        "For a resumed run: the runs it continues, nearest first; their steps are theirs, not missing here."))
+    next_calls: list[Call] | None = Field(default=None, description="The calls the note names.")
 
 
 def _safe_name(identifier: str) -> bool:
@@ -348,6 +365,18 @@ class _Download:
         self.counts = _Counts()
         self.expected_total = 0
         self.walks: list[tuple[str, Walk]] = []
+        #: The run's own first step (a resumed run's steps before it are an earlier run's) and those runs.
+        self.own_first = 1
+        self.earlier: list[Predecessor] = []
+
+    def whose_steps(self, run: wire.RLRun | None) -> None:
+        """Where the run's own steps begin, and the earlier runs that hold the steps before (a resumed run)."""
+        if run is None or run.is_sft:
+            return
+        first = first_step(self.ctx, run.id)
+        if first is not None and first > 1:
+            self.own_first = first
+            self.earlier = predecessors(self.ctx, run, first=first)
 
     def begin(self, expected: dict[str, Any]) -> None:
         """Start the manifest before any other file, drop the temporary files a killed call left, make the folders."""
@@ -520,6 +549,7 @@ def download_traces(inp: DownloadTracesInput, ctx: Context) -> DownloadTracesRes
         expected = {"trace_count": job.expected_total, "episode_count": summary.episode_count if summary else 0,
                     "steps": [s.model_dump(include={"step", "trace_count", "episode_count"}) for s in steps]}
         job.begin(expected)
+        job.whose_steps(run)
         stopped = False
         try:
             if summary is not None:
@@ -547,10 +577,11 @@ def download_traces(inp: DownloadTracesInput, ctx: Context) -> DownloadTracesRes
     notes = []
     if run is not None and not run.is_terminal():
         notes.append(f"Run is {run.status}: newer traces may still be uploading; call again later to add them.")
-    elif summary is None:
+    elif summary is None and not (run is not None and run.is_sft):
         notes.append("The traces host has no traces for this run yet.")
     if walk_note:
         notes.append(walk_note)
+    calls = _earlier_notes(job, run, notes)
     if c.skipped:
         notes.append(f"{c.skipped} id(s) were skipped for safety: they cannot be file names (see unsafe_ids); "
                      "the platform is not missing them.")
@@ -561,7 +592,30 @@ def download_traces(inp: DownloadTracesInput, ctx: Context) -> DownloadTracesRes
         expected_trace_count=summary.trace_count if summary else None,
         expected_episode_count=summary.episode_count if summary else None, complete=complete,
         stopped_at_max=stopped, listing_complete=walk_note is None, skipped_for_safety=c.skipped,
-        unsafe_ids=c.unsafe, missing=report, note=" ".join(notes) or None)
+        unsafe_ids=c.unsafe, missing=report, note=" ".join(notes) or None,
+        earlier_runs=[EarlierRun(run_id=e.run_id, first_step=e.first_step, last_step=e.last_step)
+                      for e in job.earlier] or None, next_calls=calls or None)
+
+
+def _earlier_notes(job: _Download, run: wire.RLRun | None, notes: list[str]) -> list[Call]:
+    """The notes of a resumed run (whose earlier steps are where) and of an SFT run (no traces), and the calls
+    they name."""
+    if run is not None and run.is_sft:
+        evals = call("mf_list_traces", run_id=run.id, kind="eval_runs")
+        notes.append(f"SFT: the run trains on a dataset and uploads no rollouts, so it has no training traces; its "
+                     f"online evals' traces, if it ran any, are eval runs: {evals}.")
+        return [evals]
+    if job.own_first <= 1:
+        return []
+    if not job.earlier:
+        runs = call("mf_list_runs")
+        notes.append(f"Steps 1-{job.own_first - 1} are not this run's: it resumed at step {job.own_first}, from a "
+                     f"run that could not be identified ({runs} lists the owner's runs; a resume keeps the name).")
+        return [runs]
+    calls = [call("mf_download_traces", run_id=e.run_id, dest=f"traces-{e.run_id}") for e in job.earlier]
+    notes.append(" ".join(f"The traces of {e.steps} are run {e.run_id}'s: {c}." for e, c in
+                          zip(job.earlier, calls, strict=True)))
+    return calls
 
 
 def _missing_report(ctx: Context, inp: DownloadTracesInput, run: wire.RLRun | None, summary: wire.RunSummary | None,
@@ -571,11 +625,11 @@ def _missing_report(ctx: Context, inp: DownloadTracesInput, run: wire.RLRun | No
     c = job.counts
     host_steps = {s.step for s in steps}
     completed = None
-    if run is not None:
+    if run is not None and not run.is_sft:  # an SFT run uploads no rollouts: no step lacks traces
         completed = ctx.platform().get_progress(inp.run_id).latest_step
         if completed is not None and not run.is_terminal():
             completed -= 1  # the newest step's traces may still be uploading
-    without = sorted(set(range(1, (completed or 0) + 1)) - host_steps)
+    without = sorted(set(range(job.own_first, (completed or 0) + 1)) - host_steps)
     partial = stopped or job.cut_walk() is not None
     short = [] if partial else [
         StepGap(step=s.step, expected=s.trace_count, downloaded=c.on_disk_by_step.get(s.step, 0))
@@ -603,8 +657,13 @@ def _missing_report(ctx: Context, inp: DownloadTracesInput, run: wire.RLRun | No
         text = "missing: " + "; ".join(problems) + (f"; apart from that, {skipped}" if skipped else "")
     elif skipped:
         text = f"skipped: {skipped}; nothing is missing on the platform"
+    elif run is not None and run.is_sft and summary is None:
+        text = "complete: an SFT run uploads no training traces (it trains on a dataset)"
     else:
         text = "complete: every counted trace is on disk"
+    if job.own_first > 1 and not stopped and not partial:
+        text += "; " + ("; ".join(f"{e.steps} are in run {e.run_id}" for e in job.earlier) if job.earlier else
+                        f"steps 1-{job.own_first - 1} are not this run's (it resumed at step {job.own_first})")
     full = {"summary": text, "trace_count_gap": trace_gap, "episode_count_gap": episode_gap,
             "steps_without_traces": without, "steps_short": [g.model_dump() for g in short],
             "episodes_with_missing_traces": gap_count, "gone_trace_ids": c.gone, "skipped_for_safety": c.skipped}
