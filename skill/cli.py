@@ -167,7 +167,8 @@ class _Parser(argparse.ArgumentParser):
                 continue
             key = name.lstrip("-").lower().replace("-", "_")
             for action in positional:
-                if key in (action.dest, action.dest.removesuffix("_id"), action.dest.removesuffix("_path")):
+                dest = action.dest.removesuffix("s") if action.nargs in ("+", "*") else action.dest
+                if key in (action.dest, dest, dest.removesuffix("_id"), dest.removesuffix("_path")):
                     typed.setdefault(name, action)
         if not typed:
             return
@@ -175,7 +176,8 @@ class _Parser(argparse.ArgumentParser):
 
         metavar = {a.dest: str(a.metavar or a.dest.upper()) for a in positional}
         usage = " ".join([program(), self.prog.removeprefix(PROG).strip(),
-                          *(metavar[a.dest] if a.nargs is None else f"[{metavar[a.dest]}]" for a in positional)])
+                          *(metavar[a.dest] if a.nargs is None else f"{metavar[a.dest]}..." if a.nargs == "+" else
+                            f"[{metavar[a.dest]}]" for a in positional)])
         given = list(dict.fromkeys(typed.values()))
         names, args = " and ".join(typed), " and ".join(metavar[a.dest] for a in given)
         subject = f"{names} {'is not an option' if len(typed) == 1 else 'are not options'}"
@@ -283,6 +285,10 @@ def tool_parser(spec: Any) -> _Parser:
                 kw["help"] += f" One of: {', '.join(choices)}."
         elif annotation in (int, float):
             kw["metavar"] = "N"
+        if origin in (list, tuple) and name in spec.positional:  # RUN_ID RUN_ID ...: one word each
+            kw["metavar"] = name.upper().removesuffix("S")
+            parser.add_argument(name, nargs="+" if info.is_required() else "*", **kw)
+            continue
         if origin in (list, tuple):
             kw["action"] = "append"
             kw["help"] += " Repeat the option for several values."

@@ -6,12 +6,15 @@ channel and is shown as such) -> dispatch -> monitor (``mf_wait_for_run`` slices
 ``mf_check_progress``) until the scenario's verdict (or any sign of trouble, or the end of the run)
 -> for a run that ends, download its traces.
 Every step goes through :func:`skill.registry.call_tool`, the path agents use. The config is the
-bundled, verbatim prime-rl ``examples/basic/reverse-text/rl.toml``.
+bundled, verbatim prime-rl ``examples/basic/reverse-text/rl.toml`` (the ``sft`` scenario:
+``examples/basic/wordle/sft.toml``).
 
 Scenarios (:data:`SCENARIOS`): names for people, each mapped to one of the emulator's
 (``skill/emulator/README.md``), with the verdict the demo stops at. The diagnosis is the tools':
 ``mf_check_progress``'s verdict and evidence, and for ``missing-traces`` the download's
-missing-upload report.
+missing-upload report. The learning scenarios (learning, flat, saturated, entropy-collapse, kl-spike,
+trainer-bound, orchestrator-bound, sft) run to the end and show the learning verdict with the finding
+they expect (:attr:`Scenario.expects`).
 
 Which emulator: when ``PRIME_API_BASE_URL`` points at a running emulator on loopback (its admin
 route answers), the demo uses it, so the commands it prints keep working afterwards in that shell
@@ -76,6 +79,7 @@ from tools.errors import Call, ToolError, call
 from tools.guardrails.text import shown
 
 DEMO_CONFIG = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
+SFT_CONFIG = EXAMPLES_DIR / "basic" / "wordle" / "sft.toml"
 DEFAULT_SPEED = 100.0
 WAIT_SLICE_SECONDS = 1
 #: Seconds (of the demo's clock: wall seconds on a person's emulator) the monitor loop may take at most.
@@ -90,12 +94,23 @@ _TROUBLE = frozenset({"stalled", "failing", "crash_looping", "image_pull_failing
 @dataclass(frozen=True)
 class Scenario:
     """A demo scenario: the emulator scenario it applies (None: a healthy run), the verdicts the
-    demo stops at, whether the traces are downloaded, and what it shows, in words."""
+    demo stops at, whether the traces are downloaded, what it shows, in words, the learning verdict or
+    finding (a signal of ``learning.findings``) it expects, and its config."""
 
     emulator: str | None
     stop_at: frozenset[str]
     shows: str
     download: bool = False
+    expects: str | None = None
+    config: Path = DEMO_CONFIG
+
+    def learned(self, progress: Any) -> bool:
+        """Whether ``progress`` (a check-progress result) shows what the scenario expects of its learning."""
+        learning = getattr(progress, "learning", None)
+        if self.expects is None:
+            return True
+        return learning is not None and (learning.verdict == self.expects or any(
+            f.signal == self.expects for f in learning.findings))
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -111,6 +126,21 @@ SCENARIOS: dict[str, Scenario] = {
                                 "takes minutes), then training"),
     "image-pull-backoff": Scenario("image_pull_backoff", frozenset({"image_pull_failing", "failed"}),
                                    "an image that cannot be pulled: the pods never start"),
+    "learning": Scenario("learning", _TERMINAL, "a run whose reward rises: the learning verdict, a trend with its "
+                         "uncertainty", expects="learning"),
+    "flat": Scenario("flat", _TERMINAL, "a run whose reward stays flat: it does not learn", expects="flat"),
+    "saturated": Scenario("saturated", _TERMINAL, "every rollout scores 1: nothing to learn from",
+                          expects="saturated"),
+    "entropy-collapse": Scenario("entropy_collapse", _TERMINAL, "the policy's entropy collapses",
+                                 expects="entropy_collapse"),
+    "kl-spike": Scenario("kl_spike", _TERMINAL, "mismatch_kl and grad_norm spike at one step",
+                         expects="mismatch_kl_spike"),
+    "trainer-bound": Scenario("trainer_bound", _TERMINAL, "the orchestrator waits for the trainer: where the "
+                              "time goes", expects="orchestrator_waits"),
+    "orchestrator-bound": Scenario("orchestrator_bound", _TERMINAL, "the trainer waits for the orchestrator's "
+                                   "batches", expects="trainer_waits"),
+    "sft": Scenario("sft_eval_loss", _TERMINAL, "an SFT run with an eval loss: a loss, no reward and no traces",
+                    expects="learning", config=SFT_CONFIG),
 }
 
 
@@ -272,7 +302,8 @@ class Outcome:
         out: dict[str, Any] = {
             "scenario": self.scenario, "emulator": self.emulator, "embedded_emulator": self.embedded,
             "run_id": self.run_id, "plan_id": self.plan_id, "status": p.status,
-            "verdict": p.verdict, "reached": p.verdict in SCENARIOS[self.scenario].stop_at,
+            "verdict": p.verdict, "reached": _reached(self.scenario, p),
+            "learning": p.learning.model_dump(exclude_none=True) if p.learning else None,
             "evidence": list(p.evidence), "steps_completed": p.latest_step, "max_steps": p.max_steps,
             "final_reward": self.final_reward, "failure_analysis": p.failure_analysis.model_dump()
             if p.failure_analysis else None, "env_servers": [e.model_dump() for e in p.env_servers],
@@ -344,12 +375,18 @@ def run_demo(*, as_json: bool = False, dest: Path | None = None, speed: float | 
             raise
         finally:
             ctx.close()
-    reached = outcome.progress.verdict in SCENARIOS[scenario].stop_at
+    reached = _reached(scenario, outcome.progress)
     if as_json:
         print(json.dumps(outcome.as_json()))
     else:
         _show(outcome, emu, reached)
     return 0 if reached else 1
+
+
+def _reached(scenario: str, progress: Any) -> bool:
+    """Whether the demo of ``scenario`` reached what it shows: its verdict, and its learning finding."""
+    sc = SCENARIOS[scenario]
+    return progress.verdict in sc.stop_at and sc.learned(progress)
 
 
 @contextlib.contextmanager
@@ -441,14 +478,15 @@ def _workflow(ctx: Any, say: Any, emu: _Emulator, dest: Path | None, outcome: Ou
     pre = _call("preflight", "mf_preflight", {}, ctx)
     say(f"1. Preflight: {'ready' if pre.ok else 'problems'}; the plan names the owner (personal account).")
 
-    report = _call("validate", "mf_validate_config", {"config_path": str(DEMO_CONFIG)}, ctx)
-    say(f"2. Validate {DEMO_CONFIG.name}: {'valid' if report.valid else 'not valid'} ({report.mode.upper()}), "
-        f"{len(report.errors)} errors, {len(report.warnings)} warnings.")
+    config = sc.config
+    report = _call("validate", "mf_validate_config", {"config_path": str(config)}, ctx)
+    say(f"2. Validate {config.parent.name}/{config.name}: {'valid' if report.valid else 'not valid'} "
+        f"({report.mode.upper()}), {len(report.errors)} errors, {len(report.warnings)} warnings.")
     if not report.valid:
         raise DemoFailed("validate", ToolError(code="invalid_config", message="; ".join(
             e.message for e in report.errors), fix="Validate the config: mf_validate_config."))
 
-    plan = _call("plan", "mf_plan_run", {"config_path": str(DEMO_CONFIG), "team": "personal"}, ctx)
+    plan = _call("plan", "mf_plan_run", {"config_path": str(config), "team": "personal"}, ctx)
     cost = plan.cost
     money = f"${cost.usd_low:.2f} to ${cost.usd_high:.2f}" if cost.usd_low is not None else "cost unknown"
     say(f"3. Plan {plan.plan_id}: {plan.gpu_count}x {plan.gpu_type}, {plan.max_steps} steps, {money} "
@@ -487,7 +525,7 @@ def _workflow(ctx: Any, say: Any, emu: _Emulator, dest: Path | None, outcome: Ou
 
     if progress.verdict == "stalled":  # what check-progress names next: do the logs say why?
         outcome.logs = _call("logs", "mf_summarize_logs", {"run_id": run_id}, ctx)
-    if progress.verdict in ("completed", "stopped", "failed") and progress.latest_step:
+    if progress.verdict in ("completed", "stopped", "failed") and progress.latest_step and report.mode != "sft":
         metrics = _call("metrics", "mf_get_metrics", {"run_id": run_id}, ctx)
         key = progress.learning.metric if progress.learning and progress.learning.metric else "reward/all/mean"
         outcome.final_reward = metrics.final.get(key)

@@ -242,6 +242,11 @@ TOOLS: tuple[ToolSpec, ...] = (
           "it when a person wants to see the curves; for numbers use mf_get_metrics. Writes one PNG "
           "(replacing an existing PNG at dest).",
           read_only=False, destructive=True, idempotent=True, positional=("run_id",), image_field="path"),
+    _spec("compare_runs", "monitor",
+          "Compare 2-8 runs: learning verdicts, steps to 50%/90% of the reward's (SFT: loss's) change, best and last "
+          "values, steps per hour, cost, config differences by key path, and one PNG by step. Use it when asked "
+          "which run learned faster or cost less.",
+          read_only=False, destructive=True, idempotent=True, positional=("run_ids",), image_field="plot_path"),
     _spec("list_checkpoints", "monitor",
           "List a run's checkpoints (step, status, size, folder on its volume; files=true counts the files "
           "there). Use it to pick a checkpoint before mf_download_checkpoint; not for traces.",

@@ -74,7 +74,8 @@ def command(c: Call, env: dict[str, str] | None = None) -> str:
         for item in value if isinstance(value, (list, tuple)) else [value]:
             text = str(item)
             options += [shlex.quote(f"{option}={text}")] if text.startswith("-") else [option, shlex.quote(text)]
-    positional = [str(c.arguments[n]) for n in spec.positional if c.arguments.get(n) is not None]
+    positional = [str(v) for n in spec.positional if c.arguments.get(n) is not None
+                  for v in (c.arguments[n] if isinstance(c.arguments[n], (list, tuple)) else [c.arguments[n]])]
     words = [shlex.quote(w) for w in positional]
     if any(w.startswith("-") for w in positional):
         return " ".join([program(env), spec.command, *options, "--", *words])
@@ -728,6 +729,25 @@ def _list_launches(r: Any, v: View) -> None:
                                      "last_activity"], 2
 
 
+def _compare_runs(r: Any, v: View) -> None:
+    v.opening = [f"{_count(len(r.runs), 'run')} compared. {r.summary}"]
+    v.drop("summary", "not_compared")
+    if r.not_compared:
+        v.lead = [r.not_compared]
+    runs = v.table("runs")
+    if runs:  # short headers: the run id, the verdict, the milestones, the pace and the cost fit 80 columns
+        runs.rows = [{"run_id": s.run_id, "verdict": s.verdict, "last": s.last, "to 50%": s.steps_to_50,
+                      "to 90%": s.steps_to_90, "steps/h": s.steps_per_hour, "usd": s.platform_usd,
+                      "usd plan": s.plan_expected_usd, "best": s.best, "metric": s.metric, "name": s.name}
+                     for s in r.runs]
+        runs.columns, runs.keep = list(runs.rows[0]), 2
+    diff = v.table("config_differences")
+    if diff:
+        diff.rows = [{"path": d.path, "values": " | ".join(x if x is not None else "(not set)" for x in d.values)}
+                     for d in r.config_differences]
+        diff.columns, diff.keep = ["path", "values"], 2
+
+
 #: Tools whose result is a list (an empty one says so).
 _LISTS = frozenset({"mf_list_models", "mf_list_gpus", "mf_list_volumes", "mf_list_teams"})
 
@@ -746,6 +766,7 @@ _VIEWS: dict[str, Callable[[Any, View], None]] = {
     "mf_get_run": _get_run,
     "mf_list_runs": _list_runs,
     "mf_check_progress": _check_progress,
+    "mf_compare_runs": _compare_runs,
     "mf_wait_for_run": _wait,
     "mf_get_logs": _logs,
     "mf_list_checkpoints": _checkpoints,

@@ -38,7 +38,7 @@ def evidence_of(out: dict) -> str:
 
 #: What each scenario's diagnosis must show: (verdicts, a phrase of the evidence).
 EXPECTED = {
-    "healthy": ({"completed"}, "rising"),
+    "healthy": ({"completed"}, "Latest step 20/20"),
     "stalled": ({"stalled"}, "No new step for"),
     "crash-loop": ({"crash_looping"}, "CrashLoopBackOff"),
     "failed": ({"failed"}, "Failure analysis"),
@@ -49,8 +49,50 @@ EXPECTED = {
 }
 
 
+#: What each learning scenario's diagnosis must show: (the learning verdict, a finding's signal, a phrase of its
+#: text). They run to the end at a fast clock, in this process.
+LEARNING = {
+    "learning": ("learning", "reward_trend", "(95%), rising"),
+    "flat": ("flat", "reward_trend", "(95%), flat"),
+    "saturated": ("saturated", "reward_saturated", "nothing to learn from"),
+    "entropy-collapse": (None, "entropy_collapse", "of its start"),
+    "kl-spike": (None, "mismatch_kl_spike", "at step 12"),
+    "trainer-bound": (None, "orchestrator_waits", "the trainer is the bottleneck"),
+    "orchestrator-bound": (None, "trainer_waits", "the orchestrator is the bottleneck"),
+    "sft": ("learning", "no_reward", "no reward, and no rollouts"),
+}
+
+
 def test_every_scenario_has_an_expectation():
-    assert set(EXPECTED) == set(SCENARIOS)
+    assert set(EXPECTED) | set(LEARNING) == set(SCENARIOS) and not set(EXPECTED) & set(LEARNING)
+
+
+@pytest.mark.parametrize("scenario", list(LEARNING))
+def test_demo_learning_scenario_json_gives_the_learning_verdict_and_its_finding(scenario, tmp_path, monkeypatch,
+                                                                                capsys):
+    from skill.cli import main
+
+    monkeypatch.delenv("PRIME_API_BASE_URL", raising=False)  # the demo's own emulator, as a person's first try
+    monkeypatch.delenv("MODEL_FACTORY_STATE_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as ended:
+        main(["demo", "--scenario", scenario, "--json", "--speed", "3000"])
+    captured = capsys.readouterr()
+    assert ended.value.code == 0, captured.err
+    out = json.loads(captured.out)
+    verdict, signal, phrase = LEARNING[scenario]
+    assert (out["scenario"], out["verdict"], out["reached"], out["status"]) == (scenario, "completed", True,
+                                                                                "COMPLETED")
+    learning = out["learning"]
+    assert verdict is None or learning["verdict"] == verdict
+    found = [f for f in learning["findings"] if f["signal"] == signal]
+    assert found and phrase in found[0]["text"], learning
+    tools = [c["tool"] for c in out["next_calls"]]
+    if scenario == "sft":  # a loss, no reward, and no traces to offer
+        assert learning["metric"] == "loss" and out["final_reward"] is None and "mf_download_traces" not in tools
+    else:
+        assert learning["metric"] == "reward/all/mean" and out["final_reward"] is not None
+    assert "dest" not in out and not any(tmp_path.iterdir())  # nothing downloaded, nothing left behind
 
 
 @pytest.mark.parametrize("scenario", list(EXPECTED))
@@ -85,6 +127,7 @@ def test_demo_scenario_json_gives_the_verdict_and_its_evidence(scenario, tmp_pat
     if scenario == "image-pull-slow":
         assert "starting" in [p["verdict"] for p in out["timeline"]]
     if scenario == "healthy":
+        assert out["learning"]["verdict"] == "learning" and "(95%), rising" in out["learning"]["findings"][0]["text"]
         assert out["traces_complete"] is True and out["traces_downloaded"] == 320 and out["final_reward"] > 0
     if scenario == "missing-traces":
         assert out["traces_complete"] is False and out["missing"]["steps_without_traces"] == [2]

@@ -26,6 +26,7 @@ from tools.monitor.checkpoints import (
     download_checkpoint,
     list_checkpoints,
 )
+from tools.monitor.compare import CompareRunsInput, CompareRunsResult, compare_runs
 from tools.monitor.export import ExportLogsInput, ExportLogsResult, export_logs
 from tools.monitor.logs import (
     GetLogsInput,
@@ -63,6 +64,8 @@ from tools.monitor.spend import GetSpendInput, GetSpendResult, SpendSoFar, get_s
 __all__ = [
     "CheckProgressInput",
     "CheckProgressResult",
+    "CompareRunsInput",
+    "CompareRunsResult",
     "DCP_NOTE",
     "DownloadCheckpointInput",
     "DownloadCheckpointResult",
@@ -96,6 +99,7 @@ __all__ = [
     "check_progress",
     "checkpoint_download",
     "checkpoint_path",
+    "compare_runs",
     "download_checkpoint",
     "export_logs",
     "get_logs",

@@ -293,7 +293,7 @@ def judge(records: Sequence[dict], *, sft: bool, window: int | None = None,
             if found := _waits(keys, records, recent):
                 findings.append(found)
         else:
-            unknown.append("time/wait_for_batch, time/wait_for_policy")
+            unknown.append("waits")
     learning.findings, learning.unknown = findings, unknown or None
     return learning
 
@@ -350,13 +350,17 @@ def _sft(recent: Sequence[dict], keys: set[str], findings: list[Finding], key_of
     findings.insert(0, Finding(signal="loss_trend", ok=fix is None, metric=metric, text=f"{fit.words()}.", fix=fix))
     evals = key_of("eval_loss")
     if evals:
-        val = trend(evals, points(recent, evals))
-        if val.direction == "rising" and verdict == "learning":
+        epts = points(recent, evals)
+        lowest = min(range(len(epts)), key=lambda i: epts[i][1]) if epts else 0
+        since = trend(evals, epts[lowest:])  # the eval loss after its lowest point
+        if since.direction == "rising" and verdict == "learning":
             verdict = "overfitting"
             findings.append(Finding(signal="overfitting", ok=False, metric=evals, text=(
-                f"{val.words()}, while {metric} falls: the model learns the training set, not the task."),
-                fix="Keep the checkpoint where the eval loss was lowest; fewer steps or more data next time."))
+                f"{evals} was lowest at step {epts[lowest][0]} ({_num(epts[lowest][1])}) and rises since: "
+                f"{since.words()}, while {metric} falls: the model learns the training set, not the task."),
+                fix="Keep the checkpoint nearest its lowest eval loss; fewer steps or more data next time."))
         else:
+            val = trend(evals, epts)
             findings.append(Finding(signal="eval_loss_trend", ok=val.direction != "rising", metric=evals,
                                     text=f"{val.words()}."))
     return Learning(verdict=verdict, metric=metric, last=pts[-1][1] if pts else None, findings=[])

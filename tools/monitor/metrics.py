@@ -189,10 +189,12 @@ MAX_PANELS = 6
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def _png_target(ctx: Context, run_id: str, dest: str | None) -> Path:
+def png_target(ctx: Context, stem: str, dest: str | None) -> Path:
+    """Where a PNG goes: ``dest`` (checked: ends in .png, replaces only a PNG), else
+    ``<state dir>/plots/<stem>.png`` (``stem`` made safe as a file name)."""
     if dest is None:
-        safe = re.sub(r"[^A-Za-z0-9._-]", "_", run_id)
-        return ctx.state_path().resolve() / "plots" / f"{safe}-metrics.png"
+        safe = re.sub(r"[^A-Za-z0-9._-]", "_", stem)
+        return ctx.state_path().resolve() / "plots" / f"{safe}.png"
     target = ctx.resolve_path(dest)
     if target.suffix.lower() != ".png":
         raise fail("bad_arguments", f"dest {dest!r} does not end with .png.", "Pass a file name ending in .png.")
@@ -206,24 +208,32 @@ def _png_target(ctx: Context, run_id: str, dest: str | None) -> Path:
     return target
 
 
-def _render_png(target: Path, title: str, series: dict[str, list[tuple[int, float]]]) -> int:
+def render_png(target: Path, title: str, panels: dict[str, dict[str, list[tuple[int, float]]]]) -> int:
+    """Write a PNG with one panel per metric of ``panels`` (``{metric: {line label: [(step, value)]}}``; one line
+    labelled ``""`` draws no legend), steps on a shared axis, each line's last value written at its end; returns
+    its size in bytes. Raises ImportError without matplotlib."""
     # Lazy: matplotlib is slow to import. No pyplot: an explicit Agg canvas, no global backend state.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-    fig = Figure(figsize=(8.0, 1.2 + 2.0 * len(series)), dpi=100, layout="constrained")
+    fig = Figure(figsize=(8.0, 1.2 + 2.0 * len(panels)), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(len(series), 1, sharex=True, squeeze=False)[:, 0]
-    for ax, (name, points) in zip(axes, series.items(), strict=True):
-        steps = [s for s, _ in points]
-        values = [v for _, v in points]
-        ax.plot(steps, values, marker="." if len(points) < 60 else None, linewidth=1.4)
+    axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
+    for ax, (name, lines) in zip(axes, panels.items(), strict=True):
+        for label, points in lines.items():
+            steps = [s for s, _ in points]
+            values = [v for _, v in points]
+            line, = ax.plot(steps, values, marker="." if len(points) < 60 else None, linewidth=1.4,
+                            label=label or None)
+            if points:
+                ax.annotate(f"{values[-1]:.4g}", (steps[-1], values[-1]), fontsize=8, xytext=(4, 0),
+                            textcoords="offset points", color=line.get_color())
         ax.set_ylabel(name, fontsize=8)
         ax.grid(True, alpha=0.3)
-        if points:
-            ax.annotate(f"{values[-1]:.4g}", (steps[-1], values[-1]), fontsize=8, xytext=(4, 0),
-                        textcoords="offset points")
+        ax.margins(x=0.07)  # room for the last values written at the right
+        if any(lines):
+            ax.legend(fontsize=7, loc="best")
     axes[-1].set_xlabel("step")
     axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.suptitle(title, fontsize=10)
@@ -243,7 +253,7 @@ def plot_metrics(inp: PlotMetricsInput, ctx: Context) -> PlotMetricsResult:
     ``bad_arguments`` (dest, unknown metric, nothing to plot), ``dependency_missing``
     (matplotlib not installed), the platform codes.
     """
-    target = _png_target(ctx, inp.run_id, inp.dest)
+    target = png_target(ctx, f"{inp.run_id}-metrics", inp.dest)
     with require_run_on_404(ctx, inp.run_id):
         records = records_of(ctx.platform(), inp.run_id, None, None)
     names = _metric_names(records)
@@ -263,7 +273,7 @@ def plot_metrics(inp: PlotMetricsInput, ctx: Context) -> PlotMetricsResult:
     series = {n: [(r["step"], float(r[n])) for r in records if is_number(r.get(n))] for n in chosen}
     numbers = call("mf_get_metrics", run_id=inp.run_id, names=chosen)
     try:
-        size = _render_png(target, f"run {inp.run_id}", series)
+        size = render_png(target, f"run {inp.run_id}", {name: {"": points} for name, points in series.items()})
 
     except ImportError:
         raise fail("dependency_missing", "matplotlib is not installed, so no plot can be drawn.",

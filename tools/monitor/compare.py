@@ -1,0 +1,249 @@
+"""``mf_compare_runs``: two to eight runs side by side: which learned, how fast, at what pace and cost, what
+differs in their configs, and one PNG of their curves aligned by step (:func:`compare_runs`).
+
+Sources, per run: GET ``/rft/runs/{id}`` (status, mode, ``runConfig``: the config as the platform holds it),
+``/metrics`` (every step: the learning verdict of :func:`~tools.monitor._learning.judge` over the whole run,
+the milestones of :func:`~tools.monitor._learning.milestones`, steps per hour from the records' timestamps),
+and the spend (:func:`~tools.monitor.spend.spend_so_far`: the platform's usage figure, and the plan's
+expected cost when this state folder holds the plan).
+
+Decisions where the platform is silent:
+
+- The metric a run optimises is its reward (higher is better); an SFT run's is its loss (lower is better).
+  Runs of different kinds are each judged on their own metric; milestones are compared only between runs
+  of one kind, and the result says what is not compared.
+- Steps to 50% / 90% of the change: from the run's first step until its curve, smoothed over
+  :data:`~tools.monitor._learning.SMOOTH_POINTS` steps, first covers that share of the change between its
+  smoothed first and last values; none when the curve did not change beyond its noise (a flat trend).
+- Config differences are the key paths of ``runConfig`` whose values differ (a missing key differs from
+  any value), at most :data:`MAX_DIFF_PATHS`, each value as compact JSON clipped to
+  :data:`MAX_VALUE_CHARS` characters.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tools.core import Context, require_run, tool
+from tools.errors import Call, FieldProblem, call, fail
+from tools.monitor._learning import LearningVerdict, judge, milestones
+from tools.monitor._series import metric_key, numeric_keys, points, step_seconds
+from tools.monitor.metrics import MAX_PANELS, _metric_names, _select, png_target, records_of, render_png
+from tools.monitor.spend import spend_so_far
+from tools.platform import errors as perr
+
+#: Config paths that differ, listed at most (the rest are counted).
+MAX_DIFF_PATHS = 30
+#: Characters of one config value shown.
+MAX_VALUE_CHARS = 60
+
+_RUN_ID = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class CompareRunsInput(BaseModel):
+    """Which runs, which metrics to plot, and where."""
+
+    model_config = ConfigDict(extra="forbid")
+    run_ids: list[_RUN_ID] = Field(min_length=2, max_length=8, description="2 to 8 run ids, each once.")
+    names: list[str] | None = Field(default=None, description=(
+        "Metrics to plot (or starts of names). Default: the metric each run optimises."))
+    dest: str | None = Field(default=None, description=(
+        "PNG file to write. Default: <state dir>/plots/compare-<run ids>.png."))
+
+
+class RunSide(BaseModel):
+    """One run of the comparison."""
+
+    run_id: str = Field(description="Run id.")
+    name: str | None = Field(default=None, description="Run name.")
+    mode: str = Field(description="rl or sft.")
+    status: str = Field(description="Wire status.")
+    verdict: LearningVerdict | None = Field(default=None, description="Learning verdict over the whole run.")
+    metric: str | None = Field(default=None, description="The metric it optimises (reward; SFT: loss).")
+    first: float | None = Field(default=None, description="Its value at the first step.")
+    best: float | None = Field(default=None, description="Its best value (highest reward, lowest loss).")
+    best_step: int | None = Field(default=None, description="Step of the best value.")
+    last: float | None = Field(default=None, description="Its last value.")
+    last_step: int | None = Field(default=None, description="Last step logged.")
+    steps_to_50: int | None = Field(default=None, description="Steps until 50% of its change (null: no change).")
+    steps_to_90: int | None = Field(default=None, description="Steps until 90% of its change.")
+    steps_per_hour: float | None = Field(default=None, description="Training pace (median step time).")
+    platform_usd: float | None = Field(default=None, description="The platform's usage figure so far.")
+    plan_expected_usd: float | None = Field(default=None, description=(
+        "The plan's expected cost (null: no plan for it in this state folder)."))
+    problems: list[str] | None = Field(default=None, description="Findings to act on (mf_check_progress has them).")
+
+
+class ConfigDifference(BaseModel):
+    """A config key path whose value differs between the runs."""
+
+    path: str = Field(description="Key path, e.g. trainer.optim.lr.")
+    values: list[str | None] = Field(description="Its value in each run, in run_ids order (null: not set).")
+
+
+class CompareRunsResult(BaseModel):
+    """Runs side by side."""
+
+    summary: str = Field(description="Who learned faster and what each cost, in one or two sentences.")
+    runs: list[RunSide] = Field(description="One per run, in run_ids order.")
+    config_differences: list[ConfigDifference] = Field(description="runConfig paths whose values differ.")
+    config_same_paths: int = Field(description="runConfig paths equal in every run.")
+    not_compared: str | None = Field(default=None, description="What the runs do not share (RL vs SFT).")
+    plot_path: str | None = Field(default=None, description="The PNG (null: no run has metrics yet).")
+    plotted: list[str] = Field(default_factory=list, description="Metrics plotted, one panel each.")
+    truncated: bool = Field(default=False, description="True when config differences were left out.")
+    omitted: int = Field(default=0, description="Config differences left out.")
+    next_step: str = Field(description="What to do next.")
+    next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"a.b": leaf}`` of nested tables (lists are leaves)."""
+    if isinstance(value, dict) and value:
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out.update(_flat(item, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: value} if prefix else {}
+
+
+def _text(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), default=str)
+    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS - 3] + "..."
+
+
+_MISSING = object()
+
+
+def _differences(configs: list[dict[str, Any] | None]) -> tuple[list[ConfigDifference], int]:
+    flats = [_flat(c or {}) for c in configs]
+    paths = sorted(set().union(*flats))
+    differ, same = [], 0
+    for path in paths:
+        values = [f.get(path, _MISSING) for f in flats]
+        if all(v == values[0] for v in values):
+            same += 1
+        else:
+            differ.append(ConfigDifference(path=path, values=[None if v is _MISSING else _text(v) for v in values]))
+    return differ, same
+
+
+def _side(ctx: Context, run_id: str) -> tuple[RunSide, list[dict], dict[str, Any] | None]:
+    run = require_run(ctx, run_id)
+    sft = run.is_sft
+    side = RunSide(run_id=run.id, name=run.name, mode="sft" if sft else "rl", status=run.status)
+    try:
+        records = records_of(ctx.platform(), run.id, None, None)
+    except perr.NotFound:
+        records = []
+    if records:
+        learning = judge(records, sft=sft)
+        side.verdict, side.metric = learning.verdict, learning.metric
+        side.problems = [f.signal for f in learning.findings if not f.ok] or None
+        key = learning.metric or metric_key("loss" if sft else "reward", numeric_keys(records))
+        pts = points(records, key) if key else []
+        marks = milestones(key, pts, higher_is_better=not sft) if key else None
+        if marks:
+            side.first, side.best, side.best_step = pts[0][1], marks.best, marks.best_step
+            side.last, side.last_step = marks.last, marks.last_step
+            side.steps_to_50, side.steps_to_90 = marks.steps_to_50, marks.steps_to_90
+        pace = step_seconds(records)
+        side.steps_per_hour = round(3600 / pace, 1) if pace else None
+    if run.started_at is not None:
+        spend = spend_so_far(ctx, run)
+        side.platform_usd, side.plan_expected_usd = spend.platform_usd, spend.plan_expected_usd
+    return side, records, run.run_config
+
+
+def _money(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:,.2f}"
+
+
+def _summary(sides: list[RunSide]) -> str:
+    """Who learned faster (per kind), and what each cost."""
+    sentences = []
+    for mode in ("rl", "sft"):
+        group = [s for s in sides if s.mode == mode and s.metric]
+        if len(group) < 2:
+            continue
+        fast = [s for s in group if s.steps_to_50 is not None]
+        better = max if mode == "rl" else min
+        ends = better(group, key=lambda s: s.last if s.last is not None else (-1e300 if mode == "rl" else 1e300))
+        text = (f"{ends.run_id} ends best ({ends.metric} {ends.last:.4g})" if ends.last is not None else "")
+        if fast:
+            quick = min(fast, key=lambda s: (s.steps_to_50, s.steps_to_90 if s.steps_to_90 is not None else 1e9))
+            others = ", ".join(f"{s.run_id} {s.steps_to_50 if s.steps_to_50 is not None else 'never'}"
+                               for s in group if s is not quick)
+            text += ("; " if text else "") + (f"{quick.run_id} learned fastest: 50% of its change in "
+                                              f"{quick.steps_to_50} steps ({others})")
+        else:
+            text += ("; " if text else "") + "none of them changed beyond the noise"
+        sentences.append(text)
+    costs = ", ".join(f"{s.run_id} {_money(s.platform_usd)}" for s in sides)
+    sentences.append(f"Cost so far (the platform's figure): {costs}")
+    return ". ".join(sentences) + "."
+
+
+def _plot(ctx: Context, inp: CompareRunsInput, sides: list[RunSide],
+          records: list[list[dict]]) -> tuple[str | None, list[str]]:
+    names = sorted({n for rs in records for n in _metric_names(rs)})
+    if inp.names:
+        chosen = _select(names, inp.names, MAX_PANELS)
+        if len(chosen) > MAX_PANELS:
+            raise fail("bad_arguments", f"{len(chosen)} metrics match ({', '.join(chosen[:20])}); a plot has at most "
+                       f"{MAX_PANELS} panels.", "Name fewer metrics, or longer starts of names.",
+                       fields=[FieldProblem(path="names", problem=f"matches more than {MAX_PANELS} metrics")])
+    else:
+        chosen = list(dict.fromkeys(s.metric for s in sides if s.metric))
+    panels = {name: {f"{s.run_id}" + (f" ({s.name})" if s.name else ""): points(rs, name)
+                     for s, rs in zip(sides, records, strict=True) if points(rs, name)} for name in chosen}
+    panels = {name: lines for name, lines in panels.items() if lines}
+    if not panels:
+        return None, []
+    target = png_target(ctx, "compare-" + "-".join(s.run_id[:12] for s in sides), inp.dest)
+    try:
+        render_png(target, "runs compared by step", panels)
+    except ImportError:
+        raise fail("dependency_missing", "matplotlib is not installed, so no plot can be drawn.",
+                   "Install the project's dependencies (`uv sync`, or `pip install matplotlib`).") from None
+    return str(target), list(panels)
+
+
+@tool
+def compare_runs(inp: CompareRunsInput, ctx: Context) -> CompareRunsResult:
+    """Compare 2-8 runs (module doc): learning verdicts and milestones of the metric each optimises, pace,
+    cost, config differences by key path, and one PNG aligned by step. Errors: ``bad_arguments`` (a run given
+    twice, dest, names), ``not_found`` (a run), ``dependency_missing`` (matplotlib), the platform codes."""
+    repeated = sorted({r for r in inp.run_ids if inp.run_ids.count(r) > 1})
+    if repeated:
+        raise fail("bad_arguments", f"Run {', '.join(repeated)} is given more than once.", "Give each run once.",
+                   fields=[FieldProblem(path="run_ids", problem="a run is given more than once")])
+    if inp.dest is not None:
+        png_target(ctx, "compare", inp.dest)  # refuse a bad dest before any read
+    read = [_side(ctx, run_id) for run_id in inp.run_ids]
+    sides, records, configs = [r[0] for r in read], [r[1] for r in read], [r[2] for r in read]
+    differences, same = _differences(configs)
+    kinds = {s.mode for s in sides}
+    not_compared = None
+    if kinds == {"rl", "sft"}:
+        sft = ", ".join(s.run_id for s in sides if s.mode == "sft")
+        not_compared = (f"{sft} {'is' if ',' not in sft else 'are'} SFT (a loss, no reward, no rollouts), the "
+                        "others RL: each is judged on its own metric, milestones only against runs of its kind, "
+                        "and the plot has a panel per metric.")
+    plot_path, plotted = _plot(ctx, inp, sides, records)
+    worst = next((s for s in sides if s.problems), None)
+    if worst is not None:
+        nxt = call("mf_check_progress", run_id=worst.run_id)
+        step = f"{worst.run_id} has findings to act on ({', '.join(worst.problems or [])}): {nxt} says what to do."
+    else:
+        nxt = call("mf_run_report", run_id=sides[0].run_id)
+        step = f"Each run's own report: {nxt} (and the same for the others)."
+    shown = differences[:MAX_DIFF_PATHS]
+    return CompareRunsResult(
+        summary=_summary(sides), runs=sides, config_differences=shown, config_same_paths=same,
+        not_compared=not_compared, plot_path=plot_path, plotted=plotted,
+        truncated=len(differences) > len(shown), omitted=len(differences) - len(shown), next_step=step,
+        next_calls=[nxt])
