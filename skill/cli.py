@@ -554,7 +554,8 @@ def top_parser() -> _Parser:
         workflow.add_argument(command.name, help=command.summary)
     tools = parser.add_argument_group("tool commands (one per mf_ tool; add --json for the result as JSON)")
     for spec in TOOLS:
-        tools.add_argument(spec.command, help=_for_people(spec.description).split(". ")[0].rstrip(".") + ".")
+        first = _for_people(spec.description).split(". ")[0].rstrip(".")
+        tools.add_argument(spec.command, help=first.replace("%", "%%") + ".")  # argparse formats help with %
     options = parser.add_argument_group("options")
     options.add_argument("-h", "--help", action="help", help="Show this help and exit.")
     options.add_argument("--version", action="store_true", help="Print the version and exit.")

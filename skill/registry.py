@@ -205,7 +205,7 @@ TOOLS: tuple[ToolSpec, ...] = (
           "RUNNING one of this owner, or ask when several run); for one run's details use mf_get_run, for "
           "its health mf_check_progress."),
     _spec("check_progress", "monitor",
-          "Decide whether a run is actually progressing (new steps recently, reward moving, env "
+          "Decide whether a run is actually progressing (new steps recently, whether it learns, env "
           "servers healthy, errors in any component, start-up phases within their normal time, spend against the "
           "plan), not just RUNNING. Returns a verdict with evidence and next step. Use it "
           "when mf_wait_for_run's next_step names it (no new step during a wait, start-up included), every few "

@@ -364,9 +364,11 @@ def test_an_unknown_option_names_itself_but_never_its_value_nor_a_key_pasted_as_
 
 
 def positional_words(command: str) -> list[tuple[str, str]]:
-    """(field, METAVAR) of each positional argument of ``command``, in order."""
+    """(field, METAVAR) of each positional argument of ``command``, in order (``METAVAR...`` for one that takes
+    several words)."""
     parser = command_parser(command)
-    return [(a.dest, a.metavar) for a in parser._actions if not a.option_strings and a.dest != "action"]
+    return [(a.dest, a.metavar + ("..." if a.nargs == "+" else "")) for a in parser._actions
+            if not a.option_strings and a.dest != "action"]
 
 
 WITH_POSITIONALS = [c for c in [*COMMANDS, *(s.command for s in registry.TOOLS)] if positional_words(c)]
@@ -383,7 +385,8 @@ def test_a_positional_argument_given_as_an_option_says_it_is_positional_with_the
             said = capsys.readouterr().err
             assert done.value.code == EXIT_USAGE and "Traceback" not in said
             flat = " ".join(said.split())
-            assert f"{option} is not an option: {metavar} is positional" in flat and f"`{usage}`" in flat, said
+            name = metavar.removesuffix("...")
+            assert f"{option} is not an option: {name} is positional" in flat and f"`{usage}`" in flat, said
             with pytest.raises(SystemExit):
                 main([command, f"{option}=y", "--json"])
             error = json.loads(capsys.readouterr().out)

@@ -35,7 +35,7 @@ def two_runs(frozen_ctx, emulator):
 def test_two_runs_side_by_side_say_which_learned_faster_what_differs_and_what_each_cost(frozen_ctx, two_runs,
                                                                                        tmp_path):
     fast, flat = two_runs
-    result = ok(call(frozen_ctx, "mf_compare_runs", run_ids=[fast, flat], dest=str(tmp_path / "c.png")))
+    result = ok(call(frozen_ctx, "mf_compare_runs", run_ids=[fast, flat], plot_path=str(tmp_path / "c.png")))
     a, b = result.runs
     assert (a.run_id, a.verdict, b.run_id, b.verdict) == (fast, "learning", flat, "flat")
     assert a.metric == b.metric == "reward/all/mean" and a.last_step == b.last_step == 20
@@ -82,12 +82,12 @@ def test_fewer_than_two_or_more_than_eight_runs_are_refused(frozen_ctx, run_ids,
     assert problem in " ".join(f.problem for f in error.fields)
 
 
-def test_a_run_given_twice_an_unknown_run_or_a_dest_that_is_no_png_is_refused(frozen_ctx, two_runs, tmp_path):
+def test_a_run_given_twice_an_unknown_run_or_a_plot_path_that_is_no_png_is_refused(frozen_ctx, two_runs, tmp_path):
     fast, flat = two_runs
     twice = err(call(frozen_ctx, "mf_compare_runs", run_ids=[fast, fast]), "bad_arguments")
     assert twice.message == f"Run {fast} is given more than once."
     err(call(frozen_ctx, "mf_compare_runs", run_ids=[fast, "no-such-run"]), "not_found")
-    error = err(call(frozen_ctx, "mf_compare_runs", run_ids=[fast, flat], dest=str(tmp_path / "c.txt")),
+    error = err(call(frozen_ctx, "mf_compare_runs", run_ids=[fast, flat], plot_path=str(tmp_path / "c.txt")),
                 "bad_arguments")
     assert "does not end with .png" in error.message and not (tmp_path / "c.txt").exists()
 
@@ -95,7 +95,7 @@ def test_a_run_given_twice_an_unknown_run_or_a_dest_that_is_no_png_is_refused(fr
 def test_compare_runs_at_80_columns_shows_the_table_and_the_json_has_every_field(emulator, mf_env, two_runs,
                                                                                  tmp_path, monkeypatch, capsys):
     fast, flat = two_runs
-    code, out = in_terminal([CLI, "compare-runs", fast, flat, "--dest", tmp_path / "c.png"],
+    code, out = in_terminal([CLI, "compare-runs", fast, flat, "--plot-path", tmp_path / "c.png"],
                             {**mf_env, "TERM": "xterm", "NO_COLOR": "1"}, tmp_path)
     assert code == 0, out
     assert all(len(line) <= 80 for line in out.splitlines()), out

@@ -15,8 +15,7 @@ from _helpers import EXAMPLE, T, at_step, call, make_ctx, ok, past_step, progres
 from skill.emulator import EmulatorServer
 from skill.emulator.scenarios import scenario
 from tools.configs import EXAMPLES_DIR
-from tools.monitor import judge
-from tools.monitor._learning import trend
+from tools.monitor import judge, trend
 from tools.platform import wire
 
 RL = tomllib.loads(EXAMPLE.read_text())
@@ -62,7 +61,7 @@ def test_the_six_steps_the_old_check_called_flat_are_flat_with_the_noise_said_an
     noisy = trend("reward/all/mean", pts)
     assert noisy.direction == "flat" and noisy.slope == pytest.approx(0.0091, abs=0.0001)
     assert noisy.half_width == pytest.approx(0.016, abs=0.001) and noisy.half_width > noisy.slope  # holds zero
-    assert noisy.words() == ("reward/all/mean 0.2323 -> 0.3141 over steps 70-75 (6 steps): +0.0091 per step "
+    assert noisy.words() == ("reward/all/mean 0.2323 -> 0.3141 over steps 70-75: +0.0091 per step "
                              "+/- 0.016 (95%), flat")
     steady = trend("reward/all/mean", list(zip(range(70, 76), [0.2323, 0.2478, 0.2690, 0.2812, 0.2975, 0.3141],
                                                strict=True)))
@@ -74,7 +73,7 @@ def test_the_six_steps_the_old_check_called_flat_are_flat_with_the_noise_said_an
 def test_fewer_than_four_steps_give_no_trend_and_the_verdict_says_too_early(world):
     learning = progress(world[1], run(world, steps=2)).learning
     assert learning.verdict == "too_early"
-    assert finding(learning, "reward_trend").text.endswith("over steps 1-2 (2 steps): a trend needs 4 steps.")
+    assert finding(learning, "reward_trend").text.endswith("over steps 1-2: a trend needs 4 steps.")
 
 
 def test_the_resumed_run_with_0_2323_to_0_3141_over_its_own_six_steps_is_judged_with_the_steps_before_it(world):
@@ -94,7 +93,7 @@ def test_the_resumed_run_with_0_2323_to_0_3141_over_its_own_six_steps_is_judged_
     result = progress(ctx, resumed)
     assert (result.latest_step, result.learning.verdict) == (75, "learning")
     text = finding(result.learning, "reward_trend").text
-    assert text.startswith("reward/all/mean 0.1763 -> 0.3141 over steps 56-75 (20 steps): +0.00") and "rising" in text
+    assert text.startswith("reward/all/mean 0.1763 -> 0.3141 over steps 56-75: +0.00") and "rising" in text
     assert f"Resumed: steps 1-69 are in run {paused} (steps 56-69 of it are in the trend)" in " ".join(result.evidence)
 
 
@@ -105,7 +104,7 @@ def test_a_learning_run_is_learning_with_no_finding_to_act_on_and_nothing_unknow
     learning = progress(world[1], run(world, "learning", start=0.2, end=0.9)).learning
     assert (learning.verdict, learning.metric, learning.unknown) == ("learning", "reward/all/mean", None)
     assert all(f.ok for f in learning.findings) and [f.signal for f in learning.findings] == ["reward_trend"]
-    assert "over steps 1-20 (20 steps)" in learning.findings[0].text and learning.findings[0].text.endswith(
+    assert "over steps 1-20:" in learning.findings[0].text and learning.findings[0].text.endswith(
         "(95%), rising.")
 
 

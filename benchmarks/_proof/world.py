@@ -220,7 +220,7 @@ SETUPS: dict[str, Callable[[Stage], dict[str, Any]]] = {
     "mf_get_spend": lambda s: {"run_id": s.run()},
     "mf_get_metrics": lambda s: {"run_id": s.run()},
     "mf_plot_metrics": lambda s: {"run_id": s.run(), "dest": s.path(".png")},
-    "mf_compare_runs": lambda s: {"run_ids": [s.run(), s.run(step=5)], "dest": s.path(".png")},
+    "mf_compare_runs": lambda s: {"run_ids": [s.run(), s.run(step=5)], "plot_path": s.path(".png")},
     "mf_list_checkpoints": lambda s: {"run_id": s.run(step=6)},
     "mf_wait_for_run": lambda s: {"run_id": s.run(), "timeout_seconds": 30},
     # the report without its PNG: rendering it is mf_plot_metrics (its own row), a third of a second a call

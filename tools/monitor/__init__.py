@@ -12,7 +12,7 @@ them), ``_views`` (clipped server text, failure analysis), ``_clock`` (the serve
 ``_series`` (metric values, the reward key). Everything other packages use is re-exported here.
 """
 
-from tools.monitor._learning import Finding, Learning, LearningVerdict, judge
+from tools.monitor._learning import Finding, Learning, LearningVerdict, judge, trend
 from tools.monitor._logtext import Signatures, normalise, parse_logs
 from tools.monitor._series import reward_key
 from tools.monitor.checkpoints import (
@@ -118,5 +118,6 @@ __all__ = [
     "reward_key",
     "spend_so_far",
     "summarize_logs",
+    "trend",
     "wait_for_run",
 ]

@@ -123,11 +123,12 @@ class Trend:
         return f"step {first}" if first == last else f"steps {first}-{last}"
 
     def words(self) -> str:
-        """``reward/all/mean 0.2413 -> 0.7748 over steps 1-20 (20 steps): +0.028 per step +/- 0.0041 (95%), rising``."""
+        """``reward/all/mean 0.2413 -> 0.7748 over steps 1-20: +0.028 per step +/- 0.0041 (95%), rising`` (the number
+        of steps said when some between have no value)."""
         (_, first), (_, last) = self.points[0], self.points[-1]
         values = f"{_num(first)} -> {_num(last)}" if len(self.points) > 1 else _num(last)
-        head = f"{self.metric} {values} over {self.span}" + (f" ({len(self.points)} steps)"
-                                                             if len(self.points) > 1 else "")
+        gaps = len(self.points) != self.points[-1][0] - self.points[0][0] + 1  # steps without a value between
+        head = f"{self.metric} {values} over {self.span}" + (f" ({len(self.points)} steps)" if gaps else "")
         if self.slope is None or self.half_width is None:
             return f"{head}: a trend needs {MIN_TREND_POINTS} steps"
         return f"{head}: {self.slope:+.2g} per step +/- {self.half_width:.2g} (95%), {self.direction}"

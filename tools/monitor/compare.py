@@ -50,7 +50,7 @@ class CompareRunsInput(BaseModel):
     run_ids: list[_RUN_ID] = Field(min_length=2, max_length=8, description="2 to 8 run ids, each once.")
     names: list[str] | None = Field(default=None, description=(
         "Metrics to plot (or starts of names). Default: the metric each run optimises."))
-    dest: str | None = Field(default=None, description=(
+    plot_path: str | None = Field(default=None, description=(
         "PNG file to write. Default: <state dir>/plots/compare-<run ids>.png."))
 
 
@@ -203,7 +203,7 @@ def _plot(ctx: Context, inp: CompareRunsInput, sides: list[RunSide],
     panels = {name: lines for name, lines in panels.items() if lines}
     if not panels:
         return None, []
-    target = png_target(ctx, "compare-" + "-".join(s.run_id[:12] for s in sides), inp.dest)
+    target = png_target(ctx, "compare-" + "-".join(s.run_id[:12] for s in sides), inp.plot_path, "plot_path")
     try:
         render_png(target, "runs compared by step", panels)
     except ImportError:
@@ -216,13 +216,13 @@ def _plot(ctx: Context, inp: CompareRunsInput, sides: list[RunSide],
 def compare_runs(inp: CompareRunsInput, ctx: Context) -> CompareRunsResult:
     """Compare 2-8 runs (module doc): learning verdicts and milestones of the metric each optimises, pace,
     cost, config differences by key path, and one PNG aligned by step. Errors: ``bad_arguments`` (a run given
-    twice, dest, names), ``not_found`` (a run), ``dependency_missing`` (matplotlib), the platform codes."""
+    twice, plot_path, names), ``not_found`` (a run), ``dependency_missing`` (matplotlib), the platform codes."""
     repeated = sorted({r for r in inp.run_ids if inp.run_ids.count(r) > 1})
     if repeated:
         raise fail("bad_arguments", f"Run {', '.join(repeated)} is given more than once.", "Give each run once.",
                    fields=[FieldProblem(path="run_ids", problem="a run is given more than once")])
-    if inp.dest is not None:
-        png_target(ctx, "compare", inp.dest)  # refuse a bad dest before any read
+    if inp.plot_path is not None:
+        png_target(ctx, "compare", inp.plot_path, "plot_path")  # refuse a bad path before any read
     read = [_side(ctx, run_id) for run_id in inp.run_ids]
     sides, records, configs = [r[0] for r in read], [r[1] for r in read], [r[2] for r in read]
     differences, same = _differences(configs)

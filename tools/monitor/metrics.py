@@ -189,21 +189,21 @@ MAX_PANELS = 6
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def png_target(ctx: Context, stem: str, dest: str | None) -> Path:
-    """Where a PNG goes: ``dest`` (checked: ends in .png, replaces only a PNG), else
-    ``<state dir>/plots/<stem>.png`` (``stem`` made safe as a file name)."""
+def png_target(ctx: Context, stem: str, dest: str | None, field: str = "dest") -> Path:
+    """Where a PNG goes: ``dest`` (checked: ends in .png, replaces only a PNG; errors name the argument ``field``),
+    else ``<state dir>/plots/<stem>.png`` (``stem`` made safe as a file name)."""
     if dest is None:
         safe = re.sub(r"[^A-Za-z0-9._-]", "_", stem)
         return ctx.state_path().resolve() / "plots" / f"{safe}.png"
     target = ctx.resolve_path(dest)
     if target.suffix.lower() != ".png":
-        raise fail("bad_arguments", f"dest {dest!r} does not end with .png.", "Pass a file name ending in .png.")
+        raise fail("bad_arguments", f"{field} {dest!r} does not end with .png.", "Pass a file name ending in .png.")
     if target.exists():
         if not target.is_file():
-            raise fail("bad_arguments", f"dest {dest!r} exists and is not a file.", "Pass a new .png file path.")
+            raise fail("bad_arguments", f"{field} {dest!r} exists and is not a file.", "Pass a new .png file path.")
         with target.open("rb") as handle:
             if handle.read(8) != PNG_SIGNATURE:
-                raise fail("bad_arguments", f"dest {dest!r} exists and is not a PNG; it would be overwritten.",
+                raise fail("bad_arguments", f"{field} {dest!r} exists and is not a PNG; it would be overwritten.",
                            "Pass a new .png file path (existing non-PNG files are never replaced).")
     return target
 
