@@ -109,7 +109,9 @@ def test_a_learning_run_is_learning_with_no_finding_to_act_on_and_nothing_unknow
 
 
 def test_a_flat_reward_is_flat_and_says_what_to_check(world):
-    learning = progress(world[1], run(world, "flat", level=0.4)).learning
+    result = progress(world[1], run(world, "flat", level=0.4))
+    learning = result.learning
+    assert result.healthy and result.next_step.startswith("Learning: flat, with reward_trend: tell the person each")
     trend_finding = finding(learning, "reward_trend")
     assert learning.verdict == "flat" and not trend_finding.ok and trend_finding.text.endswith("(95%), flat.")
     assert "between 10% and 80%" in trend_finding.fix and "trainer.optim.lr" in trend_finding.fix

@@ -331,6 +331,11 @@ def check_progress(inp: CheckProgressInput, ctx: Context) -> CheckProgressResult
     bad_env = next((e.env_name for e in result.env_servers if e.status in CRASH_POD_STATES), None)
     result.next_step, result.next_calls = next_step(result.verdict, run.id, run.status, bad_env,
                                                     overdue=result.step_overdue, sft=run.is_sft)
+    learning = result.learning
+    problems = [f.signal for f in learning.findings if not f.ok] if learning else []
+    if learning and problems and result.verdict in ("progressing", "completed", "stopped", "paused"):
+        result.next_step = (f"Learning: {learning.verdict}, with {', '.join(problems)}: tell the person each such "
+                            f"finding's evidence and fix. {result.next_step}")
     return result
 
 
