@@ -732,13 +732,13 @@ def _list_launches(r: Any, v: View) -> None:
 def _compare_runs(r: Any, v: View) -> None:
     v.opening = [f"{_count(len(r.runs), 'run')} compared. {r.summary}"]
     v.drop("summary", "not_compared")
-    if r.not_compared:
-        v.lead = [r.not_compared]
+    v.lead = ["50% / 90%: steps until the run covered that share of its change; usd/plan: the platform's usage "
+              "figure / the plan's expected cost."] + ([r.not_compared] if r.not_compared else [])
     runs = v.table("runs")
     if runs:  # short headers: the run id, the verdict, the milestones, the pace and the cost fit 80 columns
-        runs.rows = [{"run_id": s.run_id, "verdict": s.verdict, "last": s.last, "to 50%": s.steps_to_50,
-                      "to 90%": s.steps_to_90, "steps/h": s.steps_per_hour, "usd": s.platform_usd,
-                      "usd plan": s.plan_expected_usd, "best": s.best, "metric": s.metric, "name": s.name}
+        runs.rows = [{"run_id": s.run_id, "verdict": s.verdict, "last": s.last, "50%": s.steps_to_50,
+                      "90%": s.steps_to_90, "usd/plan": _cost(s.platform_usd, s.plan_expected_usd),
+                      "steps/h": s.steps_per_hour, "best": s.best, "metric": s.metric, "name": s.name}
                      for s in r.runs]
         runs.columns, runs.keep = list(runs.rows[0]), 2
     diff = v.table("config_differences")
@@ -746,6 +746,13 @@ def _compare_runs(r: Any, v: View) -> None:
         diff.rows = [{"path": d.path, "values": " | ".join(x if x is not None else "(not set)" for x in d.values)}
                      for d in r.config_differences]
         diff.columns, diff.keep = ["path", "values"], 2
+
+
+def _cost(spent: float | None, planned: float | None) -> str:
+    """``$0.70/$1.50``: the platform's figure and the plan's expected cost (``-`` for one not known)."""
+    if spent is None and planned is None:
+        return ""
+    return "/".join("-" if v is None else f"${v:,.2f}" for v in (spent, planned))
 
 
 #: Tools whose result is a list (an empty one says so).

@@ -47,6 +47,7 @@ def test_two_runs_side_by_side_say_which_learned_faster_what_differs_and_what_ea
     assert [(d.path, d.values) for d in result.config_differences] == [("trainer.optim.lr", ["3e-06", "1e-07"])]
     assert result.config_same_paths > 5 and result.not_compared is None and not result.truncated
     assert f"{fast} learned fastest: 50% of its change in {a.steps_to_50} steps ({flat} never)" in result.summary
+    assert "Their configs differ in 1 key path(s): trainer.optim.lr." in result.summary and a.first_step == 1
     assert (tmp_path / "c.png").read_bytes()[:8] == PNG_SIGNATURE and result.plotted == ["reward/all/mean"]
     assert result.plot_path == str(tmp_path / "c.png")
     assert [c.tool for c in result.next_calls] == ["mf_check_progress"] and flat in result.next_step
@@ -60,6 +61,7 @@ def test_a_run_launched_from_this_state_folder_shows_its_plans_expected_cost(fro
     emulator.state.advance(past_step(20) + 60)
     result = ok(call(frozen_ctx, "mf_compare_runs", run_ids=[run.run_id, other]))
     assert result.runs[0].plan_expected_usd == plan.cost.usd_expected and result.runs[1].plan_expected_usd is None
+    assert f"{run.run_id} ${result.runs[0].platform_usd:,.2f} (plan ${plan.cost.usd_expected:,.2f})" in result.summary
     assert result.plot_path.endswith(".png") and "/plots/compare-" in result.plot_path
 
 

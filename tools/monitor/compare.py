@@ -64,6 +64,7 @@ class RunSide(BaseModel):
     verdict: LearningVerdict | None = Field(default=None, description="Learning verdict over the whole run.")
     metric: str | None = Field(default=None, description="The metric it optimises (reward; SFT: loss).")
     first: float | None = Field(default=None, description="Its value at the first step.")
+    first_step: int | None = Field(default=None, description="Its first step (a resumed run's is later than 1).")
     best: float | None = Field(default=None, description="Its best value (highest reward, lowest loss).")
     best_step: int | None = Field(default=None, description="Step of the best value.")
     last: float | None = Field(default=None, description="Its last value.")
@@ -147,7 +148,7 @@ def _side(ctx: Context, run_id: str) -> tuple[RunSide, list[dict], dict[str, Any
         pts = points(records, key) if key else []
         marks = milestones(key, pts, higher_is_better=not sft) if key else None
         if marks:
-            side.first, side.best, side.best_step = pts[0][1], marks.best, marks.best_step
+            side.first, side.first_step, side.best, side.best_step = pts[0][1], pts[0][0], marks.best, marks.best_step
             side.last, side.last_step = marks.last, marks.last_step
             side.steps_to_50, side.steps_to_90 = marks.steps_to_50, marks.steps_to_90
         pace = step_seconds(records)
@@ -162,8 +163,8 @@ def _money(value: float | None) -> str:
     return "unknown" if value is None else f"${value:,.2f}"
 
 
-def _summary(sides: list[RunSide]) -> str:
-    """Who learned faster (per kind), and what each cost."""
+def _summary(sides: list[RunSide], differences: list[ConfigDifference]) -> str:
+    """Who learned faster (per kind), what differs in their configs, and what each cost."""
     sentences = []
     for mode in ("rl", "sft"):
         group = [s for s in sides if s.mode == mode and s.metric]
@@ -182,8 +183,13 @@ def _summary(sides: list[RunSide]) -> str:
         else:
             text += ("; " if text else "") + "none of them changed beyond the noise"
         sentences.append(text)
-    costs = ", ".join(f"{s.run_id} {_money(s.platform_usd)}" for s in sides)
-    sentences.append(f"Cost so far (the platform's figure): {costs}")
+    if differences:
+        paths = ", ".join(d.path for d in differences[:3]) + (", ..." if len(differences) > 3 else "")
+        sentences.append(f"Their configs differ in {len(differences)} key path(s): {paths}")
+    costs = ", ".join(f"{s.run_id} {_money(s.platform_usd)}" + (f" (plan {_money(s.plan_expected_usd)})"
+                                                                  if s.plan_expected_usd is not None else "")
+                      for s in sides)
+    sentences.append(f"Cost (the platform's usage figure, so far for a run still going): {costs}")
     return ". ".join(sentences) + "."
 
 
@@ -198,14 +204,22 @@ def _plot(ctx: Context, inp: CompareRunsInput, sides: list[RunSide],
                        fields=[FieldProblem(path="names", problem=f"matches more than {MAX_PANELS} metrics")])
     else:
         chosen = list(dict.fromkeys(s.metric for s in sides if s.metric))
-    panels = {name: {f"{s.run_id}" + (f" ({s.name})" if s.name else ""): points(rs, name)
-                     for s, rs in zip(sides, records, strict=True) if points(rs, name)} for name in chosen}
+    def label(s: RunSide) -> str:
+        return s.run_id + (f" ({s.name})" if s.name else "")
+
+    panels = {name: {label(s): points(rs, name) for s, rs in zip(sides, records, strict=True) if points(rs, name)}
+              for name in chosen}
     panels = {name: lines for name, lines in panels.items() if lines}
     if not panels:
         return None, []
+    marks: dict[str, dict[str, list[tuple[int, str]]]] = {}
+    for s in sides:
+        if s.metric and s.first_step is not None:
+            marks.setdefault(s.metric, {})[label(s)] = [(s.first_step + n, f"{share}%") for n, share in
+                                                        ((s.steps_to_50, 50), (s.steps_to_90, 90)) if n is not None]
     target = png_target(ctx, "compare-" + "-".join(s.run_id[:12] for s in sides), inp.plot_path, "plot_path")
     try:
-        render_png(target, "runs compared by step", panels)
+        render_png(target, "runs by step (circles: 50% and 90% of each run's change)", panels, marks)
     except ImportError:
         raise fail("dependency_missing", "matplotlib is not installed, so no plot can be drawn.",
                    "Install the project's dependencies (`uv sync`, or `pip install matplotlib`).") from None
@@ -243,7 +257,7 @@ def compare_runs(inp: CompareRunsInput, ctx: Context) -> CompareRunsResult:
         step = f"Each run's own report: {nxt} (and the same for the others)."
     shown = differences[:MAX_DIFF_PATHS]
     return CompareRunsResult(
-        summary=_summary(sides), runs=sides, config_differences=shown, config_same_paths=same,
+        summary=_summary(sides, differences), runs=sides, config_differences=shown, config_same_paths=same,
         not_compared=not_compared, plot_path=plot_path, plotted=plotted,
         truncated=len(differences) > len(shown), omitted=len(differences) - len(shown), next_step=step,
         next_calls=[nxt])

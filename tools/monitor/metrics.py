@@ -208,10 +208,12 @@ def png_target(ctx: Context, stem: str, dest: str | None, field: str = "dest") -
     return target
 
 
-def render_png(target: Path, title: str, panels: dict[str, dict[str, list[tuple[int, float]]]]) -> int:
+def render_png(target: Path, title: str, panels: dict[str, dict[str, list[tuple[int, float]]]],
+               marks: dict[str, dict[str, list[tuple[int, str]]]] | None = None) -> int:
     """Write a PNG with one panel per metric of ``panels`` (``{metric: {line label: [(step, value)]}}``; one line
-    labelled ``""`` draws no legend), steps on a shared axis, each line's last value written at its end; returns
-    its size in bytes. Raises ImportError without matplotlib."""
+    labelled ``""`` draws no legend), steps on a shared axis, each line's last value written at its end, and the
+    ``marks`` of a line (``{metric: {label: [(step, text)]}}``) as hollow circles with their text; returns its size
+    in bytes. Raises ImportError without matplotlib."""
     # Lazy: matplotlib is slow to import. No pyplot: an explicit Agg canvas, no global backend state.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -229,6 +231,12 @@ def render_png(target: Path, title: str, panels: dict[str, dict[str, list[tuple[
             if points:
                 ax.annotate(f"{values[-1]:.4g}", (steps[-1], values[-1]), fontsize=8, xytext=(4, 0),
                             textcoords="offset points", color=line.get_color())
+            at = dict(points)
+            for step, text in ((marks or {}).get(name, {}).get(label) or []):
+                if step in at:
+                    ax.plot([step], [at[step]], marker="o", markersize=9, fillstyle="none", color=line.get_color())
+                    ax.annotate(text, (step, at[step]), fontsize=7, xytext=(0, 7), textcoords="offset points",
+                                ha="center", color=line.get_color())
         ax.set_ylabel(name, fontsize=8)
         ax.grid(True, alpha=0.3)
         ax.margins(x=0.07)  # room for the last values written at the right
