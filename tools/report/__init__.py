@@ -47,6 +47,7 @@ from tools.configs import checkpoint_of
 from tools.core import RUN_ID, Context, predecessors, require_run, tool
 from tools.errors import Call, ToolError, ToolFailure, call
 from tools.platform import errors as perr
+from tools.platform import wire
 from tools.traces import download_summary
 
 __all__ = ["RunReport", "RunReportInput", "run_report"]
@@ -143,11 +144,11 @@ _LEARNING_WORDS = {"learning": "it learns", "flat": "flat, not learning", "worse
                    "to tell", "unknown": "unknown"}
 
 
-def _earlier(ctx: Context, run_id: str) -> tuple[str, list[Call]]:
+def _earlier(ctx: Context, run: wire.RLRun) -> tuple[str, list[Call]]:
     """The Resumed line of a run that continues others: which steps are whose, and their downloads."""
     try:
-        chain = predecessors(ctx, require_run(ctx, run_id))
-    except (perr.PlatformError, ToolFailure):
+        chain = predecessors(ctx, run)
+    except perr.PlatformError:
         return "", []
     calls = [call("mf_download_traces", run_id=e.run_id, dest=f"traces-{e.run_id}") for e in chain]
     return "; ".join(f"{e.steps} are in run {e.run_id} ({c})" for e, c in zip(chain, calls, strict=True)), calls
@@ -322,7 +323,7 @@ def run_report(inp: RunReportInput, ctx: Context) -> RunReport:
     complete, download = traces.complete, traces.download
     checkpoints, fetch = _checkpoints(ctx, run, platform_run.run_config, inp.checkpoint_dir)
     learned, learning = _learning(ctx, run)
-    earlier, earlier_calls = _earlier(ctx, run.run_id) if step is not None else ("", [])
+    earlier, earlier_calls = _earlier(ctx, platform_run) if step is not None else ("", [])
     channel = next((a.channel for a in reversed(launch.attempts) if a.channel), None) if launch else None
     secrets = ", ".join(run.secret_names) if run.secret_names else "none"
     lines = [
