@@ -208,6 +208,7 @@ def test_no_canary_leaves_through_any_tool_or_command(emu, tmp_path):
     resumed = call("mf_resume_run", {"run_id": run_d, "secrets": ["WANDB_API_KEY", "HF_TOKEN"],
                                      "env_files": ["secrets.env", "extra.env"]})
     assert resumed.status == "created" and emu.state.run(resumed.run_id).wandb_api_key == ENVFILE_WANDB
+    call("mf_compare_runs", {"run_ids": [run_a, run_c, resumed.run_id], "plot_path": "plots/compare.png"})
 
     # -- error paths ------------------------------------------------------------------------------
     refused = call("mf_plan_run", {"config_path": "leaky.toml", "team": "personal"}, "secret_in_input")
@@ -266,7 +267,7 @@ def test_no_canary_leaves_through_any_tool_or_command(emu, tmp_path):
         (["wait-for-run", run_a, "--timeout-seconds", "1"], 0),
         (["list-traces", run_a], 0), (["dispatch-run", plan.plan_id], 0), (["stop-run", run_a], 0),
         (["pause-run", run_a], 0), (["restart-run", run_a], 0), (["resume-run", run_a], 3),
-        (["run-report", run_a, "--no-plot"], 0),
+        (["run-report", run_a, "--no-plot"], 0), (["compare-runs", run_a, run_c], 0),
         (["tools", "export", "--format", "mcp"], 0), (["tools", "export", "--format", "openai"], 0),
         (["tools", "export", "--format", "anthropic"], 0),
     ]
@@ -321,7 +322,8 @@ def test_every_tool_refuses_a_pasted_key_in_any_text_argument_before_sending(emu
                 if "string" in json.dumps(prop) and "enum" not in json.dumps(prop) and "array" not in json.dumps(prop)]
         if not text:
             continue
-        required = {name: "dest.toml" for name, field in spec.input_model.model_fields.items() if field.is_required()}
+        required = {name: ["r1", "r2"] if "array" in json.dumps(schema[name]) else "dest.toml"
+                    for name, field in spec.input_model.model_fields.items() if field.is_required()}
         result = registry.call_tool(spec.name, {**required, text[0]: pasted}, ctx)
         assert isinstance(result, ToolError) and result.code == "secret_in_input", (spec.name, result)
         assert [f.path for f in result.fields] == [f"arguments.{text[0]}"]

@@ -70,16 +70,14 @@ def test_every_scenario_has_an_expectation():
 @pytest.mark.parametrize("scenario", list(LEARNING))
 def test_demo_learning_scenario_json_gives_the_learning_verdict_and_its_finding(scenario, tmp_path, monkeypatch,
                                                                                 capsys):
-    from skill.cli import main
-
-    monkeypatch.delenv("PRIME_API_BASE_URL", raising=False)  # the demo's own emulator, as a person's first try
-    monkeypatch.delenv("MODEL_FACTORY_STATE_DIR", raising=False)
+    """In this process, on the demo's embedded emulator whose clock moves with the demo's waits (no wall time)."""
+    for name in ("PRIME_API_BASE_URL", "PRIME_BASE_URL", "MODEL_FACTORY_STATE_DIR"):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(SystemExit) as ended:
-        main(["demo", "--scenario", scenario, "--json", "--speed", "3000"])
-    captured = capsys.readouterr()
-    assert ended.value.code == 0, captured.err
-    out = json.loads(captured.out)
+    code = run_demo(as_json=True, scenario=scenario, pace=False)
+    printed = capsys.readouterr()
+    assert code == 0 and "Traceback" not in printed.err, printed.err
+    out = json.loads(printed.out)
     verdict, signal, phrase = LEARNING[scenario]
     assert (out["scenario"], out["verdict"], out["reached"], out["status"]) == (scenario, "completed", True,
                                                                                 "COMPLETED")

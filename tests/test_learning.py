@@ -18,6 +18,8 @@ from tools.configs import EXAMPLES_DIR
 from tools.monitor import judge, trend
 from tools.platform import wire
 
+pytestmark = pytest.mark.xdist_group("test_learning")  # one emulator for the module (the world fixture)
+
 RL = tomllib.loads(EXAMPLE.read_text())
 SFT = tomllib.loads((EXAMPLES_DIR / "basic" / "wordle" / "sft.toml").read_text())
 #: The six rewards of the resumed run (steps 70-75) that the old check called "flat": the first and last as
@@ -167,6 +169,9 @@ def test_an_sft_run_is_judged_by_its_loss_and_eval_loss_says_no_reward_and_offer
     assert "no reward, and no rollouts: no traces" in finding(learning, "no_reward").text
     assert [c.tool for c in result.next_calls] == ["mf_run_report", "mf_list_checkpoints"]
     assert "download" not in result.next_step
+    waited = ok(call(world[1], "mf_wait_for_run", run_id=result.run_id))  # the wait that sees it end says the same
+    assert waited.terminal and [c.tool for c in waited.next_calls] == ["mf_run_report"]
+    assert "no traces" in waited.next_step
 
 
 def test_an_sft_run_whose_eval_loss_rises_while_its_loss_falls_is_overfitting(world):

@@ -448,7 +448,11 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
     again = call("mf_wait_for_run", run_id=run.id, until="running" if inp.until == "running" else None, step=inp.step,
                  timeout_seconds=None if inp.timeout_seconds == DEFAULT_WAIT_SECONDS else inp.timeout_seconds)
     calls = [check]
-    if run.is_terminal():
+    if run.is_terminal() and run.is_sft:  # an SFT run trains on a dataset: no rollouts, no traces
+        report = call("mf_run_report", run_id=run.id)
+        advice = f"The run ended ({run.status}): {report} (an SFT run has a loss, no reward and no traces)."
+        calls = [report]
+    elif run.is_terminal():
         advice = f"The run ended ({run.status}): {download}, then {report}."
         calls = [download, report]
     elif reached:
