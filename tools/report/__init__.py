@@ -235,10 +235,11 @@ def _error_words(errors: list[tuple[str, int]]) -> str:
     return f"; most common error ({count}x): {error[:MAX_ROLLOUT_ERROR_CHARS]}"
 
 
-def _downloaded_rollouts(outcomes: dict) -> str:
-    """The rollout outcomes a download's manifest recorded, in words."""
+def _downloaded_rollouts(outcomes: dict, traces: int) -> str:
+    """The rollout outcomes a download's manifest recorded, in words (``traces``: files it lists)."""
     if not outcomes["traces"] and not outcomes["episodes"]:
-        return "Rollout outcomes: not in this manifest (an earlier version wrote it)."
+        return ("Rollout outcomes: none (no traces downloaded)." if not traces else
+                "Rollout outcomes: not in this manifest (an earlier version wrote it).")
     parts = []
     if outcomes["episodes"]:
         parts.append(f"{outcomes['episodes_failed']}/{outcomes['episodes']} episodes")
@@ -281,7 +282,7 @@ def _traces(ctx: Context, run: monitor.GetRunResult, traces_dir: str | None) -> 
         outcomes = summary["outcomes"]
         text = (f"{summary['traces']} traces ({summary['bytes'] / 1e6:.1f} MB) in {folder} (index: its "
                 f"manifest.jsonl); download {summary['state']}; {missing}"
-                f"{'' if missing.endswith('.') else '.'} {_downloaded_rollouts(outcomes)}")
+                f"{'' if missing.endswith('.') else '.'} {_downloaded_rollouts(outcomes, summary['traces'])}")
         return _Traces(text=text, complete=complete, download=None if complete else download,
                        failed_episodes=outcomes["episodes_failed"] if outcomes["episodes"] else None,
                        unscored_traces=outcomes["traces_unscored"] if outcomes["traces"] else None)
