@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -230,8 +230,8 @@ def _rate(signal: str, metric: str, pts: Sequence[tuple[int, float]]) -> Finding
 
 def _waits(keys: set[str], records: Sequence[dict], window: Sequence[dict]) -> Finding | None:
     step_key = metric_key("step_time", keys)
-    step_time = statistics.median(v for _, v in points(window, step_key)) if step_key and points(
-        window, step_key) else step_seconds(list(records))
+    logged = points(window, step_key) if step_key else []
+    step_time = statistics.median(v for _, v in logged) if logged else step_seconds(list(records))
     if not step_time:
         return None
     for signal, waiting, other in (("trainer_waits", "wait_for_batch", "orchestrator"),
@@ -281,7 +281,7 @@ def judge(records: Sequence[dict], *, sft: bool, window: int | None = None,
             unknown.append(signal)
         return key
 
-    learning = _sft(recent, keys, findings, key_of) if sft else _rl(recent, keys, findings, key_of, first)
+    learning = _sft(recent, findings, key_of) if sft else _rl(recent, findings, key_of, first)
     grad = key_of("grad_norm")
     if grad and (found := _spike("grad_norm_spike", grad, points(recent, grad))):
         findings.append(found)
@@ -299,7 +299,10 @@ def judge(records: Sequence[dict], *, sft: bool, window: int | None = None,
     return learning
 
 
-def _rl(recent: Sequence[dict], keys: set[str], findings: list[Finding], key_of, first: dict | None) -> Learning:
+_KeyOf = Callable[[str], "str | None"]
+
+
+def _rl(recent: Sequence[dict], findings: list[Finding], key_of: _KeyOf, first: dict | None) -> Learning:
     metric = key_of("reward")
     if metric is None:
         findings.append(Finding(signal="reward_trend", ok=True, text="No reward metric is logged: learning cannot "
@@ -335,7 +338,7 @@ def _rl(recent: Sequence[dict], keys: set[str], findings: list[Finding], key_of,
     return Learning(verdict=verdict, metric=metric, last=pts[-1][1] if pts else None, findings=[])
 
 
-def _sft(recent: Sequence[dict], keys: set[str], findings: list[Finding], key_of) -> Learning:
+def _sft(recent: Sequence[dict], findings: list[Finding], key_of: _KeyOf) -> Learning:
     findings.append(Finding(signal="no_reward", ok=True, text=(
         "SFT: the run trains on a dataset, so it has a loss, no reward, and no rollouts: no traces to download.")))
     metric = key_of("loss")
