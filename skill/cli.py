@@ -321,7 +321,7 @@ def run_tool(name: str, arguments: dict[str, Any], *, as_json: bool, long_runnin
 
         bar = ctx.progress = ProgressBar()
     try:
-        result = registry.call_tool(name, arguments, ctx)
+        result = registry.call_tool(name, arguments, ctx, surface="cli")
     finally:
         ctx.close()
         if bar is not None:

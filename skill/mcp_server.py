@@ -28,6 +28,7 @@ small machine (``benchmarks/bench_surfaces.py`` prints the figure), which MCP ho
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import logging
 import os
@@ -254,8 +255,9 @@ def build_server(make_context: Callable[[], Any] | None = None) -> Any:
         try:
             tool_ctx = _tool_context(ctx, params, approvals, make_context)
             try:
-                result = await anyio.to_thread.run_sync(registry.call_tool, params.name, params.arguments or {},
-                                                        tool_ctx, abandon_on_cancel=True)
+                result = await anyio.to_thread.run_sync(functools.partial(registry.call_tool, surface="mcp"),
+                                                        params.name, params.arguments or {}, tool_ctx,
+                                                        abandon_on_cancel=True)
             finally:
                 tool_ctx.close()
             return result_content(params.name, spec, result)

@@ -291,7 +291,7 @@ def duration(seconds: float | None) -> str:
     return f"{s // 3600} h" + (f" {s % 3600 // 60} min" if s % 3600 // 60 else "")
 
 
-def ask(prompt: str) -> str | None:
+def ask(prompt: str, *, fd: int | None = None, out: TextIO | None = None) -> str | None:
     """``input(prompt)`` that Ctrl-C (or SIGTERM, or any signal whose handler raises) always ends: the line typed
     at the terminal without its line end, or None at the end of input (Ctrl-D).
 
@@ -300,23 +300,27 @@ def ask(prompt: str) -> str | None:
     standard input and on a wake-up pipe the interpreter writes to when a signal arrives
     (:func:`signal.set_wakeup_fd`), so the signal's handler runs at once. The terminal's own line editing
     (backspace, Ctrl-U) applies, as with ``input()`` without readline. Outside the main thread (no signal
-    handlers there): plain ``input()``."""
+    handlers there): plain ``input()``. ``fd`` / ``out``: read from that descriptor and write the prompt there
+    instead of standard input and output (the controlling terminal, ``/dev/tty``)."""
     import select
     import signal
     import threading
 
-    if threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread() and fd is None:
         try:
             return input(prompt)
         except EOFError:
             return None
-    sys.stdout.write(prompt)
-    sys.stdout.flush()
+    out = out or sys.stdout
+    out.write(prompt)
+    out.flush()
+    if threading.current_thread() is not threading.main_thread():
+        return _read_line(fd)
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_read, False)
     os.set_blocking(wake_write, False)
     before = signal.set_wakeup_fd(wake_write)
-    fd, line = sys.stdin.fileno(), b""
+    fd, line = (sys.stdin.fileno() if fd is None else fd), b""
     try:
         while not line.endswith(b"\n"):
             ready, _, _ = select.select([fd, wake_read], [], [])
@@ -332,3 +336,14 @@ def ask(prompt: str) -> str | None:
         os.close(wake_read)
         os.close(wake_write)
     return line.decode(sys.stdin.encoding or "utf-8", errors="replace").rstrip("\r\n")
+
+
+def _read_line(fd: int | None) -> str | None:
+    """One line read from ``fd`` (None at the end of input), without signal wake-ups (not the main thread)."""
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = os.read(sys.stdin.fileno() if fd is None else fd, 4096)
+        if not chunk:
+            return None
+        line += chunk
+    return line.decode("utf-8", errors="replace").rstrip("\r\n")

@@ -76,7 +76,7 @@ def test_records_are_scrubbed_before_they_reach_the_disk(tmp_path):
 
 def test_for_context_uses_state_folder_and_context_scrubber(tmp_path):
     ctx = Context(env={"PRIME_API_KEY": CANARY, "MODEL_FACTORY_STATE_DIR": str(tmp_path / "st")}, home=tmp_path)
-    ledger = Ledger.for_context(ctx)
+    ledger = ctx.store()
     ledger.append("plan", plan_id="p", note=CANARY)
     assert ledger.path == tmp_path / "st" / LEDGER_FILE
     assert CANARY not in ledger.path.read_text() and "[REDACTED:PRIME_API_KEY]" in ledger.path.read_text()

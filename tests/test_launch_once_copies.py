@@ -99,7 +99,7 @@ def test_a_plan_whose_attempt_and_outcome_lines_are_unreadable_is_not_launched_a
     ctx, plan, code, folder, home = planned
     run = dispatch(ctx, plan.plan_id, code)
     assert run.status == "created"
-    ledger = Ledger.for_context(ctx)
+    ledger = ctx.store()
     lines = damage_records_of(ledger, plan.plan_id, ("attempt", "outcome"))
     assert len(lines) == 2
     again = cli(emulator, folder, home, "dispatch-run", plan.plan_id, "--confirmation", code, "--json")
@@ -113,7 +113,7 @@ def test_a_damaged_ledger_refuses_to_launch_while_the_runs_cannot_be_listed_and_
         emulator, planned):
     ctx, plan, code, folder, home = planned
     run = dispatch(ctx, plan.plan_id, code)
-    ledger = Ledger.for_context(ctx)
+    ledger = ctx.store()
     damage_records_of(ledger, plan.plan_id, ("attempt", "outcome"))
     down = emulator.faults.status(503, "GET", "/rft/runs", times=None)
     refused = dispatch(ctx, plan.plan_id, code)
@@ -131,7 +131,7 @@ def test_a_damaged_ledger_refuses_to_launch_while_the_runs_cannot_be_listed_and_
 def test_a_torn_last_line_does_not_stop_a_launch_while_the_runs_cannot_be_listed(emulator, planned):
     """A crash mid-append leaves a torn last line that records nothing: the plan is sent (once)."""
     ctx, plan, code, folder, home = planned
-    ledger = Ledger.for_context(ctx)
+    ledger = ctx.store()
     with ledger.path.open("ab") as f:
         f.write(b'{"ts":"2026-12-01T00:00:00.000+00:00","event":"attempt","plan_id":"pla')
     emulator.faults.status(503, "GET", "/rft/runs", times=None)
@@ -150,7 +150,7 @@ def test_an_intact_ledger_launches_when_the_runs_cannot_be_listed_first(emulator
 
 def test_list_launches_names_unreadable_lines_instead_of_an_empty_ledger(emulator, planned):
     ctx, plan, code, folder, home = planned
-    ledger = Ledger.for_context(ctx)
+    ledger = ctx.store()
     (folder / ".model-factory" / "launches.jsonl").write_bytes(b"garbage\n")
     listed = cli(emulator, folder, home, "list-launches")
     assert listed.returncode == 0

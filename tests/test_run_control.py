@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _helpers import EXAMPLE, T, approved_launch, dispatch, err, make_ctx, ok, past_step, write_policy
+from _helpers import EXAMPLE, T, approved_launch, dispatch, err, make_ctx, ok, past_step, store_bytes, write_policy
 from conftest import FakeTime
 
 from skill.emulator import EmulatorServer
@@ -157,7 +157,7 @@ def test_resume_within_the_budget_policy_is_approved_by_it_and_starts_one_new_bi
     assert (entry.run_id, entry.acted_on, entry.outcome, entry.secret_names) == \
         (result.run_id, run_id, "created", ["WANDB_API_KEY"])
     assert entry.usd_high is not None and entry.gpu_count == new.spec.gpu_count
-    assert FAKE_WANDB not in (Path(ctx.state_path()) / "launches.jsonl").read_text()
+    assert FAKE_WANDB.encode() not in store_bytes(ctx.state_path())
 
 
 def test_resume_over_the_budget_policy_shows_its_cost_and_waits_for_a_person(ctx, emulator):

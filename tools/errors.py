@@ -42,10 +42,10 @@ ErrorCode = Literal[
     "invalid_team", "owner_ambiguous", "invalid_context", "volume_not_found",
     # checkpoints on a volume (tools.monitor.checkpoints, tools.core volume reads)
     "no_volume", "checkpoint_not_ready", "transfer_unavailable", "unsafe_path", "checksum_mismatch",
-    # the confirmation gate and the launch ledger
+    # the confirmation gate and the state store
     "unknown_plan", "plan_changed", "plan_expired", "confirmation_required", "confirmation_invalid",
     "confirmation_expired", "confirmation_used", "approval_refused", "already_dispatched", "ambiguous_launch",
-    "unresolved_launch", "ledger_busy",
+    "unresolved_launch", "state_busy", "state_read_only", "state_unusable",
 ]
 
 

@@ -69,7 +69,7 @@ class Scrubber:
         resolved), and every variable of ``ctx.env`` whose name contains KEY, TOKEN, SECRET,
         PASSWORD, PASSWD or CREDENTIAL or ends in ``_PAT`` (except ``*_PATH``/``*_FILE``/
         ``*_DIR``, which hold paths), and every value of the env files that plans in the
-        context's launch ledger forward from (their ``env_files`` fact), so a later session
+        context's state store forward from (their ``env_files`` fact), so a later session
         also hides a key that reached a run from a file. Add other env files with
         :meth:`add_env_file`."""
         scrubber = cls()
@@ -86,7 +86,7 @@ class Scrubber:
         for name, value in ctx.env.items():
             if is_secret_env_name(name):
                 scrubber.add(name, value)
-        for path in _ledger_env_files(ctx):
+        for path in _recorded_env_files(ctx):
             scrubber.add_env_file(path, ctx.env)
         return scrubber
 
@@ -214,17 +214,12 @@ class Scrubber:
         return copy
 
 
-def _ledger_env_files(ctx: Context) -> list[str]:
-    """The env files named by ``plan`` records of the context's launch ledger (none when
-    there is no ledger or it cannot be read)."""
-    from tools.guardrails.ledger import Ledger
+def _recorded_env_files(ctx: Context) -> list[str]:
+    """The env files named by the plans of the context's state store (none when there is no store
+    or it cannot be read)."""
+    from tools.guardrails.store import Store
 
-    try:
-        records = Ledger(ctx.state_path()).read()
-    except OSError:
-        return []
-    files = (rec.get("env_files") for rec in records if rec.get("event") == "plan")
-    return list(dict.fromkeys(p for paths in files if isinstance(paths, list) for p in paths if isinstance(p, str)))
+    return Store.recorded_env_files(ctx.state_path())
 
 
 def _plain(key: Any) -> str:

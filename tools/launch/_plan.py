@@ -31,7 +31,6 @@ from tools.core import MAX_SECONDS_PER_STEP, MAX_STEPS, Context, Owner, resolve_
 from tools.errors import Call, FieldProblem, ToolFailure, call, fail
 from tools.guardrails import secret_detection
 from tools.guardrails.confirmation import config_sha256, plan_hash
-from tools.guardrails.ledger import Ledger
 from tools.guardrails.policy import load_for_context
 from tools.guardrails.text import display_problem, shown
 from tools.launch._cost import CostEstimate, estimate_cost, magnitude_warnings
@@ -184,6 +183,7 @@ class Draft:
     unresolved: list[Lookup] = field(default_factory=list)
     material: dict[str, Any] = field(default_factory=dict)
     plan_hash: str = ""
+    account_id: str | None = None
 
     @property
     def config_sha256(self) -> str:
@@ -428,7 +428,8 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
 
     file_sha256 = hashlib.sha256(data).hexdigest()
     acknowledged = parse_plan_ids(args.acknowledge_unresolved)
-    unresolved = check_unresolved(ctx, Ledger.for_context(ctx), plan_id=plan_id, team_id=owner.team_id,
+    account = ctx.account_id()
+    unresolved = check_unresolved(ctx, ctx.store(), plan_id=plan_id, team_id=owner.team_id, account_id=account,
                                   file_sha256=file_sha256, acknowledged=acknowledged, config_path=str(path),
                                   planning=prepare)
     model = report.model_name
@@ -451,9 +452,8 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
         warnings.append(mismatch)
     cost = estimate_cost(mode, count, price, cap, args.seconds_per_step, why)
     warnings += magnitude_warnings(cost)
-    ledger = Ledger.for_context(ctx)
-    if note := ledger.damage().words(ledger.path):
-        warnings.append(note)
+    for imported in ctx.store().imported:
+        warnings.append(imported.words())
     if problem := load_for_context(ctx).problem:
         warnings.append(f"The budget policy is not used: {problem} Launches need a person's approval until the "
                         "person fixes it.")
@@ -470,12 +470,13 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
         mode=mode, model=model, owner=owner, gpu_type=gpu_type, gpu_type_source=gpu_how, gpu_count=count, cost=cost,
         config_max_steps=from_config, max_steps=cap, max_steps_reason=reason, secret_names=sorted(names),
         env_files=files, volume=volume, image_tag=image_tag, source_ref=source_ref, run_name=run_name,
-        fingerprint=fp, runtime=runtime, warnings=warnings, unresolved=unresolved,
+        fingerprint=fp, runtime=runtime, warnings=warnings, unresolved=unresolved, account_id=account,
         validation=Validation(schema_check=report.schema_check, schema_commit=report.schema_commit,
                               schema_source=report.schema_source, schema_interpreter=report.schema_interpreter,
                               fallback_from=report.fallback_from))
     draft.material = {
-        "action": "launch", "config_sha256": config_sha256(hosted), "file_sha256": draft.file_sha256,
+        "action": "launch", "platform_url": ctx.settings.base_url, "account_id": account,
+        "config_sha256": config_sha256(hosted), "file_sha256": draft.file_sha256,
         "team_id": owner.team_id, "gpu_type": gpu_type, "gpu_count": count, "volume": volume,
         "source_ref": source_ref, "image_tag": image_tag, "secret_names": draft.secret_names, "max_steps": cap,
         "mode": mode, "name": run_name,
@@ -499,7 +500,8 @@ def summary_text(d: Draft, *, policy: str | None = None, policy_reasons: list[st
     line is escaped (:func:`tools.guardrails.text.shown`): whatever a field holds (a config path
     with a newline, a platform's text), it stays on its own line and moves no cursor."""
     c = d.cost
-    owner = f"{d.owner.label} (from {d.owner.source})" + (f". Note: {d.owner.note}" if d.owner.note else "")
+    account = f"account {d.account_id}, " if d.owner.team_id is None and d.account_id else ""
+    owner = f"{d.owner.label} ({account}from {d.owner.source})" + (f". Note: {d.owner.note}" if d.owner.note else "")
     gpu = f"{d.gpu_type or 'chosen by the platform'} x {d.gpu_count} ({d.gpu_type_source})"
     price = (f"{usd(c.usd_per_gpu_hour)} per GPU-hour -> {usd(c.usd_per_hour)}/hour"
              if c.usd_per_gpu_hour is not None else "unknown per GPU-hour")

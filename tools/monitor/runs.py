@@ -28,7 +28,6 @@ from tools.core import (
 )
 from tools.errors import Call, ToolFailure, call, fail
 from tools.guardrails import confirmation as gate
-from tools.guardrails.ledger import Ledger
 from tools.monitor._clock import parse_time, seconds_since, server_now
 from tools.monitor._series import OVERDUE_STEP_MULTIPLE, overdue_multiple, step_seconds
 from tools.monitor._views import FailureAnalysisView, clip, failure_analysis_view, minutes
@@ -90,15 +89,15 @@ class GetRunResult(BaseModel):
         "Diagnosis of a FAILED run, when the platform has one."))
     dashboard_url: str | None = Field(description="The run's page in the dashboard; " + NO_DASHBOARD + ".")
     secret_names: list[str] | None = Field(default=None, description=(
-        "Env names whose values were forwarded at launch (never the values), from the local launch ledger; null "
-        "when this state folder's ledger did not launch the run."))
-    plan_id: str | None = Field(default=None, description="The local ledger's launch plan, if it launched the run.")
+        "Env names whose values were forwarded at launch (never the values), from the state store; null "
+        "when this state store did not launch the run."))
+    plan_id: str | None = Field(default=None, description="The state store's launch plan, if it launched the run.")
 
 
 def launch_of(ctx: Context, run_id: str) -> gate.LaunchState | None:
-    """The local ledger's plan that launched or resumed into ``run_id`` (None: launched elsewhere). Reads the
-    ledger only."""
-    return gate.plan_of_run(Ledger.for_context(ctx), run_id)
+    """The state store's plan that launched or resumed into ``run_id`` on this platform (None: launched
+    elsewhere). Reads the store only."""
+    return gate.plan_of_run(ctx.store(), run_id, platform_url=ctx.settings.base_url)
 
 
 def _run_view(run: wire.RLRun, ctx: Context, now: datetime) -> GetRunResult:
@@ -118,7 +117,7 @@ def _run_view(run: wire.RLRun, ctx: Context, now: datetime) -> GetRunResult:
         error_message=clip(run.error_message),
         failure_analysis=failure_analysis_view(fa),
         dashboard_url=dashboard_url(ctx, run.id),
-        secret_names=list(launch.plan.get("secret_names") or []) if launch else None,
+        secret_names=list(launch.plan.secret_names) if launch else None,
         plan_id=launch.plan_id if launch else None,
     )
 
