@@ -692,12 +692,12 @@ def _export_logs(r: Any, v: View) -> None:
 
 
 def _list_launches(r: Any, v: View) -> None:
-    v.opening = [f"{_count(len(r.launches), 'plan')} in the ledger {r.ledger_path}." if r.launches else
-                 f"No launches recorded in {r.ledger_path}."]
-    v.drop("ledger_path")
-    if r.ledger_warning:  # a damaged ledger is never read silently
-        v.opening.append(r.ledger_warning)
-        v.drop("ledger_warning")
+    v.opening = [f"{_count(len(r.launches), 'plan')} of this platform in {r.store_path}." if r.launches else
+                 f"No launches of this platform recorded in {r.store_path}."]
+    v.drop("store_path")
+    if r.store_warning:  # a store that cannot be written here, or an import from an old ledger, is said
+        v.opening.append(r.store_warning)
+        v.drop("store_warning")
     table = v.table("launches")
     if table:
         table.columns, table.keep = ["plan_id", "status", "run_id", "outcome", "action", "acted_on",

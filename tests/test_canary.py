@@ -18,7 +18,7 @@ Then every registry tool runs through :func:`skill.registry.call_tool` (results 
 paths) and every CLI command runs as ``python -m skill ...`` in a fresh process, with
 ``--json`` and without. No canary - and no 8-character piece of one's random part, so clipped
 or masked copies count too - may appear in any result, ToolError, stdout/stderr, file written
-under the test's folders (ledger, plots, traces, prepared configs; the input files the test
+under the test's folders (the state store and its audit trail, plots, traces, prepared configs; the input files the test
 wrote are the only exceptions), or ``tests/cassettes``.
 
 The test can fail: with the scrubber disabled (``Scrubber.scrub_text`` returning its input
@@ -266,7 +266,7 @@ def test_no_canary_leaves_through_any_tool_or_command(emu, tmp_path):
         (["wait-for-run", run_a, "--timeout-seconds", "1"], 0),
         (["list-traces", run_a], 0), (["dispatch-run", plan.plan_id], 0), (["stop-run", run_a], 0),
         (["pause-run", run_a], 0), (["restart-run", run_a], 0), (["resume-run", run_a], 3),
-        (["run-report", run_a, "--no-plot"], 0),
+        (["run-report", run_a, "--no-plot"], 0), (["history"], 0), (["history", "--run", run_a], 0),
         (["tools", "export", "--format", "mcp"], 0), (["tools", "export", "--format", "openai"], 0),
         (["tools", "export", "--format", "anthropic"], 0),
     ]

@@ -189,6 +189,12 @@ class Store:
         self._opened = True
         try:
             self._conn = self._connect()
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc):
+                self._unusable(exc)
+                return self._conn
+            self._opened = False  # held by another process: the next call opens it again
+            raise self._busy_failure() from None
         except sqlite3.DatabaseError as exc:
             self._unusable(exc)
         return self._conn
@@ -371,11 +377,8 @@ class Store:
                 raise self._translate(exc) from None
 
     def _translate(self, exc: sqlite3.DatabaseError) -> Any:
-        text = str(exc)
-        if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
-            return fail("state_busy", f"The state database {self.path} is held by another process.",
-                        "Wait a few seconds and retry; if it persists, check for a stuck model-factory process.",
-                        retryable=True)
+        if isinstance(exc, sqlite3.OperationalError) and _is_busy(exc):
+            return self._busy_failure()
         if isinstance(exc, sqlite3.OperationalError) and _is_read_only(exc):
             self.problem = StoreProblem("read_only", f"it cannot be written ({exc})")
             return self.failure()
@@ -383,6 +386,11 @@ class Store:
             raise exc  # a bug in the caller, not damage
         self._unusable(exc)
         return self.failure()
+
+    def _busy_failure(self) -> Any:
+        return fail("state_busy", f"The state database {self.path} is held by another process.",
+                    "Wait a few seconds and retry; if it persists, check for a stuck model-factory process.",
+                    retryable=True)
 
     def _load(self, model: type[M], text: str) -> M:
         try:
@@ -528,7 +536,7 @@ class Store:
             record = self.scrubber.scrub_model(record)
         arguments = record.arguments
         if len(arguments) > AUDIT_ARGUMENT_CHARS:
-            arguments = arguments[: AUDIT_ARGUMENT_CHARS - 20] + " ... (cut)"
+            arguments = arguments[: AUDIT_ARGUMENT_CHARS - 10] + " ... (cut)"
         oldest = iso(utc_now() - timedelta(days=AUDIT_MAX_DAYS))
         with self.write() as conn:
             cursor = conn.execute(
@@ -644,6 +652,11 @@ def _import_jsonl(store: Store, source: str, data: bytes) -> ImportRecord:
             continue  # a line this version cannot read is left out, as the old ledger's reader left it
     return ImportRecord(source=source, imported_at=iso(utc_now()), plans=plans, outcomes=outcomes,
                         approvals_ignored=ignored)
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
 
 
 def _is_read_only(exc: sqlite3.OperationalError) -> bool:

@@ -254,8 +254,7 @@ def _send(ctx: Context, run: wire.RLRun, action: Action, confirmation: str | Non
                        next_calls=[check, again]) from None
         gate.record_outcome(store, state.plan_id, claim.attempt_id, "ambiguous", run_id=run.id, detail=exc.message,
                             status_code=exc.status)
-        why = f"was answered HTTP {exc.status} ({exc.message})" if exc.status else \
-            f"its answer was lost ({exc.message})"
+        why = f"was answered with an error ({exc.message})" if exc.status else f"its answer was lost ({exc.message})"
         return _Sent(run.status, gate.launch_state(store, state.plan_id), claim.channel, lost=why,
                      attempt_id=claim.attempt_id)
     except perr.PlatformError as exc:
