@@ -88,15 +88,19 @@ def main(*, run: str | None = None, since: str | None = None, limit: int = 200, 
         err, out = terminal.stderr(), terminal.stdout()
         what = (f" about run {run}" if run else "") + (f" since {iso(start)}" if start else "")
         if not calls:
-            err.print(f"No calls recorded{what} in {store.path}.")
+            for line in terminal.wrap(f"No calls recorded{what} in {store.path}.", err.width):
+                err.print(line)
             return EXIT_OK
-        err.print(f"{len(calls)} call{'s' if len(calls) != 1 else ''}{what}, oldest first, from {store.path}"
-                  + (f" (the newest {limit}; --limit for more)" if len(calls) == limit else "") + ".")
-        rows = [[c.at.replace("T", " ")[:19], c.surface, c.tool.removeprefix("mf_").replace("_", "-"), c.outcome,
-                 c.run_id or c.plan_id or "", _money(c.usd_approved, c.usd_spent), _arguments(c.arguments)]
-                for c in calls]
-        lines, _ = terminal.table(["time_utc", "surface", "call", "outcome", "run_or_plan", "money", "arguments"],
-                                  rows, out, keep=4)
+        rows = [[c.at[:19] + "Z", c.tool.removeprefix("mf_").replace("_", "-"),
+                 ", ".join(p for p in (c.outcome, _money(c.usd_approved, c.usd_spent)) if p),
+                 c.run_id or c.plan_id or "", _arguments(c.arguments), c.surface] for c in calls]
+        lines, dropped = terminal.table(["time", "call", "outcome", "run_or_plan", "arguments", "surface"], rows, out,
+                                        keep=3)
+        left_out = f"; left out at this width: {', '.join(dropped)} (--json has every field)" if dropped else ""
+        opening = (f"{len(calls)} call{'s' if len(calls) != 1 else ''}{what}, oldest first, from {store.path}"
+                   + (f" (the newest {limit}; --limit for more)" if len(calls) == limit else "") + f"{left_out}.")
+        for line in terminal.wrap(opening, err.width):
+            err.print(line)
         for line in lines:
             out.print(line)
         return EXIT_OK

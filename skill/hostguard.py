@@ -61,14 +61,24 @@ def _base(word: str) -> str:
     return word.rsplit("/", 1)[-1]
 
 
+#: Words that may come before the program a command runs (wrappers, their subcommands and options).
+_WRAPPERS = {"env", "sudo", "nohup", "time", "nice", "exec", "command", "uv", "uvx", "pipx", "poetry", "pdm", "hatch",
+             "run", "timeout", "--"}
+
+
 def _is_model_factory(words: Sequence[str]) -> int | None:
     """The index of the word after the program when ``words`` run model-factory (``model-factory``
-    wherever it is installed, or ``python -m skill``), else None."""
+    wherever it is installed, or ``python -m skill``), possibly through a wrapper (``uv run``, ``env``,
+    assignments), else None."""
     for i, word in enumerate(words):
-        if _base(word) == "model-factory":
+        if _base(word) == "model-factory" and "$" not in word and not word.startswith("~"):
             return i + 1
-        if word == "-m" and i + 1 < len(words) and words[i + 1] == "skill":
+        if word == "-m" and i + 1 < len(words) and words[i + 1] == "skill" and i and \
+                _base(words[i - 1]).startswith("python"):
             return i + 2
+        if not (word in _WRAPPERS or word.startswith("-") or "=" in word or word.isdigit()
+                or _base(word).startswith("python")):
+            return None  # the program is another one
     return None
 
 

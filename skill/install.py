@@ -303,7 +303,7 @@ def _write_settings(path: Path, data: dict) -> None:
     write_atomic(path, [(json.dumps(data, indent=2) + "\n").encode()])
 
 
-def _ours(entry: object) -> bool:
+def _our_hook(entry: object) -> bool:
     hooks = entry.get("hooks") if isinstance(entry, dict) else None
     return isinstance(hooks, list) and any(isinstance(h, dict) and HOOK_SCRIPT in str(h.get("command", ""))
                                            for h in hooks)
@@ -321,7 +321,7 @@ def install_hook(agent: str, state: Path, home: Path | None = None) -> HookChang
     command = hook_command(state)
     entry = {"matcher": HOOK_MATCHERS[agent], "hooks": [{"type": "command", "command": command}]}
     hooks = data.setdefault("hooks", {})
-    pre = [e for e in hooks.get("PreToolUse", []) if not _ours(e)]
+    pre = [e for e in hooks.get("PreToolUse", []) if not _our_hook(e)]
     if entry in hooks.get("PreToolUse", []) and len(pre) == len(hooks["PreToolUse"]) - 1:
         return HookChange(path, "unchanged", command)
     hooks["PreToolUse"] = [*pre, entry]
@@ -335,7 +335,7 @@ def remove_hook(agent: str, home: Path | None = None) -> HookChange:
     data = _read_settings(path)
     hooks = data.get("hooks", {})
     pre = hooks.get("PreToolUse", [])
-    kept = [e for e in pre if not _ours(e)]
+    kept = [e for e in pre if not _our_hook(e)]
     if len(kept) == len(pre):
         return HookChange(path, "absent", "")
     if kept:
@@ -382,13 +382,13 @@ def server_command() -> list[str]:
     return [str(script), "mcp"] if script else [sys.executable, "-m", "skill", "mcp"]
 
 
-def mcp_entry(agent: str, home: Path | None = None) -> str:
+def mcp_entry(agent: str) -> str:
     """``agent``'s MCP server entry for this installation, in that agent's own format.
 
     claude-code: a ``claude mcp add --scope user`` command; cursor: ``mcp.json``; codex: a
     ``[mcp_servers.model-factory]`` table of ``config.toml``; claude-desktop:
-    ``claude_desktop_config.json``, with ``MODEL_FACTORY_STATE_DIR`` set (the app starts servers
-    outside any project folder, and ``approve`` needs the same folder)."""
+    ``claude_desktop_config.json`` (the state store is per user: the app's server and a person's
+    ``approve`` find the same one from any folder)."""
     import shlex
 
     command, *args = server_command()
@@ -407,9 +407,6 @@ def mcp_entry(agent: str, home: Path | None = None) -> str:
         doc.add("mcp_servers", servers)
         return tomlkit.dumps(doc).strip()
     entry: dict[str, object] = {"command": command, "args": args}
-    if agent == "claude-desktop":
-        state = (home or Path.home()) / ".model-factory"
-        entry["env"] = {"MODEL_FACTORY_STATE_DIR": str(state)}
     return json.dumps({"mcpServers": {SERVER_NAME: entry}}, indent=2)
 
 

@@ -99,13 +99,13 @@ def test_the_approve_screen_of_a_plan_whose_path_holds_a_newline_shows_it_escape
     assert "\\n  Owner (pays):  personal account/rl.toml" in plan.summary
     lines = plan.summary.splitlines()
     assert [line for line in lines if line.startswith("  Owner (pays):")] == \
-        [f"  Owner (pays):  personal account (account {DEFAULT_USER_ID}, from argument)"]
+        [f"  Owner (pays):  personal account {DEFAULT_USER_ID} (from argument)"]
     env = {**mf_env, "TERM": "dumb", "COLUMNS": "200"}
     code, out = in_terminal([CLI, "approve", plan.plan_id], env, tmp_path, CHALLENGE)
     assert code == 0, out
     assert "\\n  Owner (pays):  personal account/rl.toml" in out
     assert [line for line in out.splitlines() if line.startswith("  Owner (pays):")] == \
-        [f"  Owner (pays):  personal account (account {DEFAULT_USER_ID}, from argument)"]
+        [f"  Owner (pays):  personal account {DEFAULT_USER_ID} (from argument)"]
 
 
 def test_a_control_character_written_into_the_recorded_summary_is_escaped_on_the_approve_screen(

@@ -500,8 +500,8 @@ def summary_text(d: Draft, *, policy: str | None = None, policy_reasons: list[st
     line is escaped (:func:`tools.guardrails.text.shown`): whatever a field holds (a config path
     with a newline, a platform's text), it stays on its own line and moves no cursor."""
     c = d.cost
-    account = f"account {d.account_id}, " if d.owner.team_id is None and d.account_id else ""
-    owner = f"{d.owner.label} ({account}from {d.owner.source})" + (f". Note: {d.owner.note}" if d.owner.note else "")
+    account = f" {d.account_id}" if d.owner.team_id is None and d.account_id else ""  # whose personal account
+    owner = f"{d.owner.label}{account} (from {d.owner.source})" + (f". Note: {d.owner.note}" if d.owner.note else "")
     gpu = f"{d.gpu_type or 'chosen by the platform'} x {d.gpu_count} ({d.gpu_type_source})"
     price = (f"{usd(c.usd_per_gpu_hour)} per GPU-hour -> {usd(c.usd_per_hour)}/hour"
              if c.usd_per_gpu_hour is not None else "unknown per GPU-hour")
