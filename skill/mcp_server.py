@@ -141,7 +141,7 @@ class NeedsApproval(BaseException):
 
     A ``BaseException`` so that no tool layer turns it into an error; only
     :func:`build_server`'s call handler catches it. Tools ask for approval before they write
-    anything (the gate precedes the ledger claim), so ending the call there is safe.
+    anything (the gate precedes the claim in the state store), so ending the call there is safe.
     """
 
     def __init__(self, request: Any) -> None:
@@ -230,7 +230,7 @@ def _tool_context(request_ctx: Any, params: Any, approvals: Approvals, make_cont
             action, plan_hash, approved = answered
             return approved and action == request.action and plan_hash == request.plan_hash
 
-    approver.channel = "mcp_elicitation"  # type: ignore[attr-defined] - for the ledger's audit record
+    approver.channel = "mcp_elicitation"  # type: ignore[attr-defined] - for the approval record
     tool_ctx.approver = approver
     return tool_ctx
 

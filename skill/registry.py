@@ -190,13 +190,13 @@ TOOLS: tuple[ToolSpec, ...] = (
           "user asks to restart a stuck or crash-looping run; not for a PAUSED run (mf_resume_run).",
           read_only=False, destructive=True, idempotent=False, positional=("run_id",)),
     _spec("list_launches", "launch",
-          "List launches and run control actions (resume, stop, pause, restart) recorded in the local ledger: "
+          "List launches and run control actions (resume, stop, pause, restart) recorded in the state store: "
           "plan, secret names forwarded, approval, attempts, outcome, run id. "
           "Use it after a restart or an ambiguous launch before doing anything else.",
           open_world=False),
     _spec("get_run", "monitor",
           "Read one run: status, model, steps, GPUs, owner, timing, error and failure analysis, and the "
-          "secret names it was launched with (when this ledger launched it). "
+          "secret names it was launched with (when this store launched it). "
           "A RUNNING status alone does not mean healthy: use mf_check_progress for that.",
           positional=("run_id",)),
     _spec("list_runs", "monitor",

@@ -2,7 +2,7 @@
 
 * **Scrubbing.** :class:`Scrubber` replaces every known secret value with
   ``[REDACTED:NAME]`` in text, dicts/lists and pydantic models; the ``@tool`` wrapper runs
-  it on every result and the ledger on every record.
+  it on every result and the state store on every record.
 
 Which names, values and shapes are secret is decided by :mod:`tools.guardrails.secret_detection`;
 this module uses it, never the reverse. Local and pure (no HTTP).

@@ -21,7 +21,8 @@ Guarantees:
   a check-and-record (claiming a plan's one request) is atomic across processes. Busy beyond the
   timeout: ``state_busy`` (retryable).
 * **Durable**: ``synchronous=FULL``: a change :meth:`Store.write` committed survives a crash or
-  power loss.
+  power loss (the audit trail's rows are synced with the next such change: a call's row may be
+  lost with the power, never a plan, approval, attempt or outcome).
 * **Scrubbed**: every record passes through the :class:`~tools.guardrails.scrubbing.Scrubber`
   before it is written.
 * **Damage is said, never read silently**: a file that is not a database, a page SQLite finds
@@ -322,9 +323,11 @@ class Store:
     # -- transactions -----------------------------------------------------------------------------
 
     @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
+    def write(self, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
         """One transaction of changes (``BEGIN IMMEDIATE``; nested calls join the outer one). Raises
-        ``state_busy`` (retryable), ``state_read_only`` or ``state_unusable``."""
+        ``state_busy`` (retryable), ``state_read_only`` or ``state_unusable``. ``durable=False`` (the
+        audit trail): the commit is not synced to disk by itself (``synchronous=NORMAL``, still
+        atomic; the next durable commit syncs it), which a state change never is."""
         with self._lock:
             self.require_writable()
             conn = self._conn
@@ -337,6 +340,8 @@ class Store:
                     self._depth -= 1
                 return
             try:
+                if not durable:
+                    conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
                 raise self._translate(exc) from None
@@ -354,6 +359,8 @@ class Store:
                 raise
             finally:
                 self._depth = 0
+                if not durable:
+                    conn.execute("PRAGMA synchronous=FULL")
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection | None]:
@@ -534,11 +541,13 @@ class Store:
         trail to :data:`AUDIT_MAX_ROWS` rows and :data:`AUDIT_MAX_DAYS` days."""
         if self.scrubber is not None:
             record = self.scrubber.scrub_model(record)
+        record = record.model_copy(update={name: _text(getattr(record, name)) for name in (
+            "surface", "tool", "arguments", "outcome", "run_id", "plan_id", "platform_url")})
         arguments = record.arguments
         if len(arguments) > AUDIT_ARGUMENT_CHARS:
             arguments = arguments[: AUDIT_ARGUMENT_CHARS - 10] + " ... (cut)"
         oldest = iso(utc_now() - timedelta(days=AUDIT_MAX_DAYS))
-        with self.write() as conn:
+        with self.write(durable=False) as conn:
             cursor = conn.execute(
                 "INSERT INTO audit (at, surface, tool, arguments, outcome, run_id, plan_id, usd_approved, usd_spent, "
                 "platform_url) VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -652,6 +661,11 @@ def _import_jsonl(store: Store, source: str, data: bytes) -> ImportRecord:
             continue  # a line this version cannot read is left out, as the old ledger's reader left it
     return ImportRecord(source=source, imported_at=iso(utc_now()), plans=plans, outcomes=outcomes,
                         approvals_ignored=ignored)
+
+
+def _text(value: str | None) -> str | None:
+    """``value`` as SQLite can store it: a lone surrogate (a hostile argument) written as ``\\udcff``."""
+    return value.encode("utf-8", "backslashreplace").decode("utf-8") if value is not None else None
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
