@@ -539,6 +539,8 @@ def _list_runs(r: Any, v: View) -> None:
         v.opening = [f"No runs on page {r.page:,}: the {_count(r.total, 'run')} of the {r.owner} end on page "
                      f"{r.last_page}."]
         v.hint(f"The last page: {r.next_calls[0]}.", r.next_calls[0])  # with the same team, limit and status
+    elif not r.runs and not r.scan_complete:
+        v.opening = [f"No runs shown on page {r.page}: the platform's paging misbehaves (see the note)."]
     elif not r.runs:
         v.opening = [f"No runs for the {r.owner}." if r.page == 1 else f"No runs on page {r.page}."]
         first = call("mf_list_examples")

@@ -38,7 +38,7 @@ from tools.core import NO_DASHBOARD, Context, dashboard_url
 from tools.errors import Call, ToolFailure, call, fail, from_platform
 from tools.guardrails import confirmation as gate
 from tools.guardrails.ledger import Ledger
-from tools.launch._reconcile import look_before_create, look_for_lost_run, unlisted_failure
+from tools.launch._reconcile import doubtful_failure, look_before_create, look_for_lost_run, unlisted_failure
 from tools.platform import errors as perr
 from tools.platform import wire
 
@@ -137,10 +137,13 @@ def reconcile(ctx: Context, ledger: Ledger, state: gate.LaunchState) -> Dispatch
 
 def count_active(ctx: Context, team_id: str | None) -> int | None:
     """Queued, pending, running or pausing runs of the owner (GET /rft/runs, page 1 of 100); None
-    when they cannot be listed (a policy limit on concurrent runs then fails closed)."""
+    when they cannot be listed, or a row of them cannot be read (a policy limit on concurrent runs then fails
+    closed)."""
     try:
         page = ctx.platform().list_runs(team_id=team_id, page=1, limit=100)
     except perr.PlatformError:
+        return None
+    if page.unreadable:
         return None
     return sum(1 for r in page.runs if (r.status or "").upper() in _ACTIVE)
 
@@ -179,6 +182,9 @@ def send_create(ctx: Context, ledger: Ledger, plan_id: str, plan_hash: str, toke
                       f"{lookup.looks_for}), although this ledger did not record it (a copy of the state folder, "
                       "or unreadable ledger lines, sent it). Reconciled; nothing was sent again.",
                       {"channel": claim.channel}, ledger_note=damage.words(ledger.path))
+    if lookup.doubtful:
+        gate.record_outcome(ledger, plan_id, claim.attempt_id, "not_sent", detail="a run row could not be read")
+        raise doubtful_failure(state, str(lookup.problem))
     if lookup.problem and damage.may_hide_records:
         gate.record_outcome(ledger, plan_id, claim.attempt_id, "not_sent", detail="runs could not be listed first")
         raise unlisted_failure(state, lookup.problem, str(damage.words(ledger.path)))

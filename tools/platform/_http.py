@@ -264,8 +264,8 @@ def _shape_error(model: type[BaseModel], exc: ValidationError) -> str:
 def _is_transient(exc: BaseException) -> bool:
     if isinstance(exc, perr.RateLimited):
         return True
-    if isinstance(exc, perr.Unavailable):
-        return exc.status is None or exc.status in _RETRY_STATUSES
+    if isinstance(exc, perr.Unavailable):  # no answer, a 5xx worth retrying, or a 2xx read that arrived garbled
+        return exc.status is None or exc.status in _RETRY_STATUSES or 200 <= exc.status < 300
     return False
 
 
@@ -523,6 +523,9 @@ class BaseClient:
                     status=response.status_code,
                     endpoint=endpoint,
                 )
+            if method == "GET":  # cut short or garbled on the way: a read is retried, as after a 5xx
+                raise perr.Unavailable(f"{message} (cut short or garbled)", status=response.status_code,
+                                       endpoint=endpoint)
             raise perr.InvalidRequest(message, status=response.status_code, endpoint=endpoint)
         return data
 
