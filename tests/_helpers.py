@@ -351,7 +351,7 @@ def in_terminal(args: list[str | Path], env: dict[str, str], cwd: Path,
                 if not chunk:
                     break
                 out += chunk
-                if pending and out.count(b"last 4 characters") > prompts and not (
+                if pending and re.sub(rb"\s+", b" ", out).count(b"last 4 characters") > prompts and not (
                         isinstance(pending[0], signal.Signals) and out.endswith(b"\n")):  # a signal: once it reads
                     prompts += 1
                     answer = pending.pop(0)

@@ -318,8 +318,9 @@ class BaseClient:
         self.root_url = root_url.rstrip("/")
         self.retry_policy = retry or RetryPolicy()
         self._api_key = settings.api_key.get_secret_value()
+        self._key_problem = settings.api_key_problem
         headers = dict(base_headers)
-        if self._api_key:
+        if self._api_key and not self._key_problem:  # an unusable key is never put in a header
             headers["Authorization"] = f"Bearer {self._api_key}"
         headers["User-Agent"] = user_agent or default_user_agent()
         self._connect_timeout = min(connect_timeout, timeout)
@@ -401,6 +402,10 @@ class BaseClient:
             raise perr.CredentialsMissing(
                 "No API key configured: set PRIME_API_KEY in this process's environment or run "
                 "`prime login`. Nothing was sent."
+            )
+        if self._key_problem:
+            raise perr.CredentialsMissing(
+                f"No usable API key: {self._key_problem}. Set PRIME_API_KEY again to the key alone. Nothing was sent."
             )
 
     def _secrets(self, body: Any) -> list[str]:
