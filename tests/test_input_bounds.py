@@ -30,16 +30,21 @@ def config(tmp_path, text: str, name: str = "c.toml"):
 # -- 9. no number JSON cannot carry --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value", NON_FINITE)
-@pytest.mark.parametrize(("where", "edit"), [
-    ("trainer.optim.lr", lambda t, v: t.replace("lr = 3e-6", f"lr = {v}")),  # a schema field
-    ("orchestrator.train.sampling.temperature",
-     lambda t, v: t.replace("max_completion_tokens = 128", f"max_completion_tokens = 128\ntemperature = {v}")),
-    ("orchestrator.train.source[0].env.taskset.weights[1]",  # inside an array, inside an env table
-     lambda t, v: t.replace('id = "reverse-text"', f'id = "reverse-text"\nweights = [1.0, {v}]')),
-    ("seconds_per_step_guess", lambda t, v: f"seconds_per_step_guess = {v}\n" + t),  # a key no schema knows
-])
-def test_a_number_json_cannot_carry_is_a_validation_error_at_its_key(frozen_ctx, tmp_path, where, edit, value):
+PLACES = {
+    "trainer.optim.lr": lambda t, v: t.replace("lr = 3e-6", f"lr = {v}"),  # a schema field
+    "orchestrator.train.sampling.temperature":
+        lambda t, v: t.replace("max_completion_tokens = 128", f"max_completion_tokens = 128\ntemperature = {v}"),
+    "orchestrator.train.source[0].env.taskset.weights[1]":  # inside an array, inside an env table
+        lambda t, v: t.replace('id = "reverse-text"', f'id = "reverse-text"\nweights = [1.0, {v}]'),
+    "seconds_per_step_guess": lambda t, v: f"seconds_per_step_guess = {v}\n" + t,  # a key no schema knows
+}
+#: Every value at the schema field, and one value at every other place.
+FINITE_CASES = [("trainer.optim.lr", v) for v in NON_FINITE] + [(w, "nan") for w in list(PLACES)[1:]]
+
+
+@pytest.mark.parametrize(("where", "value"), FINITE_CASES)
+def test_a_number_json_cannot_carry_is_a_validation_error_at_its_key(frozen_ctx, tmp_path, where, value):
+    edit = PLACES[where]
     path = config(tmp_path, edit(TEXT, value))
     report = ok(call(frozen_ctx, "mf_validate_config", config_path=str(path)))
     assert not report.valid and where in [e.path for e in report.errors if e.rule == "finite_number"]
@@ -60,8 +65,9 @@ def test_no_tool_returns_internal_error_for_a_non_finite_config(frozen_ctx, tmp_
 # -- 10. the same step bounds for the file as for the flag ---------------------------------------
 
 
-@pytest.mark.parametrize("steps", ["-1", "0", "99999999999999999999999", str(MAX_STEPS + 1)])
-@pytest.mark.parametrize("key", ["max_steps", "trainer.max_steps", "orchestrator.max_steps"])
+@pytest.mark.parametrize(("key", "steps"), [
+    *[("max_steps", v) for v in ("-1", "0", "99999999999999999999999", str(MAX_STEPS + 1))],
+    ("trainer.max_steps", "-1"), ("orchestrator.max_steps", "99999999999999999999999")])
 def test_a_step_cap_outside_the_flags_bounds_is_refused_in_the_file(frozen_ctx, emulator, tmp_path, key, steps):
     if key == "max_steps":
         text = TEXT.replace("max_steps = 20", f"max_steps = {steps}")

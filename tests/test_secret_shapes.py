@@ -35,7 +35,8 @@ def test_the_credential_shape_catches_random_keys_and_lets_names_ids_and_paths_p
     assert credential_tokens(f"run-{AWS_SECRET.replace('/', 'x')}") != []
     for text in ("reverse-text-mf620ad9cd", "cszvo48n7w6by7vh95fniim33", "ThisIsMyVeryLongExperimentRunName2024",
                  "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT", "/home/JohnSmith/Projects/ModelFactory2024/configs",
-                 "0123456789abcdef0123456789abcdef01234567", "Qwen3VL8BInstructAWQ4bitGPTQ", "H100_80GB"):
+                 "0123456789abcdef0123456789abcdef01234567", "Qwen3VL8BInstructAWQ4bitGPTQ", "H100_80GB",
+                 "SWEBenchVerifiedGLM45AirRL", "MathGRPOQwen7BLoRAr16a32", "DeepSeekR1DistillQwen32BMathGRPO"):
         assert credential_tokens(text) == [], text
 
 

@@ -459,11 +459,12 @@ def assigned_secrets(text: str) -> list[tuple[str, int, int]]:
     return out
 
 
-#: A run of base64 characters long enough to be a key without a known prefix (an AWS secret access key is 40).
-_TOKEN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{20,}={0,2}(?![A-Za-z0-9+/=])")
+#: A run of base64 characters long enough to be a key without a known prefix (an AWS secret access key is 40;
+#: generic API tokens are 32 or more), and longer than the CamelCase words of a run name.
+_TOKEN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{32,}={0,2}(?![A-Za-z0-9+/=])")
 #: A word inside a token: a lowercase run of 3+ letters, capitalised or not (CamelCase names are made of them).
 _WORDLIKE = re.compile(r"[A-Z]?[a-z]{3,}")
-#: At most this share of a credential-shaped token is word-like (random base64 keys: ~0.2; CamelCase names: 0.6+).
+#: Less than this share of a credential-shaped token is word-like (random base64 keys: ~0.2; CamelCase names: 0.6+).
 MAX_WORDLIKE_SHARE = 0.5
 #: At least this Shannon entropy (bits per character) in a credential-shaped token.
 MIN_TOKEN_ENTROPY = 3.5
@@ -471,11 +472,11 @@ MIN_TOKEN_ENTROPY = 3.5
 
 def credential_tokens(text: str) -> list[str]:
     """The tokens of ``text`` shaped like a credential without a known prefix (the secret half of
-    an AWS key pair, a random API token): 20+ characters of the base64 alphabet with upper- and
-    lower-case letters, at most :data:`MAX_WORDLIKE_SHARE` of them in word-like runs, and at least
+    an AWS key pair, a random API token): 32+ characters of the base64 alphabet with upper- and
+    lower-case letters, less than :data:`MAX_WORDLIKE_SHARE` of them in word-like runs, and at least
     :data:`MIN_TOKEN_ENTROPY` bits per character. A heuristic, for free text that crosses the wire
     (run names) and for arguments an error would quote: ids (lowercase), hex shas, paths and names
-    made of words pass; about 99% of random 40-character base64 keys are caught."""
+    made of words pass; about 99% of random 32- to 40-character keys are caught."""
     found = []
     for token in _TOKEN.findall(text):
         body = token.rstrip("=")
@@ -484,7 +485,7 @@ def credential_tokens(text: str) -> list[str]:
         words = sum(len(w) for w in _WORDLIKE.findall(body))
         counts = collections.Counter(body)
         entropy = -sum(n / len(body) * math.log2(n / len(body)) for n in counts.values())
-        if words / len(body) <= MAX_WORDLIKE_SHARE and entropy >= MIN_TOKEN_ENTROPY:
+        if words / len(body) < MAX_WORDLIKE_SHARE and entropy >= MIN_TOKEN_ENTROPY:
             found.append(token)
     return found
 
