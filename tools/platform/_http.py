@@ -528,10 +528,11 @@ class BaseClient:
                     status=response.status_code,
                     endpoint=endpoint,
                 )
-            if method == "GET":  # cut short or garbled on the way: a read is retried, as after a 5xx
-                raise perr.Unavailable(f"{message} (cut short or garbled)", status=response.status_code,
-                                       endpoint=endpoint)
-            raise perr.InvalidRequest(message, status=response.status_code, endpoint=endpoint)
+            # Cut short or garbled on the way, as after a 5xx: a read is retried; a write that is not a create
+            # (prepare, a volume transfer route, stop, pause, restart) was sent and its answer lost: the control
+            # tools then read the run's state instead of trusting or repeating the request.
+            raise perr.Unavailable(f"{message} (cut short or garbled)", sent=True, status=response.status_code,
+                                   endpoint=endpoint)
         return data
 
     def _get(self, path: str, params: Mapping[str, Any] | None = None,
