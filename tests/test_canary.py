@@ -191,6 +191,7 @@ def test_no_canary_leaves_through_any_tool_or_command(emu, tmp_path):
     call("mf_get_metrics", {"run_id": run_a})
     call("mf_plot_metrics", {"run_id": run_a, "dest": "plots/a.png"})
     call("mf_list_checkpoints", {"run_id": run_a})
+    call("mf_download_checkpoint", {"run_id": run_a, "dest": "ckpt-a"}, "no_volume")  # the example names none
     call("mf_wait_for_run", {"run_id": run_a, "timeout_seconds": 1})
     call("mf_list_traces", {"run_id": run_a})
     call("mf_download_traces", {"run_id": run_a, "dest": "traces-a"})
@@ -275,6 +276,7 @@ def test_no_canary_leaves_through_any_tool_or_command(emu, tmp_path):
         jobs += [(["prepare-config", "basic/reverse-text/rl", f"prep{i}.toml", *j], 0),
                  (["plot-metrics", run_a, "--dest", f"plots/cli{i}.png", *j], 0),
                  (["download-traces", run_a, f"traces-cli{i}", *j], 0),
+                 (["download-checkpoint", run_a, f"ckpt-cli{i}", *j], 3),
                  (["export-logs", run_a, f"logs-cli{i}", *j], 0)]
     with ThreadPoolExecutor(3) as pool:
         exits = list(pool.map(lambda job: cli(*job[0]).returncode, jobs))
