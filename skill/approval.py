@@ -208,7 +208,9 @@ def _approve(plan_id: str, tty: _Tty) -> int:
                  sys.stderr)
             return EXIT_CONFIRMATION if err.code in _REFUSED_CODES else EXIT_TOOL_ERROR
         _say(f"Approved. Confirmation code (valid {request.ttl_seconds // 60} minutes, works once):")
-        print(f"\n  {token}\n", flush=True)
+        from skill import terminal
+
+        print(f"\n{terminal.fit_alone('  ' + token, terminal.stdout().width)}\n", flush=True)  # whole at any width
         _say("Paste it to the agent that asked for this approval, or run this yourself (in a shell with the agent's "
              f"Model Factory settings and secrets): `{_carry_out(request, token, ctx)}`")
         return EXIT_OK

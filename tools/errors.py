@@ -154,6 +154,10 @@ def from_platform(exc: perr.PlatformError) -> ToolError:
                "(default https://api.primeintellect.ai; the local emulator: `model-factory emulator`), "
                f"then check with {_PREFLIGHT}.")
         calls = [_PREFLIGHT]
+    if isinstance(exc, perr.InvalidRequest) and not exc.field_errors:  # no fields to correct: say what to do
+        fix = ("Check the arguments against what the message says; if it is about the platform's answer (its shape), "
+               f"retry once, then check PRIME_API_BASE_URL with {_PREFLIGHT}.")
+        calls = [_PREFLIGHT]
     ambiguous = exc.ambiguous
     if isinstance(exc, perr.Unavailable) and not exc.sent:
         fix = ("Nothing was sent: the platform is not reachable. Check PRIME_API_BASE_URL (for the local emulator "

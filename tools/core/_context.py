@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from tools.errors import ToolError, ToolFailure, fail, from_os_error, from_platform
-from tools.guardrails.scrubbing import Scrubber
+from tools.guardrails.scrubbing import Scrubber, argument_scrubber
 from tools.guardrails.secret_detection import refuse_secret_values
 from tools.platform.errors import PlatformError
 
@@ -330,8 +330,9 @@ def tool(fn: Callable[[Any, Context], M]) -> Callable[..., M | ToolError]:
     secret-looking value (``secret_in_input``, locations only; nothing is sent), turns
     ``ToolFailure``, ``PlatformError`` and file-system ``OSError`` (``file_error``) into
     :class:`ToolError`, and scrubs secret values
-    out of whatever it returns. Unexpected exceptions are *not* swallowed here (the surfaces report them
-    as ``internal_error``), so bugs stay visible in tests.
+    out of whatever it returns (from an error also every argument token shaped like a credential:
+    :func:`~tools.guardrails.scrubbing.argument_scrubber`). Unexpected exceptions are *not* swallowed
+    here (the surfaces report them as ``internal_error``), so bugs stay visible in tests.
     """
 
     @functools.wraps(fn)
@@ -350,6 +351,8 @@ def tool(fn: Callable[[Any, Context], M]) -> Callable[..., M | ToolError]:
         finally:
             if own:
                 ctx.close()
+        if isinstance(result, ToolError):  # an error may quote an argument: never one shaped like a credential
+            result = argument_scrubber(inp).scrub_model(result)
         return ctx.scrubber.scrub_model(result)
 
     wrapper.__wrapped_tool__ = fn  # type: ignore[attr-defined]

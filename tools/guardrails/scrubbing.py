@@ -23,6 +23,8 @@ from tools.guardrails.secret_detection import (
     LAUNCH_KEY,
     MIN_SECRET_LENGTH,
     EnvFileError,
+    assigned_secrets,
+    credential_tokens,
     is_secret_env_name,
     parse_env_file,
     raw_env_values,
@@ -127,7 +129,9 @@ class Scrubber:
         """``text`` with each occurrence of a known value replaced by ``[REDACTED:NAME]``, and
         each value shaped like a known key format (:data:`KEY_FORMATS`, or a 40-hex key right
         after "api key"/"token"/...) replaced by ``[REDACTED:<format>]`` even when its value
-        is not known here (a key forwarded from another shell showing up in a run's log)."""
+        is not known here (a key forwarded from another shell showing up in a run's log), and each
+        value assigned to a secret-named variable (``AWS_SECRET_ACCESS_KEY=...``, ``"password": "..."``:
+        :func:`~tools.guardrails.secret_detection.assigned_secrets`) as ``[REDACTED:<variable>]``."""
         if not text or len(text) > MEMO_CHARS:
             return self._scrub(text)
         memo = self._memo
@@ -153,6 +157,9 @@ class Scrubber:
             while start != -1:
                 spans.append((start, start + len(value), name))
                 start = text.find(value, start + 1)
+        if len(text) >= 16:  # after the known values: a known value keeps its own name
+            for name, start, end in assigned_secrets(text):  # AWS_SECRET_ACCESS_KEY=..., "password": "..."
+                spans.append((start, end, name))
         if not spans:
             return text
         spans.sort(key=lambda s: (s[0], -s[1]))
@@ -225,6 +232,28 @@ def _recorded_env_files(ctx: Context) -> list[str]:
 def _plain(key: Any) -> str:
     """The text of a ``SecretStr`` (or plain string / None)."""
     return key.get_secret_value() if hasattr(key, "get_secret_value") else str(key or "")
+
+
+def argument_scrubber(obj: Any) -> Scrubber:
+    """A :class:`Scrubber` hiding every token of the strings in ``obj`` (tool arguments) shaped like a
+    credential without a known prefix (:func:`~tools.guardrails.secret_detection.credential_tokens`):
+    an error quoting an argument (a run id, a GPU type, a config path) never shows one."""
+    tokens: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, BaseModel):
+            value = value.model_dump()
+        if isinstance(value, str):
+            tokens.extend(credential_tokens(value))
+        elif isinstance(value, Mapping):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                walk(v)
+
+    walk(obj)
+    return Scrubber(("credential-shaped argument", token) for token in tokens)
 
 
 def secret_scrubber(obj: Any, *, known_values: Iterable[str] = (), check_key_names: bool = False) -> Scrubber:

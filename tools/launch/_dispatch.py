@@ -35,7 +35,7 @@ from tools.errors import Call, ToolFailure, call, fail, from_platform
 from tools.guardrails import confirmation as gate
 from tools.guardrails.records import OutcomeFacts
 from tools.guardrails.store import Store
-from tools.launch._reconcile import look_before_create, look_for_lost_run
+from tools.launch._reconcile import doubtful_failure, look_before_create, look_for_lost_run
 from tools.platform import errors as perr
 from tools.platform import wire
 
@@ -134,10 +134,13 @@ def reconcile(ctx: Context, store: Store, state: gate.LaunchState) -> DispatchRe
 
 def count_active(ctx: Context, team_id: str | None) -> int | None:
     """Queued, pending, running or pausing runs of the owner (GET /rft/runs, page 1 of 100); None
-    when they cannot be listed (a policy limit on concurrent runs then fails closed)."""
+    when they cannot be listed, or a row of them cannot be read (a policy limit on concurrent runs then fails
+    closed)."""
     try:
         page = ctx.platform().list_runs(team_id=team_id, page=1, limit=100)
     except perr.PlatformError:
+        return None
+    if page.unreadable:
         return None
     return sum(1 for r in page.runs if (r.status or "").upper() in _ACTIVE)
 
@@ -174,6 +177,9 @@ def send_create(ctx: Context, store: Store, plan_id: str, plan_hash: str, token:
                       f"Plan {plan_id} was already {verb} as run {lookup.run.id}: it is on the platform (a "
                       f"{lookup.looks_for}), although this store did not record it (a copy of the state folder "
                       "sent it). Reconciled; nothing was sent again.", OutcomeFacts(channel=claim.channel))
+    if lookup.doubtful:
+        gate.record_outcome(store, plan_id, claim.attempt_id, "not_sent", detail="a run row could not be read")
+        raise doubtful_failure(state, str(lookup.problem))
     try:
         created = send()
     except perr.Ambiguous:

@@ -53,12 +53,14 @@ class Lookup:
 
     ``run``: the earliest run carrying the plan's fingerprint (``None``: not found, or the runs
     could not be listed); ``matches``: every such run id; ``problem``: why the runs could not be
-    listed (then nothing was recorded); ``state``: the plan's state after the lookup."""
+    listed (then nothing was recorded); ``doubtful``: they were listed, but a row that cannot be read may
+    be the run (:class:`DoubtfulRows`); ``state``: the plan's state after the lookup."""
 
     state: gate.LaunchState
     run: wire.RLRun | None = None
     matches: list[str] = field(default_factory=list)
     problem: str | None = None
+    doubtful: bool = False
 
     @property
     def fingerprint(self) -> str:
@@ -88,12 +90,29 @@ def matches_plan(plan: PlanRecord, run: wire.RLRun) -> bool:
     return bool(fp) and fp in (run.name or "")
 
 
+class DoubtfulRows(perr.InvalidRequest):
+    """The runs were listed, but a row that cannot be read may be the run looked for."""
+
+
+def _may_match(plan: PlanRecord, name: str) -> bool:
+    """Whether a run named ``name`` may be the plan's (:func:`matches_plan` on the name alone)."""
+    if plan.action == "resume":
+        return not plan.name or name == plan.name
+    fp = plan.fingerprint or ""
+    return bool(fp) and fp in name
+
+
 def _matching_runs(ctx: Context, plan: PlanRecord, since: datetime) -> list[wire.RLRun]:
     """The owner's newest runs (GET /rft/runs, :data:`RECONCILE_PAGES` pages) that :func:`matches_plan`
-    and were created no earlier than ``since``, earliest first. Raises PlatformError."""
+    and were created no earlier than ``since``, earliest first. Raises PlatformError, also when a row that
+    cannot be read (:attr:`~tools.platform.wire.RLRunPage.unreadable`) may be the run looked for."""
     found: list[wire.RLRun] = []
     for page in range(1, RECONCILE_PAGES + 1):
         listed = ctx.platform().list_runs(team_id=plan.team_id, page=page, limit=RECONCILE_PAGE_SIZE)
+        if doubtful := [u for u in listed.unreadable if u.name is None or _may_match(plan, u.name)]:
+            raise DoubtfulRows(  # the run looked for may be the row that cannot be read: never guess
+                f"GET /rft/runs answered {len(doubtful)} run row(s) that cannot be read and may be this plan's run "
+                f"({doubtful[0].words('row')})", endpoint="GET /rft/runs")
         found += [r for r in listed.runs if matches_plan(plan, r)
                   and (r.created_at is None or r.created_at.tzinfo is None or r.created_at >= since)]
         if len(listed.runs) < RECONCILE_PAGE_SIZE or listed.total is None:
@@ -109,18 +128,31 @@ def look_before_create(ctx: Context, store: Store, state: gate.LaunchState, atte
     :func:`matches_plan` created since the plan was recorded (minus :data:`CLOCK_SKEW`) among the
     owner's newest runs. Found: records ``reconciled`` on ``attempt_id`` (nothing is sent) and
     returns the run. Not found: records nothing (the caller sends). The runs cannot be listed:
-    ``problem`` says why, nothing recorded; the caller decides (:func:`unlisted_failure`)."""
+    ``problem`` says why, nothing recorded; the caller decides (a row that may be the run: :func:`doubtful_failure`)."""
     planned = datetime.fromisoformat(str(state.planned_at)) if state.planned_at else None
     since = (planned or datetime.fromisoformat(state.attempts[-1].started_at)) - CLOCK_SKEW
     try:
         found = _matching_runs(ctx, state.plan, since)
     except perr.PlatformError as exc:
-        return Lookup(state=state, problem=exc.message)
+        return Lookup(state=state, problem=exc.message, doubtful=isinstance(exc, DoubtfulRows))
     if not found:
         return Lookup(state=state)
     gate.record_outcome(store, state.plan_id, attempt_id, "reconciled", run_id=found[0].id,
                         matches=[r.id for r in found], found_before_sending=True)
     return Lookup(state=gate.launch_state(store, state.plan_id), run=found[0], matches=[r.id for r in found])
+
+
+def doubtful_failure(state: gate.LaunchState, problem: str) -> ToolFailure:
+    """``unresolved_launch`` (retryable) when the runs listed before a create hold a row that cannot be
+    read and may be this plan's run (a copy of the state folder may have launched it): nothing was sent,
+    the approval is not used up."""
+    again = call("mf_dispatch_run", plan_id=state.plan_id)
+    runs = call("mf_list_runs", team=state.plan.team_id or "personal")
+    what = f"a {Lookup(state=state).looks_for}"
+    return fail("unresolved_launch", f"Plan {state.plan_id} was not sent: {problem}. Sending it could start a second "
+                "run.", f"Call {again} again once the platform lists its runs readably (the same confirmation works; "
+                f"it checks the runs first), or look for {what} with {runs} or in the dashboard.", retryable=True,
+                next_calls=[again, runs])
 
 
 def look_for_lost_run(ctx: Context, store: Store, state: gate.LaunchState) -> Lookup:

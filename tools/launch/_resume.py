@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.core import RUN_ID, Context, owner_label, require_run
-from tools.errors import call, fail
+from tools.errors import Call, call, fail
 from tools.guardrails import confirmation as gate
 from tools.guardrails import secret_detection
 from tools.guardrails.policy import PlanFacts, load_for_context
@@ -165,7 +165,14 @@ def build_resume(args: ResumeRunInput, ctx: Context, plan_id: str) -> ResumeDraf
                    "resumed run is billed to the paused run's owner.",
                    f"Resume it as its owner ({again}) or not at all.", next_calls=[again])
     warnings: list[str] = []
-    names = forwarded_names(args.secrets, ctx, files, warnings, call("mf_resume_run", run_id=run.id))
+    given = dict(zip(files, args.env_files, strict=True))
+    same = args.model_dump(exclude_defaults=True, exclude={"env_files"})
+
+    def without(env_file: Path) -> Call | None:
+        rest = [p for p in args.env_files if p != given.get(env_file)]
+        return call("mf_resume_run", **same, env_files=rest or None)
+
+    names = forwarded_names(args.secrets, ctx, files, warnings, call("mf_resume_run", run_id=run.id), without)
     gpu, how, price, why = _gpu(ctx, store, args, run, warnings)
     try:
         paused_step = ctx.platform().get_progress(run.id).latest_step

@@ -170,10 +170,18 @@ def get_spend(inp: GetSpendInput, ctx: Context) -> GetSpendResult:
             f"{_money(spend.plan_high_usd)} (low/expected/high)" if spend.plan_id else
             "the plan's estimate is unknown. " + missing_plan(ctx, run.id).rstrip("."))
     hours = f"{spend.running_seconds / 3600:.2f} h" if spend.running_seconds is not None else "not started"
-    summary = (f"Run {run.id} ({run.status}): the platform reports {_money(spend.platform_usd)} so far; running "
+    so_far = "in all" if run.is_terminal() else "so far"
+    summary = (f"Run {run.id} ({run.status}): the platform reports {_money(spend.platform_usd)} {so_far}; running "
                f"{hours} x {_money(spend.usd_per_hour)}/h = {_money(spend.elapsed_x_rate_usd)}; {plan}.")
     progress = call("mf_check_progress", run_id=run.id)
-    if spend.over_high_estimate and not run.is_terminal():
+    if run.is_terminal():  # nothing left to watch: what it cost, against the plan
+        report = call("mf_run_report", run_id=run.id)
+        advice, calls = (f"The run has ended ({run.status}); it bills no more. The end-of-run report puts its cost "
+                         f"beside the plan and the results: {report}.", [report])
+    elif run.status.upper() == "PAUSING":  # not progressing on purpose: it is saving a checkpoint to stop
+        wait = call("mf_wait_for_run", run_id=run.id)
+        advice, calls = (f"The run is pausing (saving a checkpoint) and bills until it is PAUSED: {wait}.", [wait])
+    elif spend.over_high_estimate:
         stop = call("mf_stop_run", run_id=run.id)
         advice = (f"Tell the person it has cost more than planned; ask whether to stop it ({stop}) or let it go on. "
                   f"Check it is still progressing with {progress}.")
