@@ -214,7 +214,12 @@ def wrong_destination(request, tmp_path: Path) -> tuple[Path, str]:
 
 def test_a_wrong_destination_is_named_with_a_command_that_works_when_pasted(mf_env, tmp_path, wrong_destination):
     dest, said = wrong_destination
-    before = sorted(tmp_path.rglob("*"))
+    state = Path(mf_env["MODEL_FACTORY_STATE_DIR"])  # where every call is audited: not the user's files
+
+    def files() -> list[Path]:
+        return sorted(p for p in tmp_path.rglob("*") if state not in (p, *p.parents))
+
+    before = files()
     args = ("prepare-config", "basic/reverse-text/rl", str(dest), "--num-train-gpus", "1", "--num-infer-gpus", "1")
     code, error = mf_json(*args, env=mf_env, cwd=tmp_path / "project")
     shown = dest.suffix == ".toml" or dest.exists()
@@ -222,7 +227,7 @@ def test_a_wrong_destination_is_named_with_a_command_that_works_when_pasted(mf_e
     assert said in error["message"] and [f["path"] for f in error["fields"]] == ["dest"], error
     human = mf(*args, env=mf_env, cwd=tmp_path / "project")
     assert human.returncode == 2 and "Traceback" not in human.stderr and (str(dest) in human.stderr) is shown
-    assert sorted(tmp_path.rglob("*")) == before  # nothing written, no folder made
+    assert files() == before  # nothing written, no folder made
     fix = re.search(r"Fix: .*?e\.g\. `([^`]+)`", " ".join(human.stderr.split()))
     assert fix, human.stderr
     done = pasted(fix[1], mf_env, cwd=tmp_path / "project")

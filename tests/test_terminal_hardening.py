@@ -13,7 +13,20 @@ from pathlib import Path
 
 import anyio
 import pytest
-from _helpers import CLI, EXAMPLE, TOKEN, approved_launch, call, cli_env, err, in_terminal, make_ctx, ok, planned
+from _helpers import (
+    CHALLENGE,
+    CLI,
+    EXAMPLE,
+    TOKEN,
+    approved_launch,
+    call,
+    cli_env,
+    err,
+    in_terminal,
+    make_ctx,
+    ok,
+    planned,
+)
 
 from skill import terminal
 from tools.core import Context
@@ -65,7 +78,7 @@ def test_at_60_columns_the_code_and_the_dashboard_url_are_whole_lines(emulator, 
     env = person(emulator, tmp_path)
     ctx = Context(env=env, home=tmp_path / "home", state_dir=tmp_path / "state")
     plan = planned(ctx, EXAMPLE, team="personal")
-    code, out = in_terminal([CLI, "approve", plan.plan_id], env, tmp_path, plan.plan_id[-4:], columns=60)
+    code, out = in_terminal([CLI, "approve", plan.plan_id], env, tmp_path, CHALLENGE, columns=60)
     token = TOKEN.search(out)[0]
     assert code == 0 and token + "\n" in out and "\n" + token in out.replace("\n  " + token, "")  # no indent
     code, out = in_terminal([CLI, "dispatch-run", plan.plan_id, "--confirmation", token], env, tmp_path, columns=60)
