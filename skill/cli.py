@@ -327,7 +327,7 @@ def run_tool(name: str, arguments: dict[str, Any], *, as_json: bool, long_runnin
 
         bar = ctx.progress = ProgressBar()
     try:
-        result = registry.call_tool(name, arguments, ctx)
+        result = registry.call_tool(name, arguments, ctx, surface="cli")
     finally:
         ctx.close()
         if bar is not None:
@@ -437,6 +437,21 @@ def _approve(values: dict[str, Any]) -> int:
     return approve_at_terminal(values["plan_id"], as_json=values["as_json"])
 
 
+def _history_arguments(parser: _Parser) -> None:
+    parser.add_argument("--run", metavar="RUN_ID", help="Only the calls about this run.")
+    parser.add_argument("--since", metavar="WHEN", help="Only the calls since then: 30m, 12h, 1d, 2w, or a date "
+                                                         "(2026-12-01) or time (2026-12-01T10:00) in UTC.")
+    parser.add_argument("--limit", type=int, default=200, metavar="N", help="At most the newest N calls "
+                                                                           "(default 200).")
+    _json_option(parser, "The calls as JSON.")
+
+
+def _history(values: dict[str, Any]) -> int:
+    from skill.history import main as history_main
+
+    return history_main(run=values["run"], since=values["since"], limit=values["limit"], as_json=values["as_json"])
+
+
 def _mcp(values: dict[str, Any]) -> int:
     from skill.mcp_server import main as serve_mcp
 
@@ -458,12 +473,19 @@ def _install_arguments(parser: _Parser) -> None:
     parser.add_argument("--force", action="store_true",
                         help="Replace our earlier copy even where it was edited. A folder model-factory did not "
                              "install is never replaced.")
+    parser.add_argument("--hook", action=argparse.BooleanOptionalAction, default=None,
+                        help="Also install the guard hook (claude-code: ~/.claude/settings.json; codex: "
+                             "~/.codex/hooks.json) that stops the agent's own shell from running `model-factory "
+                             "approve`, `prime train run|stop|delete|restart --yes` and commands on the state folder "
+                             "(default: ask at a terminal).")
+    parser.add_argument("--remove-hook", action="store_true", help="Only remove that guard hook again.")
 
 
 def _install(values: dict[str, Any]) -> int:
     from skill.install import main as install_main
 
-    return install_main(values["dest"], agent=values["agent"], project=values["project"], force=values["force"])
+    return install_main(values["dest"], agent=values["agent"], project=values["project"], force=values["force"],
+                        hook=values["hook"], remove=values["remove_hook"])
 
 
 def _mcp_config_arguments(parser: _Parser) -> None:
@@ -507,6 +529,11 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             "Approve a plan as a human, at an interactive terminal; prints the confirmation code. Needs only "
             "the agent's state folder (no API key or secrets); the agent's dispatch re-checks the plan.",
             _approve_arguments, _approve),
+    Command("history", "Print every tool call recorded for this user (the audit trail).",
+            "Print the tool calls recorded in this user's state store, oldest first: when, from which surface (cli, "
+            "mcp, demo), the call and its arguments (secrets scrubbed), the outcome, the run, and money approved or "
+            "spent. The store keeps at most 20,000 calls and none older than 180 days.", _history_arguments,
+            _history),
     Command("emulator", "Serve the local Model Factory emulator until interrupted.",
             "Serve the local Model Factory emulator until interrupted (prints the env vars to export).",
             _emulator_arguments, _emulator),

@@ -30,12 +30,12 @@ Whichever it is, the demo's own waits move the emulator's clock (:class:`DemoTim
 per second waited; a person's emulator keeps its own speed besides): what the demo shows does not depend on how
 busy the machine is.
 
-Which state folder (plans, approvals, the launch ledger): on a person's emulator the normal one
-(``$MODEL_FACTORY_STATE_DIR``, else ``./.model-factory``), so the commands it prints afterwards
-(run-report's cost against the plan, list-launches) find its plan. On the embedded emulator, whose
-runs end with the demo, a temporary one. ``HOME`` is always a temporary folder (the person's prime
-config is not read). Both temporary folders live in one folder removed on every way out: the end,
-an error, Ctrl-C, SIGTERM (:func:`_scratch`).
+Which state folder (plans, approvals, the audit trail): the person's own, per user
+(``$MODEL_FACTORY_STATE_DIR``, else ``~/.local/state/model-factory``), so ``model-factory history``
+shows every call the demo made and the commands it prints afterwards (run-report's cost against the
+plan, list-launches) find its plan. Its records are kept under the demo emulator's own URL, so they
+never mix with the platform's. ``HOME`` is a temporary folder (the person's prime config is not
+read), removed on every way out: the end, an error, Ctrl-C, SIGTERM (:func:`_scratch`).
 
 A stalled run's logs are read as check-progress says next (``mf_summarize_logs``: every component,
 since the run started), and the diagnosis says whether they explain the stall and what to do
@@ -46,7 +46,7 @@ itself is not cut in the middle (:func:`_interrupts_held`).
 Output: progress on stderr; the outcome (what happened, the evidence, the next commands) on
 stdout; ``--json``: one object with ``scenario``, ``emulator`` (its URL), ``embedded_emulator``,
 ``base_url_ignored`` (why PRIME_API_BASE_URL was not used, or null), ``state_dir`` (the state folder
-kept with its plan, null for a temporary one), ``verdict``, ``reached``, ``evidence``, ``status``,
+holding its plan and calls), ``verdict``, ``reached``, ``evidence``, ``status``,
 ``run_id``, ``plan_id``, ``steps_completed``,
 ``next_step``/``next_calls``, ``timeline``, for a stall ``logs`` (``finding``, ``distinct_errors``,
 ``covers_whole_run``, ``next_step``, ``next_calls``) and, when traces were downloaded,
@@ -76,6 +76,7 @@ from skill.exit_codes import interrupt_for
 from tools.configs import EXAMPLES_DIR
 from tools.core import STATE_DIR_ENV
 from tools.errors import Call, ToolError, call
+from tools.guardrails.store import state_folder
 from tools.guardrails.text import shown
 
 DEMO_CONFIG = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
@@ -157,7 +158,7 @@ class DemoFailed(Exception):
 
 
 def _call(step: str, name: str, arguments: dict[str, Any], ctx: Any) -> Any:
-    result = registry.call_tool(name, arguments, ctx)
+    result = registry.call_tool(name, arguments, ctx, surface="demo")
     if getattr(result, "error", False) is True:
         raise DemoFailed(step, result)
     return result
@@ -357,13 +358,13 @@ def run_demo(*, as_json: bool = False, dest: Path | None = None, speed: float | 
         env = {"PRIME_API_KEY": emu.api_key, "PRIME_API_BASE_URL": emu.base_url, "PRIME_TRACES_URL": emu.base_url,
                "PRIME_FRONTEND_URL": emu.base_url, "PRIME_DISABLE_VERSION_CHECK": "1", "HOME": str(home),
                "PATH": os.environ.get("PATH", "")}
-        if not emu.embedded and os.environ.get(STATE_DIR_ENV, "").strip():
+        if os.environ.get(STATE_DIR_ENV, "").strip():
             env[STATE_DIR_ENV] = os.environ[STATE_DIR_ENV]
-        # the embedded emulator's runs end with the demo: so do its plans; on a person's emulator, the normal folder
+        # the person's own state store (not the temporary HOME's): history shows the demo's calls
         demo_time = DemoTime(emu.advance, speed, pace=pace)
-        ctx = Context(env=env, home=home, state_dir=scratch / "state" if emu.embedded else None, approver=approver,
+        ctx = Context(env=env, home=home, state_dir=state_folder(os.environ, None), approver=approver,
                       clock=demo_time.clock, sleep=demo_time.sleep)
-        outcome.state_dir = None if emu.embedded else str(ctx.state_path().resolve())
+        outcome.state_dir = str(ctx.state_path().resolve())
         try:
             _workflow(ctx, say, emu, dest, outcome)
         except DemoFailed as failed:
@@ -447,7 +448,7 @@ def _interrupted(ctx: Any, emu: _Emulator, outcome: Outcome, say: Any, as_json: 
         try:
             with ctx.within(STOP_SECONDS):  # a frozen emulator: the command that stops it, soon
                 result = registry.call_tool("mf_stop_run", {"run_id": outcome.run_id,
-                                                            "timeout_seconds": STOP_SECONDS}, ctx)
+                                                            "timeout_seconds": STOP_SECONDS}, ctx, surface="demo")
             # still tearing down: the stop may not have been taken (its answer can be lost), so say how to stop it
             problem = result.message if registry.is_error(result) or result.outcome == "still_tearing_down" else None
         except KeyboardInterrupt:  # interrupted again: leave it to the person
@@ -573,11 +574,10 @@ def _show(outcome: Outcome, emu: _Emulator, reached: bool) -> None:
         from skill.emulator import export_line
 
         report = call("mf_run_report", run_id=outcome.run_id)
-        here = "" if os.environ.get(STATE_DIR_ENV, "").strip() else " from this folder"
         lacking = shell_lacks(os.environ, emu)
-        works = (f"the commands above work in this shell{here}" if not lacking else
+        works = ("the commands above work in this shell, from any folder" if not lacking else
                  f"the commands above need {', '.join(lacking)} set for that emulator, which this shell lacks: "
-                 f"paste `{export_line(emu.base_url)}` here first; then they work{here}")
+                 f"paste `{export_line(emu.base_url)}` here first; then they work from any folder")
         note = (f"The run stays on your emulator at {emu.base_url} and its plan in the state folder "
                 f"{outcome.state_dir}: {works}, and {report} compares its cost with the plan.")
     for line in terminal.wrap(render.for_people(note, [] if emu.embedded else [report]), err.width, commands=True):

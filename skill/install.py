@@ -242,6 +242,117 @@ def install(dest: str | os.PathLike[str] = DEFAULT_DEST, *, force: bool = False,
     return Installed(target, "replaced" if present else "installed", tuple(files))
 
 
+# -- the guard hook -------------------------------------------------------------------------
+
+#: Agents whose host runs a hook before each shell command and file write, and the settings file the
+#: hook goes in (per user): Claude Code's PreToolUse hooks in its user settings
+#: (https://code.claude.com/docs/en/hooks), Codex's PreToolUse hooks in ~/.codex/hooks.json (same
+#: protocol: ``tool_input.command`` on stdin, exit 2 blocks; https://developers.openai.com/codex/hooks).
+#: Cursor's hooks reply allow/deny/ask, and "allow" skips the person's own approval of a command
+#: (https://cursor.com/docs/agent/hooks): with no documented pass-through, none is installed there;
+#: opencode's equivalent is a JavaScript plugin (``tool.execute.before``), not installed either. In
+#: both, ``approve`` still refuses in the agent's shell (their CURSOR_AGENT / OPENCODE variables).
+HOOK_FILES: dict[str, str] = {
+    "claude-code": "~/.claude/settings.json",
+    "codex": "~/.codex/hooks.json",
+}
+#: The tools each host's hook is asked about: Claude Code's shell and file tools, Codex's shell.
+HOOK_MATCHERS = {"claude-code": "Bash|Write|Edit|MultiEdit|NotebookEdit", "codex": "Bash"}
+#: What marks our entry in a hooks file: the script's name in its command.
+HOOK_SCRIPT = "hostguard.py"
+
+
+@dataclass(frozen=True)
+class HookChange:
+    """Outcome of :func:`install_hook` / :func:`remove_hook`: the settings file and what happened."""
+
+    path: Path
+    status: Literal["installed", "unchanged", "removed", "absent"]
+    command: str
+
+
+def hook_command(state: Path) -> str:
+    """The command the host runs: this installation's Python, isolated (``-I``: no user site, no
+    current folder on the path), on :mod:`skill.hostguard`, with the state folder to guard."""
+    import shlex
+
+    script = _PACKAGE_DIR / HOOK_SCRIPT
+    return " ".join(shlex.quote(w) for w in (sys.executable, "-I", str(script), "--state", str(state)))
+
+
+def _read_settings(path: Path) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise InstallError(f"Cannot read {path}: {exc.strerror or exc}; nothing was changed.") from None
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        raise InstallError(f"{path} is not valid JSON ({exc}); nothing was changed. Fix it, then run again.") from None
+    if not isinstance(data, dict) or not isinstance(data.get("hooks", {}), dict):
+        raise InstallError(f"{path} does not hold a settings object with a hooks table; nothing was changed.")
+    return data
+
+
+def _write_settings(path: Path, data: dict) -> None:
+    from tools.platform.files import write_atomic
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, [(json.dumps(data, indent=2) + "\n").encode()])
+
+
+def _our_hook(entry: object) -> bool:
+    hooks = entry.get("hooks") if isinstance(entry, dict) else None
+    return isinstance(hooks, list) and any(isinstance(h, dict) and HOOK_SCRIPT in str(h.get("command", ""))
+                                           for h in hooks)
+
+
+def install_hook(agent: str, state: Path, home: Path | None = None) -> HookChange:
+    """Add the guard hook to ``agent``'s per-user hooks file (:data:`HOOK_FILES`), keeping every other
+    setting and hook; an entry of ours already there is replaced (the state folder or Python moved).
+    Raises InstallError for an agent without one, or a settings file that does not parse (left as it is)."""
+    if agent not in HOOK_FILES:
+        raise InstallError(f"{agent} has no hook model-factory can install (see `model-factory install-skill "
+                           "--help`); its shells are still refused by `model-factory approve`.")
+    path = _hook_path(agent, home)
+    data = _read_settings(path)
+    command = hook_command(state)
+    entry = {"matcher": HOOK_MATCHERS[agent], "hooks": [{"type": "command", "command": command}]}
+    hooks = data.setdefault("hooks", {})
+    pre = [e for e in hooks.get("PreToolUse", []) if not _our_hook(e)]
+    if entry in hooks.get("PreToolUse", []) and len(pre) == len(hooks["PreToolUse"]) - 1:
+        return HookChange(path, "unchanged", command)
+    hooks["PreToolUse"] = [*pre, entry]
+    _write_settings(path, data)
+    return HookChange(path, "installed", command)
+
+
+def remove_hook(agent: str, home: Path | None = None) -> HookChange:
+    """Remove our guard hook from ``agent``'s hooks file (every other setting and hook kept)."""
+    path = _hook_path(agent, home)
+    data = _read_settings(path)
+    hooks = data.get("hooks", {})
+    pre = hooks.get("PreToolUse", [])
+    kept = [e for e in pre if not _our_hook(e)]
+    if len(kept) == len(pre):
+        return HookChange(path, "absent", "")
+    if kept:
+        hooks["PreToolUse"] = kept
+    else:
+        hooks.pop("PreToolUse")
+    if not hooks:
+        data.pop("hooks")
+    _write_settings(path, data)
+    return HookChange(path, "removed", "")
+
+
+def _hook_path(agent: str, home: Path | None) -> Path:
+    relative = HOOK_FILES[agent].removeprefix("~/")
+    return (home or Path.home()) / relative
+
+
 # -- MCP server entries ---------------------------------------------------------------------
 
 #: Agents whose MCP entry ``mcp-config`` prints, and the file it belongs in.
@@ -271,13 +382,13 @@ def server_command() -> list[str]:
     return [str(script), "mcp"] if script else [sys.executable, "-m", "skill", "mcp"]
 
 
-def mcp_entry(agent: str, home: Path | None = None) -> str:
+def mcp_entry(agent: str) -> str:
     """``agent``'s MCP server entry for this installation, in that agent's own format.
 
     claude-code: a ``claude mcp add --scope user`` command; cursor: ``mcp.json``; codex: a
     ``[mcp_servers.model-factory]`` table of ``config.toml``; claude-desktop:
-    ``claude_desktop_config.json``, with ``MODEL_FACTORY_STATE_DIR`` set (the app starts servers
-    outside any project folder, and ``approve`` needs the same folder)."""
+    ``claude_desktop_config.json`` (the state store is per user: the app's server and a person's
+    ``approve`` find the same one from any folder)."""
     import shlex
 
     command, *args = server_command()
@@ -296,15 +407,17 @@ def mcp_entry(agent: str, home: Path | None = None) -> str:
         doc.add("mcp_servers", servers)
         return tomlkit.dumps(doc).strip()
     entry: dict[str, object] = {"command": command, "args": args}
-    if agent == "claude-desktop":
-        state = (home or Path.home()) / ".model-factory"
-        entry["env"] = {"MODEL_FACTORY_STATE_DIR": str(state)}
     return json.dumps({"mcpServers": {SERVER_NAME: entry}}, indent=2)
 
 
 def main(dest: str | os.PathLike[str] | None = None, *, agent: str = "claude-code", project: bool = False,
-         force: bool = False, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """Run ``install`` into ``dest`` (default: ``agent``'s skills folder) and say how to connect the tools."""
+         force: bool = False, hook: bool | None = None, remove: bool = False, out: TextIO | None = None,
+         err: TextIO | None = None) -> int:
+    """Run ``install`` into ``dest`` (default: ``agent``'s skills folder) and say how to connect the tools.
+    ``hook``: also install the guard hook (True), not (False), or ask at an interactive terminal (None);
+    ``remove``: only remove the guard hook."""
+    if remove:
+        return _remove_hook(agent, out or sys.stdout, err or sys.stderr)
     from tools.core import shell_command
     from tools.guardrails.secret_detection import scan_for_secrets
 
@@ -328,6 +441,58 @@ def main(dest: str | os.PathLike[str] | None = None, *, agent: str = "claude-cod
     else:
         print(f"The skill calls model-factory's tools: let the agent run the commands `{shell_command(['--help'])}` "
               "lists, with --json, or register `" + " ".join(server_command()) + "` as a local MCP server.", file=err)
+    return _offer_hook(agent, hook, out, err)
+
+
+def _offer_hook(agent: str, hook: bool | None, out: TextIO, err: TextIO) -> int:
+    """Install the guard hook when asked, or ask a person at a terminal; else say how."""
+    from tools.core import shell_command
+    from tools.guardrails.store import state_folder
+
+    if agent not in HOOK_FILES:
+        if hook:
+            print(f"No guard hook for {agent}: {_NO_HOOK}", file=err)
+        return EXIT_OK
+    if hook is None:
+        if not (sys.stdin.isatty() and err.isatty()):
+            command = shell_command(["install-skill", "--agent", agent, "--hook"])
+            print(f"Also install the guard hook that stops {agent}'s own shell from approving plans or writing the "
+                  f"state folder (in {HOOK_FILES[agent]}): `{command}`", file=err)
+            return EXIT_OK
+        print(f"Install the guard hook in {HOOK_FILES[agent]}? It stops the agent's own shell from running "
+              "`model-factory approve`, `prime train run|stop|delete|restart --yes` and commands on the state folder "
+              "[y/N] ", end="", file=err, flush=True)
+        hook = sys.stdin.readline().strip().lower() in ("y", "yes")
+    if not hook:
+        return EXIT_OK
+    try:
+        change = install_hook(agent, state_folder(os.environ, None))
+    except InstallError as exc:
+        print(f"Guard hook not installed: {exc}", file=err)
+        return EXIT_TOOL_ERROR
+    said = "Installed" if change.status == "installed" else "Already installed:"
+    print(f"{said} the guard hook (a PreToolUse entry) in {change.path}.", file=out)
+    trust = " Codex runs it once you trust it in its /hooks screen." if agent == "codex" else ""
+    print(f"Remove it with `{shell_command(['install-skill', '--agent', agent, '--remove-hook'])}`, or delete the "
+          f"PreToolUse entry naming {HOOK_SCRIPT} from that file.{trust}", file=err)
+    return EXIT_OK
+
+
+_NO_HOOK = ("its host has no hook model-factory installs (Cursor's would have to allow every other command; opencode's "
+            "is a JavaScript plugin); `model-factory approve` still refuses in its shells.")
+
+
+def _remove_hook(agent: str, out: TextIO, err: TextIO) -> int:
+    if agent not in HOOK_FILES:
+        print(f"No guard hook for {agent}: {_NO_HOOK}", file=err)
+        return EXIT_OK
+    try:
+        change = remove_hook(agent)
+    except InstallError as exc:
+        print(f"Guard hook not removed: {exc}", file=err)
+        return EXIT_TOOL_ERROR
+    print(f"Removed the guard hook from {change.path}." if change.status == "removed" else
+          f"No guard hook of model-factory's in {change.path}; nothing was changed.", file=out)
     return EXIT_OK
 
 

@@ -11,7 +11,8 @@ What a client gets:
   A :class:`~tools.errors.ToolError` is an ``isError: true`` result, with structured content too. A tool with an
   ``image_field`` (``mf_plot_metrics``) also returns its PNG as an image block.
 - Progress: when the request carries a ``progressToken``, ``ctx.report(done, total,
-  message)`` calls from the tool become ``notifications/progress``.
+  message)`` calls from the tool become ``notifications/progress``: strictly increasing, at most
+  one per :data:`PROGRESS_INTERVAL_SECONDS` (on the call Context's clock), the final one always.
 - Confirmation gate: when the client declared the ``elicitation`` capability, the tool
   context gets an approver that shows the plan summary through an elicitation form and
   asks for an explicit yes (never for a secret). Without it, ``mf_dispatch_run`` returns
@@ -28,6 +29,7 @@ small machine (``benchmarks/bench_surfaces.py`` prints the figure), which MCP ho
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import logging
 import os
@@ -140,7 +142,7 @@ class NeedsApproval(BaseException):
 
     A ``BaseException`` so that no tool layer turns it into an error; only
     :func:`build_server`'s call handler catches it. Tools ask for approval before they write
-    anything (the gate precedes the ledger claim), so ending the call there is safe.
+    anything (the gate precedes the claim in the state store), so ending the call there is safe.
     """
 
     def __init__(self, request: Any) -> None:
@@ -187,6 +189,11 @@ def _elicitation_declared(session: Any) -> bool:
     return caps is not None and caps.elicitation is not None
 
 
+#: Seconds between two progress notifications of one call, at least (on the call Context's clock); the
+#: update that reaches the total is always sent.
+PROGRESS_INTERVAL_SECONDS = 0.25
+
+
 def _tool_context(request_ctx: Any, params: Any, approvals: Approvals, make_context: Callable[[], Any]) -> Any:
     """A fresh tools Context for one call (``make_context()``), with progress and approval wired
     to the client."""
@@ -194,12 +201,15 @@ def _tool_context(request_ctx: Any, params: Any, approvals: Approvals, make_cont
     tool_ctx = make_context()
     meta = request_ctx.meta or {}
     if meta.get("progress_token", meta.get("progressToken")) is not None:
-        last = [float("-inf")]
+        last = [float("-inf"), float("-inf")]  # the progress and the clock reading of the last notification
 
         def progress(done: float, total: float | None, message: str) -> None:
             if done <= last[0]:  # the protocol wants strictly increasing progress
                 return
-            last[0] = done
+            now = tool_ctx.clock()
+            if now - last[1] < PROGRESS_INTERVAL_SECONDS and (total is None or done < total):
+                return  # a few notifications a second (2,000 traces are not 2,000 messages); the last one always
+            last[0], last[1] = done, now
             try:
                 anyio.from_thread.run(session.report_progress, float(done),
                                       None if total is None else float(total), message)
@@ -229,7 +239,7 @@ def _tool_context(request_ctx: Any, params: Any, approvals: Approvals, make_cont
             action, plan_hash, approved = answered
             return approved and action == request.action and plan_hash == request.plan_hash
 
-    approver.channel = "mcp_elicitation"  # type: ignore[attr-defined] - for the ledger's audit record
+    approver.channel = "mcp_elicitation"  # type: ignore[attr-defined] - for the approval record
     tool_ctx.approver = approver
     return tool_ctx
 
@@ -254,8 +264,9 @@ def build_server(make_context: Callable[[], Any] | None = None) -> Any:
         try:
             tool_ctx = _tool_context(ctx, params, approvals, make_context)
             try:
-                result = await anyio.to_thread.run_sync(registry.call_tool, params.name, params.arguments or {},
-                                                        tool_ctx, abandon_on_cancel=True)
+                result = await anyio.to_thread.run_sync(functools.partial(registry.call_tool, surface="mcp"),
+                                                        params.name, params.arguments or {}, tool_ctx,
+                                                        abandon_on_cancel=True)
             finally:
                 tool_ctx.close()
             return result_content(params.name, spec, result)

@@ -190,13 +190,13 @@ TOOLS: tuple[ToolSpec, ...] = (
           "user asks to restart a stuck or crash-looping run; not for a PAUSED run (mf_resume_run).",
           read_only=False, destructive=True, idempotent=False, positional=("run_id",)),
     _spec("list_launches", "launch",
-          "List launches and run control actions (resume, stop, pause, restart) recorded in the local ledger: "
+          "List launches and run control actions (resume, stop, pause, restart) recorded in the state store: "
           "plan, secret names forwarded, approval, attempts, outcome, run id. "
           "Use it after a restart or an ambiguous launch before doing anything else.",
           open_world=False),
     _spec("get_run", "monitor",
           "Read one run: status, model, steps, GPUs, owner, timing, error and failure analysis, and the "
-          "secret names it was launched with (when this ledger launched it). "
+          "secret names it was launched with (when this store launched it). "
           "A RUNNING status alone does not mean healthy: use mf_check_progress for that.",
           positional=("run_id",)),
     _spec("list_runs", "monitor",
@@ -466,21 +466,21 @@ def openai_tool_message(tool_call: Any, ctx: Any = None) -> dict[str, Any]:
     ToolError is returned as content too (its ``error: true`` tells the model).
     """
     function = _field(tool_call, "function")
-    result = call_tool(_field(function, "name", ""), _field(function, "arguments"), ctx)
+    result = call_tool(_field(function, "name", ""), _field(function, "arguments"), ctx, surface="openai")
     return {"role": "tool", "tool_call_id": _field(tool_call, "id"), "content": result_json(result)}
 
 
 def openai_function_call_output(item: Any, ctx: Any = None) -> dict[str, Any]:
     """Run one OpenAI Responses API ``function_call`` item (``call_id``, ``name``,
     ``arguments``) and return its ``function_call_output`` input item."""
-    result = call_tool(_field(item, "name", ""), _field(item, "arguments"), ctx)
+    result = call_tool(_field(item, "name", ""), _field(item, "arguments"), ctx, surface="openai")
     return {"type": "function_call_output", "call_id": _field(item, "call_id"), "output": result_json(result)}
 
 
 def anthropic_tool_result(tool_use: Any, ctx: Any = None) -> dict[str, Any]:
     """Run one Anthropic ``tool_use`` block (``id``, ``name``, ``input``) and return the
     ``tool_result`` content block (``is_error`` set for a ToolError)."""
-    result = call_tool(_field(tool_use, "name", ""), _field(tool_use, "input"), ctx)
+    result = call_tool(_field(tool_use, "name", ""), _field(tool_use, "input"), ctx, surface="anthropic")
     return {"type": "tool_result", "tool_use_id": _field(tool_use, "id"),
             "content": result_json(result), "is_error": is_error(result)}
 
@@ -699,7 +699,8 @@ def _submodel(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
-def call_tool(name: str, arguments: Mapping[str, Any] | str | None = None, ctx: Any = None) -> BaseModel:
+def call_tool(name: str, arguments: Mapping[str, Any] | str | None = None, ctx: Any = None, *,
+              surface: str = "python") -> BaseModel:
     """Run tool ``name`` with ``arguments``; return its result model or a ToolError.
 
     The single entry point of every surface (MCP server, CLI, chat-assistant helpers).
@@ -707,7 +708,25 @@ def call_tool(name: str, arguments: Mapping[str, Any] | str | None = None, ctx: 
     environment). An unknown tool name or malformed arguments give a ToolError
     (``unknown_tool``, ``bad_arguments``); an unexpected exception gives
     ``internal_error`` with its type and message (scrubbed), never a traceback.
+
+    Every call is recorded in the state store's audit trail (:func:`audit`): ``surface`` (``cli``,
+    ``mcp``, ``demo``, ``openai``, ``anthropic``, ``python``), the tool, its arguments scrubbed, the
+    outcome code, the run and plan, money approved or spent; ``model-factory history`` prints it.
     """
+    from tools.core import Context
+
+    own = ctx is None
+    ctx = ctx or Context.from_environment()
+    try:
+        result = _call(name, arguments, ctx)
+        audit(ctx, surface, name, arguments, result)
+        return result
+    finally:
+        if own:
+            ctx.close()
+
+
+def _call(name: str, arguments: Mapping[str, Any] | str | None, ctx: Any) -> BaseModel:
     try:
         spec = get(name)
     except KeyError:
@@ -755,3 +774,47 @@ def _scrubbed(error: ToolError, ctx: Any) -> ToolError:
     from tools.core import Context
 
     return (ctx or Context.from_environment()).scrubber.scrub_model(error)
+
+
+def audit(ctx: Any, surface: str, name: str, arguments: Mapping[str, Any] | str | None, result: BaseModel) -> None:
+    """Record one call in the audit trail of ``ctx``'s state store
+    (:meth:`tools.guardrails.store.Store.add_audit`): the arguments scrubbed of every secret the
+    context knows and of every secret-looking value, the outcome (``ok`` or the ToolError code), the
+    run and plan (from the arguments, else the result), ``usd_approved`` (a launch or resume created
+    now: its plan's high estimate) and ``usd_spent`` (the platform's usage figure a result reports).
+    A store that cannot be written here records nothing (the call itself is not affected)."""
+    from tools.errors import ToolFailure
+    from tools.guardrails.records import AuditRecord, iso, utc_now
+    from tools.guardrails.scrubbing import secret_scrubber
+
+    try:
+        args: Any = json.loads(arguments) if isinstance(arguments, str) else dict(arguments or {})
+    except ValueError:
+        args = {"unparsed": arguments}
+    args = ctx.scrubber.scrub_obj(args)
+    args = secret_scrubber(args).scrub_obj(args)
+    given = args if isinstance(args, dict) else {}
+    run_id = given.get("run_id") if isinstance(given.get("run_id"), str) else getattr(result, "run_id", None)
+    plan_id = given.get("plan_id") if isinstance(given.get("plan_id"), str) else getattr(result, "plan_id", None)
+    spend = getattr(result, "spend", None)
+    spent = getattr(result, "platform_usd", None)
+    if spent is None and spend is not None:
+        spent = getattr(spend, "platform_usd", None)
+    try:
+        store = ctx.store()
+        approved = None
+        if getattr(result, "status", None) == "created" and isinstance(plan_id, str):
+            record = store.plan(plan_id)
+            approved = record.usd_high if record else None
+        try:
+            platform = ctx.settings.base_url
+        except Exception:  # noqa: BLE001 - unreadable settings: the call is recorded without a platform
+            platform = None
+        store.add_audit(AuditRecord(
+            at=iso(utc_now()), surface=surface, tool=name, arguments=json.dumps(args, default=str, ensure_ascii=False),
+            outcome=result.code if isinstance(result, ToolError) else "ok",
+            run_id=run_id if isinstance(run_id, str) else None, plan_id=plan_id if isinstance(plan_id, str) else None,
+            usd_approved=approved, usd_spent=spent if isinstance(spent, (int, float)) else None,
+            platform_url=platform))
+    except ToolFailure:
+        return

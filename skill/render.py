@@ -34,17 +34,18 @@ generic view (its ``message``/``summary``/``note`` and ``next_step``, every fiel
 from __future__ import annotations
 
 import re
-import shlex
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel
 
 from skill import registry, terminal
-from tools.core import PROGRAM, program
+from tools.core import PROGRAM, program, quote
 from tools.errors import Call, call
+from tools.guardrails.text import shown
 
 #: Fields that only say what the output budget left out: shown only when they say something.
 _BOOKKEEPING = ("truncated", "omitted", "narrow_hint")
@@ -73,10 +74,10 @@ def command(c: Call, env: dict[str, str] | None = None) -> str:
             continue
         for item in value if isinstance(value, (list, tuple)) else [value]:
             text = str(item)
-            options += [shlex.quote(f"{option}={text}")] if text.startswith("-") else [option, shlex.quote(text)]
+            options += [quote(f"{option}={text}")] if text.startswith("-") else [option, quote(text)]
     positional = [str(v) for n in spec.positional if c.arguments.get(n) is not None
                   for v in (c.arguments[n] if isinstance(c.arguments[n], (list, tuple)) else [c.arguments[n]])]
-    words = [shlex.quote(w) for w in positional]
+    words = [quote(w) for w in positional]
     if any(w.startswith("-") for w in positional):
         return " ".join([program(env), spec.command, *options, "--", *words])
     return " ".join([program(env), spec.command, *words, *options])
@@ -119,7 +120,7 @@ def for_people(text: str, calls: Iterable[Call] = ()) -> str:
 
 def display(key: str, value: Any) -> str:
     """A value as a person reads it ('' for nothing): sizes in GB/MB, durations in words, money
-    in dollars, yes/no, 4 significant digits, times to the second."""
+    in dollars, yes/no, 4 significant digits, times to the second in UTC (``2026-12-01 10:00:00 UTC``)."""
     if value is None or value == "" or value == [] or value == {}:
         return ""
     if isinstance(value, BaseModel):
@@ -135,8 +136,8 @@ def display(key: str, value: Any) -> str:
         return f"${value:,.2f}"
     if isinstance(value, float):
         return f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:.4g}"
-    if isinstance(value, datetime):
-        return value.strftime("%Y-%m-%d %H:%M:%S")
+    if isinstance(value, datetime):  # in UTC, and saying so (the platform's times are UTC; one without a zone too)
+        return (value.astimezone(UTC) if value.tzinfo else value).strftime("%Y-%m-%d %H:%M:%S UTC")
     if isinstance(value, dict):
         return ", ".join(f"{k} {display(k, v)}" for k, v in value.items() if v not in (0, None, "", [], {}))
     if isinstance(value, (list, tuple)):
@@ -262,21 +263,30 @@ def _scalar(value: Any) -> bool:
 # -- printing ------------------------------------------------------------------------------------
 
 
+def printable(text: str) -> str:
+    """``text`` with its non-printable characters escaped (``\\x1b``, ``\\n``, ``\\u202e``:
+    :func:`tools.guardrails.text.shown`): what reaches the terminal. A config path, a run name or a
+    platform's text moves no cursor and starts no line of its own; commands are already printable
+    (:func:`command` quotes such a word as ``$'...'``). Text that is lines (a report) goes line by line."""
+    return shown(text)
+
+
 def show(view: View, out: terminal.Terminal | None = None, err: terminal.Terminal | None = None) -> None:
     """Print ``view``: opening and ``Next:`` on stderr, data on stdout, notes on stderr last."""
     out, err = out or terminal.stdout(), err or terminal.stderr()
     for line in view.opening:
-        for wrapped in terminal.wrap(for_people(line), err.width, commands=True):
+        for wrapped in terminal.wrap(printable(for_people(line)), err.width, commands=True):
             err.print(err.style(wrapped, "1") if wrapped is not None else "")
     for text, calls in view.next:
-        for wrapped in terminal.wrap(f"Next: {for_people(text, calls)}", err.width, "  ", commands=True):
+        for wrapped in terminal.wrap(printable(f"Next: {for_people(text, calls)}"), err.width, "  ", commands=True):
             err.print(wrapped)
     if view.opening or view.next:
         if not out.piped:
             err.print()
-    pairs = [(k, raw(v)) if out.piped else (_label(k), display(k, v)) for k, v in view.facts if not _empty(v)]
+    pairs = [(k, printable(raw(v))) if out.piped else (_label(k), printable(display(k, v)))
+             for k, v in view.facts if not _empty(v)]
     blocks: list[list[str]] = []
-    lead = [for_people(line) for line in view.lead]
+    lead = [printable(for_people(line)) for line in view.lead]
     if lead and out.piped:  # prose for a person: off the data
         for line in lead:
             err.print(line)
@@ -294,7 +304,7 @@ def show(view: View, out: terminal.Terminal | None = None, err: terminal.Termina
         rows = table.rows if out.piped else table.rows[:MAX_ROWS]
         columns = table.columns if out.piped else (  # piped: the same columns whatever the rows hold
             [c for c in table.columns if any(not _empty(r.get(c)) for r in rows)] or table.columns[:1])
-        cells = [[raw(r.get(c)) if out.piped else display(c, r.get(c)) for c in columns] for r in rows]
+        cells = [[printable(raw(r.get(c)) if out.piped else display(c, r.get(c))) for c in columns] for r in rows]
         lines, dropped = terminal.table(columns, cells, out, keep=table.keep)
         if not out.piped:
             title = table.title or table.name.replace("_", " ")
@@ -306,14 +316,14 @@ def show(view: View, out: terminal.Terminal | None = None, err: terminal.Termina
                                   "output, has them).")
         blocks.append(lines)
     if view.text:
-        blocks.append(terminal.block(view.text, out.width))
+        blocks.append(terminal.block([printable(line) for line in view.text], out.width))  # lines already
     for n, block in enumerate(blocks):
         if n:  # piped too: an empty line before each table, so the sections can be told apart
             out.print()
         for line in block:
             out.print(line)
     for note in view.notes:
-        for wrapped in terminal.wrap(for_people(note), err.width, "  ", commands=True):
+        for wrapped in terminal.wrap(printable(for_people(note)), err.width, "  ", commands=True):
             err.print(wrapped)
 
 
@@ -337,18 +347,18 @@ def render_error(error: Any, err: terminal.Terminal | None = None, name: str | N
                 break
     if said:
         message = re.sub(r"[\s;:,]+$", "", message) + ":"
-    message = cli_words(for_people(message), spec)
+    message = printable(cli_words(for_people(message), spec))
     for line in terminal.wrap(f"{err.style('Error', '1', '31')} [{error.code}] {message}", err.width, "  ",
                               commands=True):
         err.print(line)
     for problem in fields:
         path = cli_words(_argument(problem.path, spec), spec) if problem.path else "(input)"
-        for line in terminal.wrap(f"- {path}: {cli_words(problem.problem, spec)}", err.width, "    ", "  "):
+        for line in terminal.wrap(printable(f"- {path}: {cli_words(problem.problem, spec)}"), err.width, "    ", "  "):
             err.print(line)
     if spec is not None and error.fix == registry.arguments_fix(spec.name):
         fix = f"Correct the listed options; `{program()} {spec.command} --help` shows what each takes."
     else:
-        fix = cli_words(for_people(error.fix, getattr(error, "next_calls", [])), spec)
+        fix = printable(cli_words(for_people(error.fix, getattr(error, "next_calls", [])), spec))
     for line in terminal.wrap(f"{err.style('Fix:', '1')} {fix}", err.width, "  ", commands=True):
         err.print(line)
 
@@ -540,6 +550,8 @@ def _list_runs(r: Any, v: View) -> None:
         v.opening = [f"No runs on page {r.page:,}: the {_count(r.total, 'run')} of the {r.owner} end on page "
                      f"{r.last_page}."]
         v.hint(f"The last page: {r.next_calls[0]}.", r.next_calls[0])  # with the same team, limit and status
+    elif not r.runs and not r.scan_complete:
+        v.opening = [f"No runs shown on page {r.page}: the platform's paging misbehaves (see the note)."]
     elif not r.runs:
         v.opening = [f"No runs for the {r.owner}." if r.page == 1 else f"No runs on page {r.page}."]
         first = call("mf_list_examples")
@@ -717,12 +729,12 @@ def _export_logs(r: Any, v: View) -> None:
 
 
 def _list_launches(r: Any, v: View) -> None:
-    v.opening = [f"{_count(len(r.launches), 'plan')} in the ledger {r.ledger_path}." if r.launches else
-                 f"No launches recorded in {r.ledger_path}."]
-    v.drop("ledger_path")
-    if r.ledger_warning:  # a damaged ledger is never read silently
-        v.opening.append(r.ledger_warning)
-        v.drop("ledger_warning")
+    v.opening = [f"{_count(len(r.launches), 'plan')} of this platform in {r.store_path}." if r.launches else
+                 f"No launches of this platform recorded in {r.store_path}."]
+    v.drop("store_path")
+    if r.store_warning:  # a store that cannot be written here, or an import from an old ledger, is said
+        v.opening.append(r.store_warning)
+        v.drop("store_warning")
     table = v.table("launches")
     if table:
         table.columns, table.keep = ["plan_id", "status", "run_id", "outcome", "action", "acted_on",
@@ -785,9 +797,26 @@ _VIEWS: dict[str, Callable[[Any, View], None]] = {
 }
 
 
+class _Ascii:
+    """A text stream that says its encoding is ASCII (rich's progress bar then uses ASCII only), and
+    writes what it gets with anything else escaped (a run name, a message from the platform)."""
+
+    encoding = "ascii"
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(text.encode("ascii", "backslashreplace").decode("ascii"))
+
+    def __getattr__(self, name: str) -> Any:  # flush, fileno, isatty: the stream's own
+        return getattr(self._stream, name)
+
+
 class ProgressBar:
     """A ``progress(done, total, message)`` callback drawing a bar on stderr when stderr is a
-    terminal (nothing when piped); ``close()`` ends it and leaves no line behind."""
+    terminal (nothing when piped), in ASCII when the locale is not UTF-8 (``LANG=C``:
+    :func:`skill.terminal.unicode_ok`); ``close()`` ends it and leaves no line behind."""
 
     def __init__(self) -> None:
         self._progress: Any = None
@@ -797,8 +826,9 @@ class ProgressBar:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+        stream = sys.stderr if terminal.unicode_ok(sys.stderr) else _Ascii(sys.stderr)  # rich then draws "-" bars
         self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                  TimeElapsedColumn(), console=Console(stderr=True, highlight=False), transient=True)
+                                  TimeElapsedColumn(), console=Console(file=stream, highlight=False), transient=True)
 
     def __call__(self, done: float, total: float | None, message: str) -> None:
         if self._progress is None:

@@ -5,7 +5,8 @@ Rules (STYLE.md §6):
 
 - Lines break at spaces only. A word never breaks, and a span in backticks (a command) is one
   word: an id, a path or a command is never split. A word wider than the line stands alone on
-  its line (the terminal shows it wrapped; copying it gives it whole).
+  its line, indented only as far as it still fits, at the left edge when it is wider than the
+  line (:func:`fit_alone`: the terminal shows it wrapped; copying it gives it whole).
 - In prose for a person (hints, errors, notes: ``wrap(..., commands=True)``), a command (a
   backtick span holding a space) goes on a line of its own, with no indent and no backticks, so
   a person copies the whole line and pastes it whole (backticks pasted into a shell would run a
@@ -77,6 +78,19 @@ class Terminal:
         return f"\x1b[{';'.join(codes)}m{text}\x1b[0m" if self.colour and codes else text
 
 
+def unicode_ok(stream: TextIO, env: dict[str, str] | None = None) -> bool:
+    """Whether ``stream`` may get characters beyond ASCII (a progress bar's ``━``): its encoding is
+    UTF-8 and so is the person's locale, read as the C library does (``LC_ALL``, then ``LC_CTYPE``, then
+    ``LANG``; unset: the C locale). ``LC_CTYPE=C.UTF-8`` is skipped: Python sets it itself when it
+    coerces a C locale (PEP 538), so it says nothing about the terminal. ``LANG=C``: ASCII."""
+    env = os.environ if env is None else env
+    if "utf" not in (getattr(stream, "encoding", "") or "").lower():
+        return False
+    ctype = env.get("LC_CTYPE", "")
+    locale = env.get("LC_ALL") or (ctype if ctype != "C.UTF-8" else "") or env.get("LANG") or "C"
+    return bool(re.search(r"utf-?8", locale, re.I))
+
+
 def _isatty(stream: TextIO) -> bool:
     try:
         return stream.isatty()
@@ -136,7 +150,17 @@ def wrap(text: str, width: int | None, indent: str = "", first_indent: str | Non
             after_command = False
         if line or not after_command:
             out.append((lead + line).rstrip())
-    return out
+    return out if width is None else [fit_alone(line, width) for line in out]
+
+
+def fit_alone(line: str, width: int | None) -> str:
+    """``line`` as it is, unless it is one word (an id, a code, a URL) whose indent makes it wider than
+    ``width``: then indented only as far as it still fits, at the left edge when it is wider than the
+    line, so the terminal shows it as one line it wraps itself (copying it gives it whole)."""
+    piece = line.lstrip(" ")
+    if width is not None and len(line) > width and piece != line and len(words(piece)) == 1:
+        return " " * max(0, min(len(line) - len(piece), width - len(piece))) + piece
+    return line
 
 
 #: A word holding one command: a backtick span with a space in it, and what is glued to it.
@@ -163,11 +187,7 @@ def block(lines: list[str], width: int | None) -> list[str]:
         if head and len(first) + len((words(rest) or [""])[0]) > width:  # the label on a line of its own
             out.append(first.rstrip())
             first = hanging
-        for text in wrap(rest, width, hanging, first_indent=first):
-            piece = text.lstrip(" ")
-            if len(text) > width and piece != text and len(words(piece)) == 1:  # as far right as it still fits
-                text = " " * max(0, min(len(text) - len(piece), width - len(piece))) + piece
-            out.append(text)
+        out += wrap(rest, width, hanging, first_indent=first)  # a lone wide word: as far right as it fits
     return out
 
 
@@ -291,7 +311,7 @@ def duration(seconds: float | None) -> str:
     return f"{s // 3600} h" + (f" {s % 3600 // 60} min" if s % 3600 // 60 else "")
 
 
-def ask(prompt: str) -> str | None:
+def ask(prompt: str, *, fd: int | None = None, out: TextIO | None = None) -> str | None:
     """``input(prompt)`` that Ctrl-C (or SIGTERM, or any signal whose handler raises) always ends: the line typed
     at the terminal without its line end, or None at the end of input (Ctrl-D).
 
@@ -300,23 +320,27 @@ def ask(prompt: str) -> str | None:
     standard input and on a wake-up pipe the interpreter writes to when a signal arrives
     (:func:`signal.set_wakeup_fd`), so the signal's handler runs at once. The terminal's own line editing
     (backspace, Ctrl-U) applies, as with ``input()`` without readline. Outside the main thread (no signal
-    handlers there): plain ``input()``."""
+    handlers there): plain ``input()``. ``fd`` / ``out``: read from that descriptor and write the prompt there
+    instead of standard input and output (the controlling terminal, ``/dev/tty``)."""
     import select
     import signal
     import threading
 
-    if threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread() and fd is None:
         try:
             return input(prompt)
         except EOFError:
             return None
-    sys.stdout.write(prompt)
-    sys.stdout.flush()
+    out = out or sys.stdout
+    out.write(prompt)
+    out.flush()
+    if threading.current_thread() is not threading.main_thread():
+        return _read_line(fd)
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_read, False)
     os.set_blocking(wake_write, False)
     before = signal.set_wakeup_fd(wake_write)
-    fd, line = sys.stdin.fileno(), b""
+    fd, line = (sys.stdin.fileno() if fd is None else fd), b""
     try:
         while not line.endswith(b"\n"):
             ready, _, _ = select.select([fd, wake_read], [], [])
@@ -332,3 +356,14 @@ def ask(prompt: str) -> str | None:
         os.close(wake_read)
         os.close(wake_write)
     return line.decode(sys.stdin.encoding or "utf-8", errors="replace").rstrip("\r\n")
+
+
+def _read_line(fd: int | None) -> str | None:
+    """One line read from ``fd`` (None at the end of input), without signal wake-ups (not the main thread)."""
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = os.read(sys.stdin.fileno() if fd is None else fd, 4096)
+        if not chunk:
+            return None
+        line += chunk
+    return line.decode("utf-8", errors="replace").rstrip("\r\n")

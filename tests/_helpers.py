@@ -156,6 +156,12 @@ def size(result: Any) -> int:
 # -- launches and files a test writes ---------------------------------------------------------------
 
 
+def store_bytes(folder: Path) -> bytes:
+    """Every byte the state store in ``folder`` holds on disk (the database and its write-ahead log):
+    what a secret must never be found in."""
+    return b"".join(p.read_bytes() for p in sorted(folder.glob("state.db*")) if p.is_file())
+
+
 def planned(ctx: Context, config: str | Path, **arguments: Any) -> Any:
     """mf_plan_run of the config file ``config`` with ``arguments`` (asserted not an error): the plan."""
     return ok(plan_run(PlanRunInput(config_path=str(config), **arguments), ctx))
@@ -324,19 +330,29 @@ def mf_json(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | No
     return done.returncode, json.loads(done.stdout)
 
 
+#: An answer :func:`in_terminal` types as the person would: the check word the approval prompt shows.
+CHALLENGE = "<the letters shown>"
+
+
 def in_terminal(args: list[str | Path], env: dict[str, str], cwd: Path,
                 answers: str | list[str | signal.Signals] | None = None, *,
                 columns: int = 80, timeout: float = 120) -> tuple[int, str]:
     """Run ``args`` with stdin, stdout and stderr on a pseudo-terminal of ``columns`` x 24, typing
-    ``answers`` at the approval prompts (a list: one answer per prompt, in order; a signal is sent to
+    ``answers`` at the approval prompts (a list: one answer per prompt, in order; :data:`CHALLENGE` types
+    the check word the prompt shows, as a person reading the screen would; a signal is sent to
     the program at its prompt, as Ctrl-C or ``kill`` would, in place of an answer): the exit code and
     everything written to the terminal (its CR LF line ends read as LF). Fails the test when the
     program has not ended within ``timeout`` seconds."""
     pending = [answers] if isinstance(answers, str) else list(answers or [])
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+
+    def own_terminal() -> None:  # the pseudo-terminal is the program's controlling terminal (its /dev/tty)
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
     proc = subprocess.Popen([str(a) for a in args], stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd,
-                            close_fds=True)
+                            close_fds=True, preexec_fn=own_terminal)
     os.close(slave)
     out, prompts = b"", 0
     deadline = time.monotonic() + timeout
@@ -351,14 +367,16 @@ def in_terminal(args: list[str | Path], env: dict[str, str], cwd: Path,
                 if not chunk:
                     break
                 out += chunk
-                if pending and out.count(b"last 4 characters") > prompts and not (
+                asked = re.findall(rb"type\s+the\s+letters\s+([a-z]+):", out)
+                if pending and len(asked) > prompts and not (
                         isinstance(pending[0], signal.Signals) and out.endswith(b"\n")):  # a signal: once it reads
                     prompts += 1
                     answer = pending.pop(0)
                     if isinstance(answer, signal.Signals):
                         proc.send_signal(answer)
                     else:
-                        os.write(master, answer.encode() + b"\n")
+                        typed = asked[-1].decode() if answer == CHALLENGE else answer
+                        os.write(master, typed.encode() + b"\n")
             elif proc.poll() is not None:
                 break
         else:

@@ -18,6 +18,7 @@ import pytest
 from _helpers import EXAMPLE, FakeTime, cli_env
 from hypothesis import settings
 
+from skill.approval import AGENT_MARKERS
 from skill.emulator import EmulatorServer
 from tools.configs import EXAMPLES_DIR
 from tools.core import Context
@@ -35,6 +36,18 @@ pytest_plugins = ["_schema_env"]
 # handler, unlike "ignore", is not inherited: the commands start with the default and install theirs).
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.fixture(autouse=True)
+def _no_agent_shell_and_no_real_state(monkeypatch: pytest.MonkeyPatch,
+                                      tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Every test runs as a person's shell would, whatever shell started pytest: no agent-host marker
+    (a developer's shell may carry CLAUDECODE=1), and the per-user state store in a temporary folder
+    (``XDG_STATE_HOME``; ``MODEL_FACTORY_STATE_DIR`` unset), never the real home's."""
+    for name, _, _ in AGENT_MARKERS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("MODEL_FACTORY_STATE_DIR", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("xdg-state")))
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from _helpers import (
+    CHALLENGE,
     CLI,
     EXAMPLE,
     TOKEN,
@@ -35,7 +36,7 @@ from _helpers import (
 from tools.core import Context
 from tools.errors import ToolError, ToolFailure
 from tools.guardrails import confirmation as gate
-from tools.guardrails.ledger import Ledger, utc_now
+from tools.guardrails.records import utc_now
 from tools.launch import (
     PLAN_MAX_AGE_SECONDS,
     PauseRunInput,
@@ -61,7 +62,7 @@ def setup(emulator, tmp_path) -> dict[str, Any]:
 
 
 def approvals(ctx: Context, plan_id: str) -> int:
-    return len(gate.launch_state(Ledger.for_context(ctx), plan_id).approvals)
+    return len(gate.launch_state(ctx.store(), plan_id).approvals)
 
 
 def printed_command(out: str, command: str) -> str:
@@ -89,11 +90,11 @@ def test_refused_with_json_even_at_a_terminal(setup):
 
 def test_terminal_approval_prints_a_code_that_launches(setup, emulator):
     plan = setup["plan"]
-    code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], plan.plan_id[-4:])
+    code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], CHALLENGE)
     assert code == 0, out
     assert plan.run_name in out and "LAUNCH" in out and "valid 15 minutes" in out
     token = TOKEN.search(out).group(0)
-    state = gate.launch_state(Ledger.for_context(setup["ctx"]), plan.plan_id)
+    state = gate.launch_state(setup["ctx"].store(), plan.plan_id)
     assert [a.channel for a in state.approvals] == ["terminal"]
     result = dispatch(setup["ctx"], plan.plan_id, token)
     assert result.status == "created" and result.approval_channel == "terminal"
@@ -104,7 +105,7 @@ def test_three_wrong_answers_or_a_changed_plan_are_not_approved(setup):
     plan = setup["plan"]
     code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], ["nope", "nah", "no"])
     assert code == 4 and "Not approved" in out and not TOKEN.search(out)
-    assert out.count("last 4 characters") == 3 and "2 more tries" in out and "1 more try" in out
+    assert out.count("type the letters") == 3 and "2 more tries" in out and "1 more try" in out
     assert "To try again, run" in out and printed_command(out, "approve").endswith(f"approve {plan.plan_id}")
     setup["cfg"].write_text(setup["cfg"].read_text().replace("max_steps = 20", "max_steps = 400"))
     code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"])
@@ -118,13 +119,13 @@ def test_ctrl_c_or_sigterm_at_the_prompt_says_interrupted_on_a_line_of_its_own_a
     plan = setup["plan"]
     for sig, exit_code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
         code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], [sig])
-        assert code == exit_code and out.endswith("____): \nInterrupted.\n"), out[-200:]
+        assert code == exit_code and re.search(r"type the letters [a-z]+: \nInterrupted\.\n$", out), out[-200:]
     assert approvals(setup["ctx"], plan.plan_id) == 0
 
 
 def test_a_typo_gets_another_try_and_the_code_comes_with_the_command_that_uses_it(setup, emulator):
     plan = setup["plan"]
-    code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], ["typo", plan.plan_id[-4:]])
+    code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], ["typo", CHALLENGE])
     assert code == 0 and "2 more tries" in out, out
     token = TOKEN.search(out).group(0)
     command = printed_command(out, "dispatch-run")
@@ -138,11 +139,11 @@ def test_a_typo_gets_another_try_and_the_code_comes_with_the_command_that_uses_i
 
 def test_terminal_approval_of_a_stop(setup, emulator):
     ctx, plan = setup["ctx"], setup["plan"]
-    code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], plan.plan_id[-4:])
+    code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], CHALLENGE)
     run = dispatch(ctx, plan.plan_id, TOKEN.search(out).group(0))
     required = stop_run(StopRunInput(run_id=run.run_id), ctx)
     stop_plan = re.search(r"model-factory approve (stop_\w+)", required.fix).group(1)
-    code, out = in_terminal([CLI, "approve", stop_plan], setup["env"], setup["cwd"], stop_plan[-4:])
+    code, out = in_terminal([CLI, "approve", stop_plan], setup["env"], setup["cwd"], CHALLENGE)
     assert code == 0 and "STOP this run" in out and run.run_id in out
     stopped = stop_run(StopRunInput(run_id=run.run_id, confirmation=TOKEN.search(out).group(0)), ctx)
     assert stopped.status == "STOPPED" and stopped.approval_channel == "terminal"
@@ -155,7 +156,7 @@ def test_terminal_approval_of_a_second_resume_shows_its_cost_and_the_earlier_run
     emulator.state.advance(400)
     paused = pause_run(PauseRunInput(run_id=run.run_id), ctx)
     pause_plan = re.search(r"model-factory approve (pause_\w+)", paused.fix).group(1)
-    code, out = in_terminal([CLI, "approve", pause_plan], setup["env"], setup["cwd"], pause_plan[-4:])
+    code, out = in_terminal([CLI, "approve", pause_plan], setup["env"], setup["cwd"], CHALLENGE)
     assert code == 0 and "PAUSE this run" in out and run.run_id in out
     command = printed_command(out, "pause-run")  # pasted into the person's shell as printed
     shell = subprocess.Popen(["bash", "-c", command], env=setup["env"], cwd=setup["cwd"], text=True,
@@ -172,7 +173,7 @@ def test_terminal_approval_of_a_second_resume_shows_its_cost_and_the_earlier_run
         "terminal", ctx)), ctx)
     again = resume_run(ResumeRunInput(run_id=run.run_id), ctx)
     resume_plan = re.search(r"model-factory approve (resume_\w+)", again.fix).group(1)
-    code, out = in_terminal([CLI, "approve", resume_plan], setup["env"], setup["cwd"], resume_plan[-4:])
+    code, out = in_terminal([CLI, "approve", resume_plan], setup["env"], setup["cwd"], CHALLENGE)
     assert code == 0 and "RESUME this run as a NEW run" in out, out
     for shown in (f"already resumed as run {first.run_id}", "Owner (pays):  personal account", "Cost estimate: low $",
                   "per GPU-hour", "GPUs:"):
@@ -197,7 +198,7 @@ def test_the_person_needs_only_the_state_folder(emulator, tmp_path):
     plan = planned(ctx, cfg, team="personal", secrets=["WANDB_API_KEY"])
     person = {"env": {"HOME": str(person_home), "MODEL_FACTORY_STATE_DIR": str(state),
                       "PATH": os.environ.get("PATH", ""), "TERM": "dumb", "COLUMNS": "200"}, "cwd": project}
-    code, out = in_terminal([CLI, "approve", plan.plan_id], person["env"], person["cwd"], plan.plan_id[-4:])
+    code, out = in_terminal([CLI, "approve", plan.plan_id], person["env"], person["cwd"], CHALLENGE)
     assert code == 0, out
     assert plan.run_name in out and "WANDB_API_KEY" in out and "recorded at" in out and "recomputes" in out
     assert "agent's environment" not in out and fake_wandb not in out
@@ -224,7 +225,7 @@ def test_a_plan_that_does_not_show_an_unresolved_launch_of_its_config_is_not_app
     emulator.faults.status(503, "GET", "/rft/runs", times=None)
     lost = dispatch(setup["ctx"], first.plan_id, token)
     assert lost.code == "ambiguous_launch"
-    code, out = in_terminal([CLI, "approve", second.plan_id], setup["env"], setup["cwd"], second.plan_id[-4:])
+    code, out = in_terminal([CLI, "approve", second.plan_id], setup["env"], setup["cwd"], CHALLENGE)
     assert code == 3 and "unresolved_launch" in out and first.plan_id in out, out
     assert f"model-factory dispatch-run {first.plan_id}" in out and "mf_" not in out
     assert not TOKEN.search(out) and approvals(setup["ctx"], second.plan_id) == 0
@@ -250,7 +251,7 @@ def test_the_approval_screen_fits_80_columns_and_prints_its_command_whole_on_a_l
     deep.mkdir(parents=True)
     shutil.copytree(setup["ctx"].state_path(), state)
     setup = {**setup, "env": {**setup["env"], "COLUMNS": "80", "MODEL_FACTORY_STATE_DIR": str(state)}}
-    code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], plan.plan_id[-4:])
+    code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], CHALLENGE)
     assert code == 0, out
     command = printed_command(out, "dispatch-run")
     assert len(command) > 80

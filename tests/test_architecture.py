@@ -56,7 +56,7 @@ VIOLATIONS = {
     "the emulator importing the registry": (
         "skill/emulator/faults.py", "def later():\n    from skill import registry  # noqa", "skill layers"),
     "a guardrail using the Context at run time": (
-        "tools/guardrails/ledger.py", "def later():\n    from tools.core import Context  # noqa", "tools layers"),
+        "tools/guardrails/store.py", "def later():\n    from tools.core import Context  # noqa", "tools layers"),
     "the platform client using the tool error shape": (
         "tools/platform/client.py", "def later():\n    from tools.errors import fail  # noqa", "tools layers"),
     "a tool importing a surface": (

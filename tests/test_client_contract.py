@@ -712,11 +712,12 @@ def test_422_detail_input_values_are_not_shown(tmp_path):
     assert "fake-wandb-key-echo" not in str(info.value)
 
 
-def test_non_object_2xx_on_a_read_is_invalid_request_and_204_is_fine(tmp_path):
-    script = Script(httpx.Response(200, json=[1, 2]), httpx.Response(204))
-    platform, _ = clients(tmp_path, script)
-    with pytest.raises(perr.InvalidRequest):
+def test_non_object_2xx_on_a_read_is_retried_as_unavailable_and_204_is_fine(tmp_path):
+    script = Script(*[httpx.Response(200, json=[1, 2])] * 3, httpx.Response(204))
+    platform, _ = clients(tmp_path, script, max_attempts=3)
+    with pytest.raises(perr.Unavailable) as garbled:
         platform.get_progress(RUN)
+    assert garbled.value.retryable and len(script.requests) == 3  # retried as after a 5xx, then given up
     assert platform.delete_run(RUN) is None
 
 

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from _helpers import emulator_banner, free_port, mf, pasted
+from _helpers import CLI, emulator_banner, free_port, in_terminal, mf, pasted
 
 from skill.demo import SCENARIOS, run_demo
 from skill.emulator import DEFAULT_API_KEY
+from tools.guardrails.store import Store
 
 
 def demo(*args: str, env: dict[str, str], cwd: Path, timeout: float = 400) -> subprocess.CompletedProcess:
@@ -345,11 +346,12 @@ def test_a_demo_on_a_persons_emulator_keeps_its_plan_in_the_state_folder_for_the
     scratch.mkdir()
     project.mkdir()
     env = {**env, "TMPDIR": str(scratch)}
-    # no MODEL_FACTORY_STATE_DIR: ./.model-factory, where run-report run in this folder reads the plan
+    # no MODEL_FACTORY_STATE_DIR: the person's own store, where run-report in any folder reads the plan
     shown = demo("--scenario", "stalled", env=env, cwd=project)
     said = " ".join(shown.stderr.split())
-    assert shown.returncode == 0 and f"its plan in the state folder {project / '.model-factory'}" in said, said
-    assert "the commands above work in this shell from this folder" in said, said  # the exports are set
+    store = Path(env["HOME"]) / ".local" / "state" / "model-factory"
+    assert shown.returncode == 0 and f"its plan in the state folder {store}" in said, said
+    assert "the commands above work in this shell, from any folder" in said, said  # the exports are set
     report = re.search(r"and `([^`]+ run-report \w+)` compares its cost with the plan", said)
     assert report, said
     reported = pasted(report[1], env, project)
@@ -358,7 +360,7 @@ def test_a_demo_on_a_persons_emulator_keeps_its_plan_in_the_state_folder_for_the
     state = tmp_path / "state"
     named = demo("--scenario", "stalled", "--json", env={**env, "MODEL_FACTORY_STATE_DIR": str(state)}, cwd=project)
     out = json.loads(named.stdout)
-    assert out["state_dir"] == str(state) and out["run_id"] in (state / "launches.jsonl").read_text()
+    assert out["state_dir"] == str(state) and Store(state).run_links(out["run_id"])
     assert list(scratch.iterdir()) == []  # its temporary HOME is gone
 
 
@@ -371,10 +373,34 @@ def test_a_demo_on_a_persons_emulator_from_a_shell_without_its_key_says_which_ex
     assert shown.returncode == 0 and "work in this shell" not in said, said
     assert ("the commands above need PRIME_API_KEY, PRIME_TRACES_URL, PRIME_FRONTEND_URL set for that emulator, which "
             "this shell lacks") in said, said
-    export = re.search(r"paste `(export [^`]+)` here first; then they work from this folder", said)[1]
+    export = re.search(r"paste `(export [^`]+)` here first; then they work from any folder", said)[1]
     exported = dict(w.split("=", 1) for w in export.split()[1:])
     assert exported == {k: v for k, v in served_env.items() if k not in env or k == "PRIME_API_BASE_URL"}  # as printed
 
     report = re.search(r"and `([^`]+ run-report \w+)` compares its cost with the plan", said)[1]
     reported = pasted(f"{export}; {report}", env, tmp_path)  # pasted into that shell, in that order
     assert reported.returncode == 0 and "against the plan's estimate of $" in " ".join(reported.stdout.split())
+
+
+def test_history_after_the_demo_shows_every_call_in_order_and_no_secret(tmp_path):
+    env = plain_env(tmp_path)
+    done = demo("--scenario", "queued", "--json", env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    run_id = json.loads(done.stdout)["run_id"]
+    shown = mf("history", "--json", env=env, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    calls = json.loads(shown.stdout)["calls"]
+    tools = [c["tool"] for c in calls]
+    assert tools[:4] == ["mf_preflight", "mf_validate_config", "mf_plan_run", "mf_dispatch_run"], tools
+    assert set(tools[4:]) <= {"mf_wait_for_run", "mf_check_progress", "mf_summarize_logs", "mf_get_metrics"}, tools
+    assert [c["at"] for c in calls] == sorted(c["at"] for c in calls)  # in the order they were made
+    assert {c["surface"] for c in calls} == {"demo"} and {c["outcome"] for c in calls} == {"ok"}
+    launched = calls[3]
+    assert launched["run_id"] == run_id and launched["usd_approved"] is not None and launched["plan_id"]
+    store = Path(env["HOME"]) / ".local" / "state" / "model-factory"
+    stored = b"".join(p.read_bytes() for p in store.glob("state.db*"))
+    assert DEFAULT_API_KEY not in shown.stdout and DEFAULT_API_KEY.encode() not in stored
+    code, screen = in_terminal([CLI, "history", "--run", run_id], {**env, "NO_COLOR": "1"}, tmp_path, columns=80)
+    said = " ".join(screen.split())
+    assert code == 0 and "dispatch-run" in said and "ok, approved" in said and "mf_" not in said, screen
+    assert all(len(line) <= 80 for line in screen.splitlines() if str(store) not in line), screen

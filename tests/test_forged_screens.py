@@ -14,12 +14,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _helpers import CLI, EXAMPLE, in_terminal, mf
+from _helpers import CHALLENGE, CLI, EXAMPLE, in_terminal, mf
 
 from skill import registry
+from skill.emulator import DEFAULT_USER_ID
 from tools.core import Context
 from tools.errors import ToolError
-from tools.guardrails.ledger import Ledger
+from tools.guardrails.store import Store
 from tools.guardrails.text import display_problem, shown
 
 #: The trial's input: save the cursor, go 4 lines up, erase the line, write a fake owner, restore.
@@ -44,7 +45,7 @@ def test_the_trials_forging_run_name_is_refused_by_the_cli_and_nothing_is_planne
     error = json.loads(proc.stdout)
     assert proc.returncode == 2 and error["code"] == "bad_arguments"
     assert [f["path"] for f in error["fields"]] == ["name"] and "\x1b" not in proc.stdout
-    assert Ledger(tmp_path / "state").read() == []
+    assert Store(tmp_path / "state").plans() == []
 
 
 @pytest.mark.parametrize("name", ["ok\n  Cost estimate: low $0.01", "ok\r  Steps: 1", "smoke\x1b[8m",
@@ -98,27 +99,28 @@ def test_the_approve_screen_of_a_plan_whose_path_holds_a_newline_shows_it_escape
     assert "\\n  Owner (pays):  personal account/rl.toml" in plan.summary
     lines = plan.summary.splitlines()
     assert [line for line in lines if line.startswith("  Owner (pays):")] == \
-        ["  Owner (pays):  personal account (from argument)"]
+        [f"  Owner (pays):  personal account {DEFAULT_USER_ID} (from argument)"]
     env = {**mf_env, "TERM": "dumb", "COLUMNS": "200"}
-    code, out = in_terminal([CLI, "approve", plan.plan_id], env, tmp_path, plan.plan_id[-4:])
+    code, out = in_terminal([CLI, "approve", plan.plan_id], env, tmp_path, CHALLENGE)
     assert code == 0, out
     assert "\\n  Owner (pays):  personal account/rl.toml" in out
     assert [line for line in out.splitlines() if line.startswith("  Owner (pays):")] == \
-        ["  Owner (pays):  personal account (from argument)"]
+        [f"  Owner (pays):  personal account {DEFAULT_USER_ID} (from argument)"]
 
 
 def test_a_control_character_written_into_the_recorded_summary_is_escaped_on_the_approve_screen(
         emulator, mf_env, project, tmp_path):
     ctx = Context(env=mf_env, home=Path(mf_env["HOME"]), state_dir=tmp_path / "state", cwd=project)
     plan = registry.call_tool("mf_plan_run", {"config_path": "rl.toml", "team": "personal"}, ctx)
-    ledger = Ledger.for_context(ctx)
-    record = next(r for r in ledger.read() if r["event"] == "plan")
-    record.pop("ts"), record.pop("event")
-    record["summary"] += "\nx\x1b[2A\r\x1b[2K  Cost estimate: low $0.01\u202e"
-    ledger.append("plan", **record)  # a field the summary builder forgot, or a hand-edited ledger
+    store = ctx.store()
+    record = store.plan(plan.plan_id)
+    forged = record.model_copy(update={"summary": record.summary
+                                       + "\nx\x1b[2A\r\x1b[2K  Cost estimate: low $0.01\u202e"})
+    with store.write() as conn:  # a field the summary builder forgot, or a hand-edited store
+        conn.execute("UPDATE plans SET record = ? WHERE plan_id = ?", (forged.model_dump_json(), plan.plan_id))
     ctx.close()
     env = {**mf_env, "TERM": "dumb", "COLUMNS": "200"}
-    code, out = in_terminal([CLI, "approve", plan.plan_id], env, project, plan.plan_id[-4:])
+    code, out = in_terminal([CLI, "approve", plan.plan_id], env, project, CHALLENGE)
     assert code == 0, out
     assert "\x1b" not in out and "\u202e" not in out
     assert "x\\x1b[2A\\r\\x1b[2K  Cost estimate: low $0.01\\u202e" in out

@@ -9,7 +9,7 @@ import re
 import shutil
 
 import pytest
-from _helpers import CLI, EXAMPLE, TOKEN, approved_launch, cli_env, in_terminal, make_ctx, mf
+from _helpers import CHALLENGE, CLI, EXAMPLE, TOKEN, approved_launch, cli_env, in_terminal, make_ctx, mf
 
 from skill.exit_codes import EXIT_TOOL_ERROR, EXIT_USAGE
 from tools.core import Context
@@ -45,14 +45,14 @@ def test_approving_a_stop_of_a_run_that_has_stopped_since_is_refused(emulator, l
     other = stop_plan_of(ctx, run.run_id)
     stopped = stop_run(StopRunInput(run_id=run.run_id, confirmation=approve_plan(other, "terminal", ctx)), ctx)
     assert stopped.status == "STOPPED"
-    code, out = in_terminal([CLI, "approve", stale], launched["env"], launched["cwd"], stale[-4:])
+    code, out = in_terminal([CLI, "approve", stale], launched["env"], launched["cwd"], CHALLENGE)
     assert code == EXIT_TOOL_ERROR and "conflict" in out and "is STOPPED now" in out and "no longer applies" in out
     assert not TOKEN.search(out) and "status now RUNNING" not in out
 
 
 def test_the_approve_screen_of_a_stop_shows_the_status_read_now(emulator, launched):
     stop_plan = stop_plan_of(launched["ctx"], launched["run"].run_id)
-    code, out = in_terminal([CLI, "approve", stop_plan], launched["env"], launched["cwd"], stop_plan[-4:])
+    code, out = in_terminal([CLI, "approve", stop_plan], launched["env"], launched["cwd"], CHALLENGE)
     assert code == 0, out
     assert "Status now:    RUNNING (read from the platform just now)" in out and "status when planned RUNNING" in out
 

@@ -27,7 +27,8 @@ from tools.guardrails.confirmation import (
     record_outcome,
     record_plan,
 )
-from tools.guardrails.ledger import Ledger
+from tools.guardrails.records import OutcomeFacts, PlanRecord
+from tools.guardrails.store import Store
 
 TEAM_A = "cteam0000000000000000000001"
 TEAM_B = "cteam0000000000000000000002"
@@ -54,10 +55,10 @@ def material(config: dict | None = None, **overrides) -> dict:
     return m
 
 
-def plan(ledger: Ledger, plan_id: str = "plan_a", **overrides) -> str:
+def plan(store: Store, plan_id: str = "plan_a", **overrides) -> str:
     m = material(**overrides)
     h = plan_hash(m)
-    record_plan(ledger, plan_id, h, **{k: v for k, v in m.items()})
+    record_plan(store, PlanRecord.of(plan_id, h, m))
     return h
 
 
@@ -66,8 +67,11 @@ def code_of(exc_info: pytest.ExceptionInfo[ToolFailure]) -> str:
 
 
 @pytest.fixture
-def ledger(tmp_path) -> Ledger:
-    return Ledger(tmp_path / ".model-factory")
+def ledger(tmp_path) -> Store:
+    """The state store the gate records in (named for the launch ledger it replaced)."""
+    store = Store(tmp_path / "state")
+    yield store
+    store.close()
 
 
 # ------------------------------------------------------------------ plan hash
@@ -129,18 +133,20 @@ def test_material_without_a_required_key_is_refused(key):
 # ------------------------------------------------------------------ minting
 
 
-def test_mint_returns_a_random_token_and_stores_only_its_hash(ledger):
+def test_mint_returns_a_random_token_and_stores_only_its_hash_and_what_its_channel_checked(ledger):
     h = plan(ledger)
     t1 = mint(ledger, "plan_a", h, "terminal", owner=TEAM_A)
-    t2 = mint(ledger, "plan_a", h, "policy", policy_sha256="ab" * 32)
+    t2 = mint(ledger, "plan_a", h, "policy", checked="budget policy /home/u/.config/model-factory/policy.toml")
     assert re.fullmatch(r"mfc_plan_a_[0-9a-f]{40}", t1) and t1 != t2
-    raw = ledger.path.read_text()
-    assert t1 not in raw and t2 not in raw
-    assert hashlib.sha256(t1.encode()).hexdigest() in raw
-    approval = [r for r in ledger.read() if r["event"] == "approval"][0]
-    assert approval["channel"] == "terminal" and approval["owner"] == TEAM_A and approval["plan_hash"] == h
-    assert [r for r in ledger.read() if r["event"] == "approval"][1]["policy_sha256"] == "ab" * 32
-    ttl = datetime.fromisoformat(approval["expires_at"]) - datetime.fromisoformat(approval["ts"])
+    ledger.close()  # the write-ahead log checkpointed into the file
+    raw = ledger.path.read_bytes()
+    assert t1.encode() not in raw and t2.encode() not in raw
+    assert hashlib.sha256(t1.encode()).hexdigest().encode() in raw
+    first, second = ledger.records_of(["plan_a"])[0]
+    assert (first.channel, first.checked, first.owner, first.plan_hash) == (
+        "terminal", "terminal, same user", TEAM_A, h)
+    assert second.checked == "budget policy /home/u/.config/model-factory/policy.toml" and second.terms == {}
+    ttl = datetime.fromisoformat(first.expires_at) - datetime.fromisoformat(first.minted_at)
     assert timedelta(seconds=899) < ttl <= timedelta(seconds=901)
 
 
@@ -173,8 +179,8 @@ def test_claim_records_an_attempt_and_consumes_the_token(ledger):
     record_outcome(ledger, "plan_a", claim.attempt_id, "created", run_id="cmrun01", usd_per_gpu_hour=2.49)
     state = launch_state(ledger, "plan_a")
     assert (state.status, state.run_id, state.last_outcome) == ("dispatched", "cmrun01", "created")
-    assert state.attempts[0].facts == {"usd_per_gpu_hour": 2.49}
-    assert state.plan["team_id"] == TEAM_A and state.plan["gpu_count"] == 2
+    assert state.attempts[0].facts == OutcomeFacts(usd_per_gpu_hour=2.49)
+    assert state.plan.team_id == TEAM_A and state.plan.gpu_count == 2
 
 
 def test_record_outcome_validates_its_input(ledger):
@@ -336,11 +342,11 @@ def test_reconciled_attempt_is_already_dispatched(ledger):
 
 def test_a_restarted_agent_cannot_launch_the_same_plan_twice(tmp_path):
     state = tmp_path / "state"
-    first = Ledger(state)
+    first = Store(state)
     h = plan(first)
     token = mint(first, "plan_a", h, "terminal")
     claim_dispatch(first, "plan_a", h, token)  # ... and the process dies before the outcome
-    restarted = Ledger(state)
+    restarted = Store(state)
     with pytest.raises(ToolFailure) as exc:
         claim_dispatch(restarted, "plan_a", h, token)
     assert code_of(exc) == "ambiguous_launch"
@@ -368,7 +374,7 @@ def test_expired_approval_is_not_shown_as_approved(ledger):
 
 
 def _race(state: str, plan_id: str, h: str, token: str, barrier, results) -> None:
-    ledger = Ledger(state)
+    ledger = Store(state)
     barrier.wait()
     try:
         claim = claim_dispatch(ledger, plan_id, h, token)
@@ -392,21 +398,21 @@ def _run_race(state: Path, h: str, tokens: list[str]) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("round_", range(3))
 def test_processes_racing_on_one_token_exactly_one_wins(tmp_path, round_):
-    ledger = Ledger(tmp_path)
+    ledger = Store(tmp_path)
     h = plan(ledger)
     token = mint(ledger, "plan_a", h, "terminal")
     outcomes = _run_race(tmp_path, h, [token] * 4)
     assert sorted(o[0] for o in outcomes) == ["lost", "lost", "lost", "won"]
     assert {o[1] for o in outcomes if o[0] == "lost"} == {"ambiguous_launch"}
-    attempts = [r for r in ledger.read() if r["event"] == "attempt"]
-    assert [a["attempt_id"] for a in attempts] == [o[1] for o in outcomes if o[0] == "won"]
+    attempts = ledger.records_of(["plan_a"])[1]
+    assert [a.attempt_id for a in attempts] == [o[1] for o in outcomes if o[0] == "won"]
 
 
 @pytest.mark.parametrize("round_", range(2))
 def test_processes_racing_with_two_approvals_exactly_one_wins(tmp_path, round_):
-    ledger = Ledger(tmp_path)
+    ledger = Store(tmp_path)
     h = plan(ledger)
     tokens = [mint(ledger, "plan_a", h, "terminal"), mint(ledger, "plan_a", h, "host_callback")]
     outcomes = _run_race(tmp_path, h, tokens * 2)
     assert sorted(o[0] for o in outcomes) == ["lost", "lost", "lost", "won"]
-    assert len([r for r in ledger.read() if r["event"] == "attempt"]) == 1
+    assert len(ledger.records_of(["plan_a"])[1]) == 1

@@ -71,7 +71,9 @@ def test_every_rule_gives_the_values_prime_gives(prime_exe, tmp_path):  # noqa: 
     assert cli_parse(prime_exe, path) == {"values": ours.values}
     assert ours.values["SQ"] == "single ${FAKE_HOME_DIR} literal"
     assert ours.values["DQ"] == "double /home/fake-user quoted"
-    assert len(ours.warnings) == 3  # no '=', invalid key, export: skipped with a warning, as the CLI does
+    assert len(ours.warnings) == 4  # no '=', invalid key, export: skipped with a warning, as the CLI does
+    assert "the value of HASH goes on after a space with `#`" in ours.warnings[0]  # kept, as the CLI keeps it
+    assert ours.values["HASH"] == "fake-value # not a comment"
 
 
 def test_an_unset_reference_fails_in_both_with_the_same_message(prime_exe, tmp_path):  # noqa: F811

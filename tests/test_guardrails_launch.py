@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -22,45 +23,62 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _helpers import EXAMPLE, cli_env, dispatch, emulator_env, example, make_ctx, mf, mf_json, ok, planned, write_policy
+from _helpers import (
+    EXAMPLE,
+    cli_env,
+    dispatch,
+    emulator_env,
+    example,
+    make_ctx,
+    mf,
+    mf_json,
+    ok,
+    planned,
+    store_bytes,
+    write_policy,
+)
 from conftest import Recorder
 
-from skill.emulator import TEAM_RESEARCH_ID, EmulatorServer
+from skill.emulator import DEFAULT_USER_ID, TEAM_RESEARCH_ID, EmulatorServer
 from tools.core import Context
 from tools.errors import ToolError, ToolFailure
 from tools.guardrails import confirmation as gate
-from tools.guardrails.ledger import Ledger
+from tools.guardrails.records import PlanRecord
+from tools.guardrails.store import Store
 from tools.launch import PlanRunInput, StopRunInput, approve_plan, plan_run, stop_run
 
-# -- the ledger ------------------------------------------------------------------------------------
+# -- the store -------------------------------------------------------------------------------------
 
 
-def test_ledger_records_every_fact_of_a_launch(emulator, recorder, tmp_path):
+def test_the_store_records_every_fact_of_a_launch_as_typed_records(emulator, recorder, tmp_path):
     ctx = make_ctx(emulator, tmp_path, env={"HF_TOKEN": "fake-hf-token-for-ledger"})
     p = planned(ctx, example(tmp_path, name="rl.toml"), team=TEAM_RESEARCH_ID, gpu_type="H100_80GB",
                 volume="research-data", image_tag="v0.5.0", source_ref="main", secrets=["HF_TOKEN"])
     token = approve_plan(p.plan_id, "terminal", ctx)
     d = ok(dispatch(ctx, p.plan_id, token))
 
-    text = (tmp_path / "state" / "launches.jsonl").read_text()
-    records = [json.loads(line) for line in text.splitlines()]
-    assert [r["event"] for r in records] == ["plan", "approval", "attempt", "outcome"]
-    assert {r["plan_id"] for r in records} == {p.plan_id} and all(r["ts"] for r in records)
-    plan, approval, attempt, outcome = records
-    assert plan["plan_hash"] == p.plan_hash and plan["config_sha256"] == p.config_sha256 == \
+    store = ctx.store()
+    plan = store.plan(p.plan_id)
+    (approval,), (attempt,), (outcome,) = store.records_of([p.plan_id])
+    assert isinstance(plan, PlanRecord) and plan.plan_hash == p.plan_hash == gate.plan_hash(plan.material)
+    assert plan.config_sha256 == p.config_sha256 == \
         gate.config_sha256(emulator.state.run(d.run_id).config)  # the config the platform got is the one hashed
-    assert (plan["team_id"], plan["source_ref"], plan["image_tag"], plan["gpu_type"], plan["gpu_count"],
-            plan["volume"]) == (TEAM_RESEARCH_ID, "main", "v0.5.0", "H100_80GB", 2, "research-data")
-    assert plan["usd_per_gpu_hour"] == 1.8 and plan["cost"]["usd_high"] == p.cost.usd_high
-    assert (plan["secret_names"], plan["max_steps"], plan["name"]) == (["HF_TOKEN"], 20, p.run_name)
-    assert approval["plan_hash"] == p.plan_hash and approval["channel"] == "terminal"
-    assert approval["owner"] == TEAM_RESEARCH_ID and approval["expires_at"] > approval["ts"]
-    assert approval["token_sha256"] == attempt["token_sha256"] == hashlib.sha256(token.encode()).hexdigest()
-    assert (attempt["plan_hash"], attempt["channel"]) == (p.plan_hash, "terminal")
-    assert (outcome["attempt_id"], outcome["outcome"]) == (attempt["attempt_id"], "created")
-    assert outcome["run_id"] == d.run_id
-    assert (outcome["gpu_type"], outcome["usd_per_gpu_hour"]) == ("H100_80GB", 1.8)
-    assert token not in text and "fake-hf-token-for-ledger" not in text
+    assert (plan.action, plan.platform_url, plan.account_id) == ("launch", emulator.base_url, DEFAULT_USER_ID)
+    assert (plan.team_id, plan.source_ref, plan.image_tag, plan.gpu_type, plan.gpu_count, plan.volume) == \
+        (TEAM_RESEARCH_ID, "main", "v0.5.0", "H100_80GB", 2, "research-data")
+    assert plan.cost.usd_per_gpu_hour == 1.8 and plan.cost.usd_high == p.cost.usd_high
+    assert (plan.secret_names, plan.max_steps, plan.name, plan.fingerprint) == \
+        (["HF_TOKEN"], 20, p.run_name, p.run_name.rsplit("-", 1)[1])
+    assert approval.plan_hash == p.plan_hash and (approval.channel, approval.checked) == (
+        "terminal", "terminal, same user")
+    assert approval.owner == TEAM_RESEARCH_ID and approval.expires_at > approval.minted_at
+    assert approval.token_sha256 == attempt.token_sha256 == hashlib.sha256(token.encode()).hexdigest()
+    assert (attempt.plan_hash, attempt.channel, attempt.approval_id) == (p.plan_hash, "terminal", approval.approval_id)
+    assert (outcome.attempt_id, outcome.outcome, outcome.run_id) == (attempt.attempt_id, "created", d.run_id)
+    assert (outcome.facts.gpu_type, outcome.facts.usd_per_gpu_hour) == ("H100_80GB", 1.8)
+    assert [link.run_id for link in store.run_links(d.run_id)] == [d.run_id]
+    assert token.encode() not in store_bytes(tmp_path / "state")
+    assert b"fake-hf-token-for-ledger" not in store_bytes(tmp_path / "state")
 
 
 # -- the team on the wire --------------------------------------------------------------------------
@@ -104,7 +122,9 @@ def test_the_team_travels_on_every_team_scoped_request(emulator, recorder, tmp_p
     assert d.status == "reconciled" and emulator.state.run(d.run_id).placement.team_id == TEAM_RESEARCH_ID
     seen = team_sent(recorder)
     assert set(seen) >= set(TEAM_PARAM) - {("GET", "/api/v1/user/whoami")}  # every kind was exercised
-    assert {key: v for key, values in seen.items() for v in values if v != TEAM_RESEARCH_ID} == {}
+    whoami = ("GET", "/api/v1/user/whoami")  # also asked once without a team: which account the key is
+    assert {key: v for key, values in seen.items() for v in values
+            if v != TEAM_RESEARCH_ID and not (key == whoami and v is None)} == {}
     assert len(seen[("GET", "/api/v1/rft/runs")]) >= 2  # the policy's count of active runs, the reconciliation
 
     # An explicit personal owner overrides PRIME_TEAM_ID: no team on any request.
@@ -144,7 +164,7 @@ def test_a_dispatch_killed_in_flight_then_any_retry_leaves_one_run(emulator, tmp
         time.sleep(0.05)
     (run_id,) = emulator.state.runs
     assert first.poll() is None  # still waiting for the answer
-    assert gate.launch_state(Ledger.for_context(ctx), p.plan_id).status == "in_flight"
+    assert gate.launch_state(ctx.store(), p.plan_id).status == "in_flight"
 
     # Another agent process retries meanwhile: it reconciles, it does not send.
     code, out = finished(cli(emulator, tmp_path, "dispatch-run", p.plan_id, "--confirmation", token))
@@ -157,13 +177,13 @@ def test_a_dispatch_killed_in_flight_then_any_retry_leaves_one_run(emulator, tmp
     assert (code, out["status"], out["run_id"]) == (0, "already_dispatched", run_id)
     code, out = finished(cli(emulator, tmp_path, "dispatch-run", p.plan_id, "--confirmation", token))
     assert (code, out["run_id"]) == (0, run_id)
-    fresh = gate.mint(Ledger.for_context(ctx), p.plan_id, p.plan_hash, "terminal")
+    fresh = gate.mint(ctx.store(), p.plan_id, p.plan_hash, "terminal")
     assert ok(dispatch(ctx, p.plan_id, fresh)).run_id == run_id
     with pytest.raises(ToolFailure) as refused:
         approve_plan(p.plan_id, "terminal", ctx)
     assert refused.value.error.code == "already_dispatched"
     assert len(emulator.state.runs) == 1 and emulator.state.create_attempts == 1
-    attempts = gate.launch_state(Ledger.for_context(ctx), p.plan_id).attempts
+    attempts = gate.launch_state(ctx.store(), p.plan_id).attempts
     assert [a.outcome for a in attempts] == ["reconciled"]
 
 
@@ -273,20 +293,21 @@ def test_an_approval_is_void_when_a_fact_outside_the_file_changes(emulator, tmp_
         assert fields == ["secret_names"]
 
 
-def test_the_ledger_defaults_to_the_project_folder_and_is_configurable(emulator, tmp_path):
+def test_the_store_is_per_user_outside_the_project_folder_and_configurable(emulator, tmp_path):
     (tmp_path / "home").mkdir()
     project = tmp_path / "project"
     cfg = example(tmp_path, name="rl.toml")
     default = Context(env=emulator_env(emulator), home=tmp_path / "home", cwd=project)
     p = planned(default, cfg, team="personal")
-    assert (project / ".model-factory" / "launches.jsonl").is_file()
-    # the person's terminal is seldom in the project folder: the command names the state folder
-    assert f"`MODEL_FACTORY_STATE_DIR={(project / '.model-factory').resolve()} " in p.next_step
-    assert f"model-factory approve {p.plan_id}`" in p.next_step
+    state = tmp_path / "home" / ".local" / "state" / "model-factory"
+    assert (state / "state.db").is_file() and not (project / ".model-factory").exists()
+    assert stat.S_IMODE(state.stat().st_mode) == 0o700 and stat.S_IMODE((state / "state.db").stat().st_mode) == 0o600
+    # a person's shell finds the same per-user store by itself: the command names no folder
+    assert f"model-factory approve {p.plan_id}`" in p.next_step and "MODEL_FACTORY_STATE_DIR" not in p.next_step
     moved = Context(env=emulator_env(emulator, MODEL_FACTORY_STATE_DIR=str(tmp_path / "elsewhere")),
                     home=tmp_path / "home", cwd=project)
     q = planned(moved, cfg, team="personal")
-    assert [r["plan_id"] for r in Ledger(tmp_path / "elsewhere").read()] == [q.plan_id]
+    assert [r.plan_id for r in Store(tmp_path / "elsewhere").plans()] == [q.plan_id]
     assert f"MODEL_FACTORY_STATE_DIR={tmp_path / 'elsewhere'} " in q.next_step
     assert f"model-factory approve {q.plan_id}`" in q.next_step
     default.close()
@@ -311,4 +332,4 @@ def test_an_env_file_holding_the_launch_key_is_refused_without_echoing_it(emulat
         assert "PRIME_API_KEY" in result.message and "WANDB_API_KEY" in result.message and "HF_TOKEN" in result.message
         assert "fake-prime-key-in-file" not in result.model_dump_json()
     assert recorder.requests == []  # refused before anything was sent
-    assert not (tmp_path / "state" / "launches.jsonl").exists()
+    assert Store(tmp_path / "state").plans() == []

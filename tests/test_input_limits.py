@@ -27,7 +27,7 @@ from tools.errors import ToolError
 @pytest.fixture(params=["dev_zero", "fifo", "folder", "sparse_1gb"])
 def not_a_config(request, tmp_path: Path) -> tuple[Path, str, str]:
     """Paths that must be refused before reading: (path, what the message says, error code). A path that is not a
-    file at all is a wrong argument (bad_arguments, exit 2); a file too large to be a config is config_not_found."""
+    file at all, or one too large to be a config (its size said), is a wrong argument (bad_arguments, exit 2)."""
     if request.param == "dev_zero":
         return Path("/dev/zero"), "not a regular file", "bad_arguments"
     if request.param == "fifo":
@@ -41,7 +41,7 @@ def not_a_config(request, tmp_path: Path) -> tuple[Path, str, str]:
     path = tmp_path / "huge.toml"
     with open(path, "wb") as handle:  # sparse: 1 GB long, no disk used
         handle.truncate(1024**3)
-    return path, "larger than 1,048,576 bytes", "config_not_found"
+    return path, "is 1,073.7 MB (1,073,741,824 bytes), larger than 1,048,576 bytes", "bad_arguments"
 
 
 def test_anything_but_a_regular_config_file_is_refused_before_reading(mf_env, not_a_config):
@@ -54,7 +54,7 @@ def test_anything_but_a_regular_config_file_is_refused_before_reading(mf_env, no
         assert (code, error["code"]) == (exit_expected, code_expected) and said in error["message"], error
         if code_expected == "bad_arguments":  # the argument that named it, and what to pass instead
             assert [f["path"] for f in error["fields"]] == [argument], error
-            assert error["fix"].startswith("Pass the path of a .toml file"), error
+            assert error["fix"].startswith(("Pass the path of a .toml file", "Pass the path of the prime-rl")), error
     assert not (path.parent / "copy.toml").exists()
 
 
@@ -68,7 +68,7 @@ def test_a_config_of_exactly_the_limit_is_read_and_one_byte_more_is_not(mf_env, 
     over = tmp_path / "over.toml"
     over.write_bytes(at_limit.read_bytes() + b"\n")
     code, error = mf_json("validate-config", str(over), env=mf_env)
-    assert (code, error["code"]) == (3, "config_not_found")
+    assert (code, error["code"]) == (2, "bad_arguments") and "(1,048,577 bytes)" in error["message"]
 
 
 def test_a_file_whose_size_is_not_known_before_reading_is_read_only_up_to_the_limit(mf_env):
@@ -77,7 +77,7 @@ def test_a_file_whose_size_is_not_known_before_reading_is_read_only_up_to_the_li
     if not source.is_file() or source.stat().st_size != 0:
         unavailable("needs a Linux /proc file that reports size 0", "MF_REQUIRE_LINUX")
     code, error = mf_json("validate-config", str(source), env=mf_env)
-    assert (code, error["code"]) == (3, "config_not_found") and "larger than 1,048,576 bytes" in error["message"]
+    assert (code, error["code"]) == (2, "bad_arguments") and "more than 1,048,576 bytes long" in error["message"]
 
 
 DEEP = 5000
@@ -214,7 +214,12 @@ def wrong_destination(request, tmp_path: Path) -> tuple[Path, str]:
 
 def test_a_wrong_destination_is_named_with_a_command_that_works_when_pasted(mf_env, tmp_path, wrong_destination):
     dest, said = wrong_destination
-    before = sorted(tmp_path.rglob("*"))
+    state = Path(mf_env["MODEL_FACTORY_STATE_DIR"])  # where every call is audited: not the user's files
+
+    def files() -> list[Path]:
+        return sorted(p for p in tmp_path.rglob("*") if state not in (p, *p.parents))
+
+    before = files()
     args = ("prepare-config", "basic/reverse-text/rl", str(dest), "--num-train-gpus", "1", "--num-infer-gpus", "1")
     code, error = mf_json(*args, env=mf_env, cwd=tmp_path / "project")
     shown = dest.suffix == ".toml" or dest.exists()
@@ -222,7 +227,7 @@ def test_a_wrong_destination_is_named_with_a_command_that_works_when_pasted(mf_e
     assert said in error["message"] and [f["path"] for f in error["fields"]] == ["dest"], error
     human = mf(*args, env=mf_env, cwd=tmp_path / "project")
     assert human.returncode == 2 and "Traceback" not in human.stderr and (str(dest) in human.stderr) is shown
-    assert sorted(tmp_path.rglob("*")) == before  # nothing written, no folder made
+    assert files() == before  # nothing written, no folder made
     fix = re.search(r"Fix: .*?e\.g\. `([^`]+)`", " ".join(human.stderr.split()))
     assert fix, human.stderr
     done = pasted(fix[1], mf_env, cwd=tmp_path / "project")

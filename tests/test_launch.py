@@ -16,13 +16,14 @@ from typing import Any
 
 import pytest
 import yaml
-from _helpers import dispatch, dispatch_approved, err, example, make_ctx, ok, planned, write_policy
+from _helpers import dispatch, dispatch_approved, err, example, make_ctx, ok, planned, store_bytes, write_policy
 
 from skill.emulator import TEAM_EVALS_ID, TEAM_RESEARCH_ID, EmulatorServer
 from skill.exit_codes import EXIT_CONFIRMATION, exit_code_for
 from tools.errors import ToolFailure
 from tools.guardrails import confirmation as gate
-from tools.guardrails.ledger import Ledger, utc_now
+from tools.guardrails.records import utc_now
+from tools.guardrails.store import Store
 from tools.launch import (
     ApprovalRequest,
     ListLaunchesInput,
@@ -126,9 +127,9 @@ def test_rl_create_and_prepare_bodies_equal_the_cli_observed_ones(emulator, reco
     error = err(result, "invalid_request")
     assert "refused" in error.message and "Qwen/Qwen3-4B" in error.message
     assert "fake-hf-token" not in error.model_dump_json() and "fake-wandb-key" not in error.model_dump_json()
-    ledger_text = (tmp_path / "state" / "launches.jsonl").read_text()
-    assert "fake-hf-token" not in ledger_text and "fake-wandb-key" not in ledger_text
-    assert gate.launch_state(Ledger.for_context(ctx), p.plan_id).last_outcome == "rejected"
+    stored = store_bytes(tmp_path / "state")
+    assert stored and b"fake-hf-token" not in stored and b"fake-wandb-key" not in stored
+    assert gate.launch_state(ctx.store(), p.plan_id).last_outcome == "rejected"
 
 
 @pytest.mark.parametrize("source_ref, cassette", [(None, "dispatch_sft"), ("main", "dispatch_sft_ref")])
@@ -291,7 +292,7 @@ def test_owner_ambiguous_stops_and_team_override_is_shown(emulator, ctx, tmp_pat
         ("mf_plan_run", {"config_path": str(cfg), "team": team}) for team in ("personal", TEAM_RESEARCH_ID,
                                                                                TEAM_EVALS_ID)]
     assert all(str(c) in error.fix for c in error.next_calls)
-    assert not (tmp_path / "state" / "launches.jsonl").exists()
+    assert Store(tmp_path / "state").plans() == []
 
     prime = tmp_path / "home" / ".prime"
     prime.mkdir(parents=True)
@@ -328,7 +329,7 @@ def test_secret_names_and_values_are_refused(emulator, tmp_path):
     error = err(plan_run(PlanRunInput(config_path=str(cfg), team="personal", env_files=["other.env"]), ctx),
                 "unsupported_secret")
     assert "OPENAI_API_KEY" in error.message and "fake-openai-value-123" not in error.model_dump_json()
-    assert not (tmp_path / "state" / "launches.jsonl").exists()
+    assert Store(tmp_path / "state").plans() == []
 
 
 def test_plan_input_errors(emulator, ctx, tmp_path):
@@ -449,7 +450,7 @@ def test_bypasses_are_refused(emulator, ctx, tmp_path):
     token_b = approve_plan(b.plan_id, "terminal", ctx)
     altered = token_b[:-1] + ("0" if token_b[-1] != "0" else "1")
     err(dispatch(ctx, b.plan_id, altered), "confirmation_invalid")
-    ledger = Ledger.for_context(ctx)
+    ledger = ctx.store()
     expired = gate.mint(ledger, b.plan_id, b.plan_hash, "terminal", 60, now=utc_now() - timedelta(minutes=5))
     err(dispatch(ctx, b.plan_id, expired), "confirmation_expired")
     assert emulator.state.create_attempts == 0
@@ -499,7 +500,7 @@ def test_stop_is_gated_then_stops(emulator, ctx, tmp_path):
     stop_plan = required.fix.split("model-factory approve ")[1].split("`")[0]
     assert stop_plan.startswith("stop_") and emulator.state.run(d.run_id).status == "RUNNING"
     assert d.run_id in required.message and "summary above" in required.fix  # the agent can show what is asked
-    launch_token = gate.mint(Ledger.for_context(ctx), p.plan_id, p.plan_hash, "terminal")  # a real token, wrong plan
+    launch_token = gate.mint(ctx.store(), p.plan_id, p.plan_hash, "terminal")  # a real token, wrong plan
     err(stop_run(StopRunInput(run_id=d.run_id, confirmation=launch_token), ctx), "confirmation_invalid")
     token = approve_plan(stop_plan, "terminal", ctx)
     stopped = ok(stop_run(StopRunInput(run_id=d.run_id, confirmation=token, timeout_seconds=10), ctx))
@@ -519,7 +520,7 @@ def test_stop_with_host_approver_and_refusal(emulator, tmp_path):
     assert ok(stop_run(StopRunInput(run_id=d.run_id), ctx)).status == "STOPPED"
 
 
-def test_list_launches_shows_the_ledger_scrubbed(emulator, tmp_path):
+def test_list_launches_shows_the_store_scrubbed(emulator, tmp_path):
     fake_wandb = "fake-wandb-canary-key-0001"
     ctx = make_ctx(emulator, tmp_path, env={"WANDB_API_KEY": fake_wandb}, approver=lambda r: True)
     p = planned(ctx, example(tmp_path, "reverse-text/rl.toml"), team="personal", secrets=["WANDB_API_KEY"])
@@ -534,11 +535,11 @@ def test_list_launches_shows_the_ledger_scrubbed(emulator, tmp_path):
     assert second.usd_per_gpu_hour == p.usd_per_gpu_hour and second.config_sha256 == p.config_sha256
     assert emulator.state.run(d.run_id).wandb_api_key == fake_wandb  # the value reached the run...
     assert fake_wandb not in listed.model_dump_json()  # ...and no output or file holds it
-    assert fake_wandb not in (tmp_path / "state" / "launches.jsonl").read_text()
+    assert fake_wandb.encode() not in store_bytes(tmp_path / "state")
     # The per-run token of the create answer (tokenValue, emulator prefix pit_run_fake_) is never kept or shown.
-    assert "pit_run_fake_" not in d.model_dump_json() + (tmp_path / "state" / "launches.jsonl").read_text()
+    assert "pit_run_fake_" not in d.model_dump_json() and b"pit_run_fake_" not in store_bytes(tmp_path / "state")
     assert ok(list_launches(ListLaunchesInput(limit=1), ctx)).launches[0].plan_id == q.plan_id
-    assert os.stat(tmp_path / "state" / "launches.jsonl").st_mode & 0o077 == 0
+    assert os.stat(tmp_path / "state" / "state.db").st_mode & 0o077 == 0
 
 
 def test_skipped_env_file_lines_are_explained(emulator, ctx, tmp_path):

@@ -20,7 +20,6 @@ from skill.exit_codes import EXIT_AMBIGUOUS, exit_code_for
 from tools.core import Context
 from tools.errors import ToolError, ToolFailure
 from tools.guardrails import confirmation as gate
-from tools.guardrails.ledger import Ledger
 from tools.launch import approve_plan
 from tools.platform import wire
 from tools.platform.client import PlatformClient, RetryPolicy
@@ -56,7 +55,7 @@ def cli_dispatch(emulator: EmulatorServer, tmp_path: Path, plan_id: str, *extra:
 
 
 def outcomes(ctx: Context, plan_id: str) -> list[str | None]:
-    return [a.outcome for a in gate.launch_state(Ledger.for_context(ctx), plan_id).attempts]
+    return [a.outcome for a in gate.launch_state(ctx.store(), plan_id).attempts]
 
 
 def test_lost_answer_is_reconciled_and_no_retry_creates_a_second_run(emulator, tmp_path):
@@ -74,7 +73,7 @@ def test_lost_answer_is_reconciled_and_no_retry_creates_a_second_run(emulator, t
     again = dispatch(make_ctx(emulator, tmp_path, approver=lambda r: asked.append(r) or True), p.plan_id)
     assert (again.status, again.run_id) == ("already_dispatched", first.run_id) and asked == []
     assert dispatch(ctx, p.plan_id, token).run_id == first.run_id
-    fresh = gate.mint(Ledger.for_context(ctx), p.plan_id, p.plan_hash, "terminal")
+    fresh = gate.mint(ctx.store(), p.plan_id, p.plan_hash, "terminal")
     assert dispatch(ctx, p.plan_id, fresh).status == "already_dispatched"
     with pytest.raises(ToolFailure) as refused:
         approve_plan(p.plan_id, "terminal", ctx)
@@ -207,4 +206,4 @@ def test_two_processes_dispatching_the_same_plan_create_one_run(emulator, tmp_pa
     assert loser.get("code") == "ambiguous_launch" or \
         (loser["status"], loser["run_id"]) == ("already_dispatched", run_id)
     assert dispatch(ctx, p.plan_id).run_id == run_id
-    assert [a.outcome for a in gate.launch_state(Ledger.for_context(ctx), p.plan_id).attempts] == ["created"]
+    assert [a.outcome for a in gate.launch_state(ctx.store(), p.plan_id).attempts] == ["created"]

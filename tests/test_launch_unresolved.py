@@ -20,7 +20,6 @@ from skill.exit_codes import EXIT_AMBIGUOUS, EXIT_CONFIRMATION, EXIT_OK
 from tools.core import Context
 from tools.errors import Call as ToolCall
 from tools.guardrails import confirmation as gate
-from tools.guardrails.ledger import Ledger
 from tools.launch import approve_plan
 from tools.platform.client import PlatformClient, RetryPolicy
 from tools.platform.settings import resolve_settings
@@ -66,8 +65,8 @@ def lose_the_answer(emulator: EmulatorServer, world: dict[str, Any], plan_id: st
     assert len(emulator.state.runs) == 1
 
 
-def plans_in_ledger(world: dict[str, Any]) -> list[str]:
-    return [s.plan_id for s in gate.list_launches(Ledger.for_context(world["ctx"]), 100)]
+def plans_in_store(world: dict[str, Any]) -> list[str]:
+    return [s.plan_id for s in gate.list_launches(world["ctx"].store(), 100)]
 
 
 def test_replanning_an_unresolved_config_in_a_new_process_is_refused_whatever_the_other_arguments(emulator, world):
@@ -81,7 +80,7 @@ def test_replanning_an_unresolved_config_in_a_new_process_is_refused_whatever_th
         assert any(c["tool"] == "mf_plan_run" and c["arguments"].get("acknowledge_unresolved") == p1.plan_id
                    for c in out["next_calls"])
         assert all(str(ToolCall(**c)) in out["fix"] for c in out["next_calls"])
-    assert plans_in_ledger(world) == [p1.plan_id]  # nothing planned, so nothing to approve
+    assert plans_in_store(world) == [p1.plan_id]  # nothing planned, so nothing to approve
     # The same through the registry, in this process.
     again = call(world["ctx"], "mf_plan_run", config_path=str(world["cfg"]), team="personal", max_steps=7)
     assert again.code == "unresolved_launch" and p1.plan_id in again.message
@@ -99,7 +98,7 @@ def test_a_plan_made_before_the_launch_went_unresolved_is_not_dispatched(emulato
         assert (code, out["code"]) == (EXIT_AMBIGUOUS, "unresolved_launch"), out
         assert p1.plan_id in out["message"]
     assert len(emulator.state.runs) == 1 and emulator.state.create_attempts == 1
-    assert gate.launch_state(Ledger.for_context(world["ctx"]), p2.plan_id).attempts == []
+    assert gate.launch_state(world["ctx"].store(), p2.plan_id).attempts == []
 
 
 def test_the_earlier_launch_is_reconciled_first_and_then_the_config_can_be_planned(emulator, world):
@@ -108,7 +107,7 @@ def test_the_earlier_launch_is_reconciled_first_and_then_the_config_can_be_plann
     emulator.faults.clear()  # the platform lists runs again
     code, out = cli(world, "plan-run", str(world["cfg"]), "--team", "personal", "--max-steps", "5")
     assert code == EXIT_OK, out
-    state = gate.launch_state(Ledger.for_context(world["ctx"]), p1.plan_id)
+    state = gate.launch_state(world["ctx"].store(), p1.plan_id)
     (run_id,) = emulator.state.runs
     assert (state.status, state.run_id, state.attempts[-1].outcome) == ("dispatched", run_id, "reconciled")
     assert "UNRESOLVED" not in out["summary"]

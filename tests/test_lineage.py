@@ -59,7 +59,7 @@ def test_the_resumed_runs_report_says_whose_steps_are_whose_and_its_traces_are_c
     assert report.next_step is None and [str(c) for c in report.next_calls] == [fetch]
 
 
-def test_the_link_comes_from_the_state_folders_resume_plan_else_from_the_platforms_facts(emulator, tmp_path):
+def test_the_link_comes_from_the_state_stores_resume_chain_else_from_the_platforms_facts(emulator, tmp_path):
     emulator.state.set_speed(0)
     (tmp_path / "here").mkdir()
     (tmp_path / "elsewhere").mkdir()
@@ -72,8 +72,8 @@ def test_the_link_comes_from_the_state_folders_resume_plan_else_from_the_platfor
     new = ok(resume_run(ResumeRunInput(run_id=paused), ctx)).run_id
     emulator.state.advance(T.queue_seconds + T.startup_seconds + 2 * T.step_seconds + 1)
     run = ctx.platform().get_run(new)
-    assert [(p.run_id, p.steps, p.source) for p in predecessors(ctx, run)] == [(paused, "steps 1-5", "ledger")]
-    elsewhere = make_ctx(emulator, tmp_path / "elsewhere")  # another state folder: no resume plan there
+    assert [(p.run_id, p.steps, p.source) for p in predecessors(ctx, run)] == [(paused, "steps 1-5", "store")]
+    elsewhere = make_ctx(emulator, tmp_path / "elsewhere")  # another state store: no resume chain there
     assert [(p.run_id, p.steps, p.source) for p in predecessors(elsewhere, run)] == [(paused, "steps 1-5",
                                                                                       "platform")]
     ctx.close()

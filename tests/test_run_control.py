@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _helpers import EXAMPLE, T, approved_launch, dispatch, err, make_ctx, ok, past_step, write_policy
+from _helpers import EXAMPLE, T, approved_launch, dispatch, err, make_ctx, ok, past_step, store_bytes, write_policy
 from conftest import FakeTime
 
 from skill.emulator import EmulatorServer
@@ -157,7 +157,7 @@ def test_resume_within_the_budget_policy_is_approved_by_it_and_starts_one_new_bi
     assert (entry.run_id, entry.acted_on, entry.outcome, entry.secret_names) == \
         (result.run_id, run_id, "created", ["WANDB_API_KEY"])
     assert entry.usd_high is not None and entry.gpu_count == new.spec.gpu_count
-    assert FAKE_WANDB not in (Path(ctx.state_path()) / "launches.jsonl").read_text()
+    assert FAKE_WANDB.encode() not in store_bytes(ctx.state_path())
 
 
 def test_resume_over_the_budget_policy_shows_its_cost_and_waits_for_a_person(ctx, emulator):
@@ -237,3 +237,56 @@ def test_a_resume_approved_once_and_sent_from_a_copied_state_folder_starts_one_n
     assert first.status == "created" and second.status == "already_dispatched"
     assert second.run_id == first.run_id and "already resumed" in second.message
     assert len(emulator.state.runs) == 2
+
+
+# -- every action exactly once: a lost answer or an HTTP error is never reported as done -------------
+
+
+def test_a_restart_whose_answer_was_lost_is_never_sent_again_and_the_next_plan_names_it(ctx, emulator):
+    run_id = running(ctx, emulator, step=12, ckpt_interval=5)
+    first = confirmed(ctx, restart_run(RestartRunInput(run_id=run_id), ctx))
+    emulator.faults.commit_then_timeout("PUT", f"/rft/runs/{run_id}/restart")  # restarted, answer lost
+    lost = err(restart_run(RestartRunInput(run_id=run_id, confirmation=first), ctx), "ambiguous")
+    assert lost.ambiguous and "not sent again" in lost.message and emulator.state.run(run_id).attempt == 1
+    emulator.faults.clear()
+    # The same code again: looked for, never re-sent (nothing a run shows says a restart happened).
+    err(restart_run(RestartRunInput(run_id=run_id, confirmation=first), ctx), "ambiguous")
+    assert emulator.state.run(run_id).attempt == 1
+    # The next restart plan of that run names the first one; a person decides, and then it is sent once.
+    required = err(restart_run(RestartRunInput(run_id=run_id), ctx), "confirmation_required")
+    first_plan = next(e.plan_id for e in entries(ctx, "restart") if e.outcome == "still_unknown")
+    assert f"UNRESOLVED:    restart plan {first_plan} was sent" in required.message
+    assert "Approving this sends ANOTHER restart" in required.message
+    second = confirmed(ctx, required)
+    assert ctx.store().plan(PLAN_IN.search(required.message).group(1)).acknowledged_unresolved == [first_plan]
+    done = ok(restart_run(RestartRunInput(run_id=run_id, confirmation=second), ctx))
+    assert done.outcome == "restarted" and emulator.state.run(run_id).attempt == 2
+    # Decided on: a later restart plan no longer names it.
+    assert "UNRESOLVED" not in err(restart_run(RestartRunInput(run_id=run_id), ctx), "confirmation_required").message
+
+
+def test_a_restart_answered_http_503_is_not_reported_restarted(ctx, emulator):
+    run_id = running(ctx, emulator, step=12, ckpt_interval=5)
+    code = confirmed(ctx, restart_run(RestartRunInput(run_id=run_id), ctx))
+    emulator.faults.status(503, "PUT", f"/rft/runs/{run_id}/restart", times=1)
+    result = restart_run(RestartRunInput(run_id=run_id, confirmation=code), ctx)
+    error = err(result, "ambiguous")
+    assert "HTTP 503" in error.message and "does not show whether the restart was carried out" in error.message
+    assert error.ambiguous and emulator.state.run(run_id).attempt == 0
+    [entry] = entries(ctx, "restart")
+    assert (entry.status, entry.outcome) == ("ambiguous", "ambiguous")
+
+
+def test_a_stop_whose_answer_was_lost_counts_as_done_only_when_the_run_stops(ctx, emulator):
+    run_id = running(ctx, emulator)
+    code = confirmed(ctx, stop_run(StopRunInput(run_id=run_id), ctx))
+    emulator.faults.commit_then_timeout("PUT", f"/rft/runs/{run_id}/stop")  # stopped, answer lost
+    result = ok(stop_run(StopRunInput(run_id=run_id, confirmation=code), ctx))
+    assert result.outcome == "stopped" and "but the run reached STOPPED" in result.message
+    [entry] = entries(ctx, "stop")
+    assert (entry.status, entry.outcome) == ("dispatched", "reconciled")
+    other = running(ctx, emulator)
+    code = confirmed(ctx, stop_run(StopRunInput(run_id=other), ctx))
+    emulator.faults.status(503, "PUT", f"/rft/runs/{other}/stop", times=1)  # refused, the run goes on
+    error = err(stop_run(StopRunInput(run_id=other, confirmation=code, timeout_seconds=10), ctx), "ambiguous")
+    assert "HTTP 503" in error.message and emulator.state.run(other).status == "RUNNING"

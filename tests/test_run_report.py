@@ -102,10 +102,10 @@ def test_an_ended_run_on_a_volume_gets_its_checkpoint_fetched_and_reported(ctx, 
     assert "DCP" in line and "dcp_to_hf" in line and fetch not in done.next_calls
 
 
-def test_a_run_this_ledger_did_not_launch_is_reported_without_a_plan(ctx, launch):
+def test_a_run_this_store_did_not_launch_is_reported_without_a_plan(ctx, launch):
     run_id = launch(after=QUEUE + STARTUP + 3 * STEP)
     report = ok(call(ctx, "mf_run_report", run_id=run_id, plot=False))
-    assert "not in this state folder's ledger" in report.markdown and "usage" in report.markdown
+    assert "not in this state store" in report.markdown and "usage" in report.markdown
     assert ok(call(ctx, "mf_get_run", run_id=run_id)).secret_names is None
 
 
@@ -140,39 +140,34 @@ def test_a_stalled_run_is_reported_stalled_with_its_evidence_and_the_logs_and_st
     assert stopped.returncode == 4 and f"stop run {run_id}" in stopped.stderr, stopped.stderr
 
 
-def test_a_run_planned_in_another_state_folder_is_reported_with_where_its_plan_is(emulator, frozen_ctx, mf_env,
-                                                                                  tmp_path):
+def test_a_run_planned_in_one_folder_is_reported_with_its_plan_from_any_other(emulator, frozen_ctx, mf_env,
+                                                                             tmp_path):
     project = tmp_path / "project"
     (project / "sub").mkdir(parents=True)
     config = project / "rl.toml"
     shutil.copy(EXAMPLE, config)
-    planner = Context(env=mf_env, home=tmp_path / "home", state_dir=project / ".model-factory", cwd=project,
+    env = {k: v for k, v in mf_env.items() if k != "MODEL_FACTORY_STATE_DIR"}  # the per-user store, of HOME
+    planner = Context(env=env, home=tmp_path / "home", cwd=project,
                       approver=lambda request: True)  # the tools that planned it, in the project folder
     plan = ok(call(planner, "mf_plan_run", config_path=str(config), team="personal"))
     run_id = ok(call(planner, "mf_dispatch_run", plan_id=plan.plan_id)).run_id
     planner.close()
     emulator.state.advance(QUEUE + STARTUP + 3 * STEP)
     estimate = f"the plan's estimate of ${plan.cost.usd_low:,.2f} / ${plan.cost.usd_expected:,.2f}"
-    env = {k: v for k, v in mf_env.items() if k != "MODEL_FACTORY_STATE_DIR"}
-    # from a folder below the project: its default state folder has no plan; the project's, above it, has
-    below = mf("run-report", run_id, "--no-plot", env=env, cwd=project / "sub")
-    said = " ".join(below.stdout.split())
-    assert below.returncode == 0 and estimate not in said, below.stdout
-    assert f"No plan for run {run_id} in the state folder {project / 'sub' / '.model-factory'} (./.model-factory " \
-           f"here; MODEL_FACTORY_STATE_DIR is unset); its plan is in {project / '.model-factory'}" in said, said
-    command = next(c for c in commands_of(below.stdout) if c.startswith("MODEL_FACTORY_STATE_DIR="))
-    with_plan = pasted(command, env, tmp_path)
-    assert with_plan.returncode == 0 and estimate in " ".join(with_plan.stdout.split()), with_plan.stdout
-    # a state folder named elsewhere, nothing nearby: which folder was read, and how to point at the right one
+    # from a folder below the project, and from one outside it: the same store, so the same plan
+    for cwd in (project / "sub", tmp_path):
+        shown = mf("run-report", run_id, "--no-plot", env=env, cwd=cwd)
+        assert shown.returncode == 0 and estimate in " ".join(shown.stdout.split()), shown.stdout
+    # a state folder named elsewhere: which store was read, and how to point at the right one
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     named = {**env, "MODEL_FACTORY_STATE_DIR": str(tmp_path / "state")}
     other = mf("run-report", run_id, "--no-plot", env=named, cwd=elsewhere)
     said = " ".join(other.stdout.split())
-    assert f"No plan for run {run_id} in the state folder {tmp_path / 'state'} (from MODEL_FACTORY_STATE_DIR)." \
+    assert f"No plan for run {run_id} in the state store of {tmp_path / 'state'} (from MODEL_FACTORY_STATE_DIR)" \
            in said and "run this command again with MODEL_FACTORY_STATE_DIR set to that folder" in said, said
     spend = mf("get-spend", run_id, env=named, cwd=elsewhere)
-    assert f"No plan for run {run_id} in the state folder {tmp_path / 'state'}" in " ".join(spend.stderr.split())
+    assert f"No plan for run {run_id} in the state store of {tmp_path / 'state'}" in " ".join(spend.stderr.split())
 
 
 def test_the_report_advises_adding_ckpt_only_to_a_run_whose_config_has_none(ctx, launch, examples_dir):

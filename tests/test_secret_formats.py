@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _helpers import EXAMPLE, cli
+from _helpers import EXAMPLE, cli, store_bytes
 
 from skill import registry
 from tools.core import Context
@@ -108,8 +108,7 @@ def test_a_wandb_v1_key_in_a_plan_argument_is_refused_and_never_printed(emulator
         done = cli("plan-run", str(cfg), "--team", "personal", option, WANDB_V1, *json_flag, env=mf_env)
         assert done.returncode == 3 and "secret_in_input" in done.stdout + done.stderr
         assert WANDB_V1 not in done.stdout + done.stderr and "FAKE_FAKE" not in done.stdout + done.stderr
-    ledger = Path(mf_env["MODEL_FACTORY_STATE_DIR"]) / "launches.jsonl"
-    assert not ledger.exists() or WANDB_V1 not in ledger.read_text()
+    assert WANDB_V1.encode() not in store_bytes(Path(mf_env["MODEL_FACTORY_STATE_DIR"]))
 
 
 def test_a_wandb_v1_key_passed_as_a_secret_name_is_refused_as_a_value(mf_env, tmp_path):

@@ -219,10 +219,10 @@ def test_spend_past_the_plan_s_high_estimate_warns_in_both_tools(frozen_ctx, emu
     assert checked.verdict == "stalled" and checked.spend.over_high_estimate and spend.warning in checked.evidence
 
 
-def test_a_run_without_a_plan_in_the_ledger_shows_the_estimate_as_unknown(frozen_ctx, emulator, launch):
+def test_a_run_without_a_plan_in_the_store_shows_the_estimate_as_unknown(frozen_ctx, emulator, launch):
     run_id = launch()
     emulator.state.advance(QUEUE + STARTUP + STEP)
     spend = ok(call(frozen_ctx, "mf_get_spend", run_id=run_id))
     assert spend.plan_id is None and spend.plan_high_usd is None and spend.elapsed_x_rate_usd is None
     assert spend.platform_usd > 0 and not spend.over_high_estimate
-    assert f"the plan's estimate is unknown. No plan for run {run_id} in the state folder" in spend.summary
+    assert f"the plan's estimate is unknown. No plan for run {run_id} in the state store of" in spend.summary

@@ -113,7 +113,7 @@ def refused(tmp_path: Path) -> dict[str, tuple[str, str, str]]:
     return {"folder": (str(folder), "bad_arguments", "is a folder"),
             "fifo": (str(fifo), "bad_arguments", "not a regular file"),
             "device": ("/dev/zero", "bad_arguments", "not a regular file"),
-            "too large": (str(large), "config_not_found", f"larger than {MAX_CONFIG_BYTES:,} bytes"),
+            "too large": (str(large), "bad_arguments", f"larger than {MAX_CONFIG_BYTES:,} bytes"),
             "binary": (str(binary), "invalid_toml", "a binary file")}
 
 

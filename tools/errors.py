@@ -42,10 +42,10 @@ ErrorCode = Literal[
     "invalid_team", "owner_ambiguous", "invalid_context", "volume_not_found",
     # checkpoints on a volume (tools.monitor.checkpoints, tools.core volume reads)
     "no_volume", "checkpoint_not_ready", "transfer_unavailable", "unsafe_path", "checksum_mismatch",
-    # the confirmation gate and the launch ledger
+    # the confirmation gate and the state store
     "unknown_plan", "plan_changed", "plan_expired", "confirmation_required", "confirmation_invalid",
     "confirmation_expired", "confirmation_used", "approval_refused", "already_dispatched", "ambiguous_launch",
-    "unresolved_launch", "ledger_busy",
+    "unresolved_launch", "state_busy", "state_read_only", "state_unusable",
 ]
 
 
@@ -153,6 +153,10 @@ def from_platform(exc: perr.PlatformError) -> ToolError:
         fix = ("Check that PRIME_API_BASE_URL (and PRIME_TRACES_URL) point at the Model Factory API "
                "(default https://api.primeintellect.ai; the local emulator: `model-factory emulator`), "
                f"then check with {_PREFLIGHT}.")
+        calls = [_PREFLIGHT]
+    if isinstance(exc, perr.InvalidRequest) and not exc.field_errors:  # no fields to correct: say what to do
+        fix = ("Check the arguments against what the message says; if it is about the platform's answer (its shape), "
+               f"retry once, then check PRIME_API_BASE_URL with {_PREFLIGHT}.")
         calls = [_PREFLIGHT]
     ambiguous = exc.ambiguous
     if isinstance(exc, perr.Unavailable) and not exc.sent:

@@ -351,7 +351,13 @@ def _traces_check(ctx: Context, timeout: float, team_id: str | None) -> Check:
 
 def _key_checks(ctx: Context) -> list[Check]:
     s = ctx.settings
-    if s.has_api_key:
+    if s.api_key_problem:
+        key = Check(name="api_key", ok=False, required=True, code="api_key_malformed",
+                    detail=f"API key found, but {s.api_key_problem}: it cannot be sent.",
+                    fix="Set PRIME_API_KEY again to the key alone, with no spaces or newline (for a key in a file: "
+                        "`export PRIME_API_KEY=\"$(tr -d '[:space:]' < key.txt)\"`), or run `prime login` (needs the "
+                        "prime CLI).")
+    elif s.has_api_key:
         key = Check(name="api_key", ok=True, required=True, code="ok",
                     detail=f"API key found (source: {s.api_key_source}; value not shown).")
     else:
@@ -381,8 +387,9 @@ def preflight(inp: PreflightInput, ctx: Context) -> PreflightReport:
     timeout = inp.timeout_seconds
     checks = _key_checks(ctx)
     settings = ctx.settings
-    run_api = inp.check_api and settings.has_api_key
-    why_not = "check_api is false" if not inp.check_api else "no API key"
+    run_api = inp.check_api and settings.has_api_key and not settings.api_key_problem
+    why_not = ("check_api is false" if not inp.check_api else "the API key cannot be sent"
+               if settings.api_key_problem else "no API key")
     with ThreadPoolExecutor(max_workers=4) as pool:
         local = [pool.submit(check_prime_cli, ctx, timeout), pool.submit(check_uv, ctx, timeout)]
         api_future = pool.submit(_platform_checks, ctx, timeout) if run_api else None

@@ -100,8 +100,6 @@ EXPECTED_CODES: dict[str, frozenset[str]] = {
     # a 404 on a route the platform may lack (the models list: no price) changes what dispatch recomputes
     "404": frozenset({"not_found", "volume_not_found", "plan_changed"}), "409": frozenset({"conflict"}),
     "422": frozenset({"invalid_request"}),
-    # a 200 whose JSON is cut: any typed error for now (a read should be retried, a write reconciled)
-    "trunc": frozenset(typing.get_args(ErrorCode)) - {"internal_error"},
 }
 
 

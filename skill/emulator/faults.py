@@ -30,7 +30,7 @@ from starlette.routing import Match
 
 from .errors import ApiError
 
-KINDS = ("status", "delay", "cut", "truncate", "drip", "stall", "commit_then_timeout", "cursor")
+KINDS = ("status", "delay", "cut", "truncate", "drip", "stall", "commit_then_timeout", "cursor", "patch")
 STATUSES = (400, 401, 402, 403, 404, 405, 409, 422, 429, 500, 502, 503, 504)
 #: Modes per kind; the first is the default.
 MODES = {
@@ -81,6 +81,10 @@ class FaultRule:
     interval: float = 0.25
     mode: str | None = None
     detail: Any = None
+    patch: dict[str, Any] | None = None
+    rows: str | None = None
+    row: int = 0
+    row_value: Any = None
     times: int | None = 1
     skip: int = 0
     id: int = 0
@@ -106,6 +110,10 @@ class FaultRule:
             raise ValueError("times must be >= 1 (or None for every request)")
         if self.delay < 0 or self.skip < 0 or (self.after_bytes is not None and self.after_bytes < 0):
             raise ValueError("delay, after_bytes and skip must be >= 0")
+        if self.kind == "patch" and self.patch is None and self.rows is None:
+            raise ValueError("a patch fault needs patch (keys to set) or rows (the list whose row to change)")
+        if self.row < 0:
+            raise ValueError("row must be >= 0")
         if self.chunk_bytes < 1 or self.interval < 0:
             raise ValueError("chunk_bytes must be >= 1 and interval >= 0")
         if self.delay <= 0 and (self.kind == "stall" or self.kind == "commit_then_timeout" and self.mode == "delay"):
@@ -255,6 +263,15 @@ class FaultInjector:
                             delay: float = 0.0, times: int | None = 1) -> FaultRule:
         """Process the request, then drop the connection (or hold the answer ``delay`` s)."""
         return self.add(kind="commit_then_timeout", method=method, path=path, mode=mode, delay=delay, times=times)
+
+    def patch(self, method: str = "GET", path: str = "*", *, patch: dict[str, Any] | None = None,
+              rows: str | None = None, row: int = 0, row_value: Any = None, times: int | None = None,
+              skip: int = 0) -> FaultRule:
+        """Answer as the platform would, with the JSON changed: ``patch`` sets top-level keys
+        (``{"total": 100000}``); ``rows``/``row``/``row_value`` change one row of a list (an object
+        is merged into it, ``{"status": None}``; anything else replaces it). 2xx JSON objects only."""
+        return self.add(kind="patch", method=method, path=path, patch=patch, rows=rows, row=row, row_value=row_value,
+                        times=times, skip=skip)
 
     def cursor(self, mode: str, method: str = "GET", path: str = "/traces", *, times: int | None = None,
                skip: int = 0) -> FaultRule:
@@ -529,12 +546,26 @@ class FaultMiddleware:
         except ValueError:
             doc = None
         if isinstance(doc, dict):
+            _patched(rule, doc)
             if paged and "runs" in doc:
                 doc["page"] = int(asked_page) if asked_page.isdigit() else doc.get("page")
                 if rule.mode == "empty":
                     doc["runs"] = []
             elif "next_cursor" in doc:
                 doc["next_cursor"] = _misbehave(rule, query.get("cursor"), doc["next_cursor"])
+            body = json.dumps(doc, separators=(",", ":")).encode()
+        await send(_with_length(start, len(body)))
+        await send({"type": "http.response.body", "body": body})
+
+    async def _patch(self, rule: FaultRule, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        messages = await self._collect(scope, receive)
+        start, body = messages[0], _body_of(messages)
+        try:
+            doc = json.loads(body) if 200 <= start.get("status", 0) < 300 else None
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict):
+            _patched(rule, doc)
             body = json.dumps(doc, separators=(",", ":")).encode()
         await send(_with_length(start, len(body)))
         await send({"type": "http.response.body", "body": body})
@@ -548,6 +579,20 @@ class FaultMiddleware:
 
         await self.app(scope, receive, keep)
         return messages
+
+
+def _patched(rule: FaultRule, doc: dict[str, Any]) -> None:
+    """Apply a rule's ``patch`` (top-level keys set, ``null`` included) and ``row_value`` (merged into
+    row ``row`` of the list ``rows`` when both are objects, else put in its place; merged into ``rows``
+    when that names an object) to ``doc``."""
+    doc.update(rule.patch or {})
+    rows = doc.get(rule.rows) if rule.rows else None
+    if isinstance(rows, dict) and isinstance(rule.row_value, dict):  # an envelope such as {"run": {...}}
+        rows.update(rule.row_value)
+    elif isinstance(rows, list) and rule.row < len(rows):
+        old = rows[rule.row]
+        rows[rule.row] = {**old, **rule.row_value} if isinstance(old, dict) and isinstance(rule.row_value, dict) \
+            else rule.row_value
 
 
 def _misbehave(rule: FaultRule, asked: str | None, natural: str | None) -> str | None:

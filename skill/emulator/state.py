@@ -56,7 +56,7 @@ class EmulatorState:
             schema compile, which would fetch prime-rl from GitHub).
         prepare_available: False makes ``/training/runs/prepare`` answer 404 (an older platform).
         rng_seed: seed of the run-id generator (None, the default: random ids, so runs of two
-            emulator sessions never share an id in a persistent launch ledger).
+            emulator sessions never share an id in a persistent state store).
         scenario: scenarios for every run created (a name, or ``{name: params}``); kept by
             :meth:`reset`. ValueError on a bad name or parameter.
         checkpoint_files: the files of every checkpoint on a volume (default

@@ -27,6 +27,7 @@ references/configs.md (a test keeps the two equal).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,7 +39,14 @@ from tools.configs._mirror_base import MIRRORS, Invalid, Node, source_of
 from tools.configs._schema_findings import Finding
 from tools.configs._schema_index import SchemaIndex
 from tools.configs._toml import toml_disagreement
-from tools.guardrails.secret_detection import FORWARDABLE, env_file_git_warning, scan_for_secrets, toml_env_files
+from tools.core import MAX_STEPS
+from tools.guardrails.secret_detection import (
+    FORWARDABLE,
+    credential_tokens,
+    env_file_git_warning,
+    scan_for_secrets,
+    toml_env_files,
+)
 from tools.guardrails.text import display_problem
 
 Severity = Literal["error", "warning"]
@@ -119,6 +127,21 @@ def _source_ref(c: Config) -> Iterator[FileFinding]:
         yield "source_ref", problem
 
 
+def _finite_numbers(c: Config) -> Iterator[FileFinding]:
+    def walk(value: Any, path: str) -> Iterator[FileFinding]:
+        if isinstance(value, float) and not math.isfinite(value):
+            yield path, (f"{path} = {value} is not a finite number: the config reaches the platform as JSON, which has "
+                         "no nan or inf (a number beyond 1.8e308, such as 1e309, reads as inf). Set a finite value.")
+        elif isinstance(value, Mapping):
+            for key, item in value.items():
+                yield from walk(item, f"{path}.{key}" if path else str(key))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                yield from walk(item, f"{path}[{index}]")
+
+    yield from walk(c.data, "")
+
+
 def _env_file(c: Config) -> Iterator[FileFinding]:
     yield from c.env_file_vars[1]
 
@@ -132,9 +155,14 @@ def _unsupported_secret(c: Config) -> Iterator[FileFinding]:
 
 
 def _secret_value(c: Config) -> Iterator[FileFinding]:
-    for hit in scan_for_secrets(c.data, root="", known_values=c.known_values, check_key_names=True):
+    hits = scan_for_secrets(c.data, root="", known_values=c.known_values, check_key_names=True)
+    for hit in hits:
         yield hit.location, (f"Looks like {hit.kind} (value not shown). Remove it from the TOML: secrets travel "
                              "by name (WANDB_API_KEY / HF_TOKEN in the environment or an env file).")
+    name = c.data.get("name")
+    if isinstance(name, str) and "name" not in {h.location for h in hits} and credential_tokens(name):
+        yield "name", ("The run name looks like a credential (a long random token; value not shown): it is sent to "
+                       "the platform, shown in the dashboard and recorded. Name the run with words.")
 
 
 def _env_file_in_git(c: Config) -> Iterator[FileFinding]:
@@ -188,11 +216,15 @@ def _no_max_steps(c: Config) -> Iterator[FileFinding]:
 
 
 def _step_cap(c: Config) -> Iterator[FileFinding]:
-    steps = max_steps_of(c)
-    if steps is not None and steps < 1:
-        where = next(p for p in ("max_steps", "trainer.max_steps", "orchestrator.max_steps") if c.int(p) == steps)
-        yield where, (f"max_steps = {steps}: the schema accepts it, but the run would stop before its first step. "
-                      "Set max_steps to 1 or more.")
+    for where in ("max_steps", "trainer.max_steps", "orchestrator.max_steps") if c.rl else ("max_steps",):
+        steps = c.int(where)
+        if steps is not None and steps < 1:
+            yield where, (f"{where} = {steps}: the schema accepts it, but the run would stop before its first step "
+                          f"(plan-run's max_steps takes 1 to {MAX_STEPS:,}, the file alike). Set it to 1 or more.")
+        elif steps is not None and steps > MAX_STEPS:
+            yield where, (f"{where} = {steps:,} is more steps than any run takes (plan-run's max_steps takes 1 to "
+                          f"{MAX_STEPS:,}, the file alike): a plan of it would show a cost no one means. Set the "
+                          "steps the run should make.")
 
 
 def _no_train_source(c: Config) -> Iterator[FileFinding]:
@@ -275,6 +307,8 @@ RULES: tuple[Rule, ...] = (
          "Remove the control character; use letters, digits and punctuation only.", _displayed_text),
     Rule("source_ref", "error", _BOTH, "file", f"{_CLI} _source_ref_error", "git ref form of source_ref",
          "Use a branch, tag or commit sha of prime-rl.", _source_ref),
+    Rule("finite_number", "error", _BOTH, "file", "guardrail: the create body is JSON (RFC 8259: no nan, no inf)",
+         "nan, inf or a number too large for a float, anywhere", "Set a finite value.", _finite_numbers),
     Rule("env_file", "error", _BOTH, "file", "prime 0.18.0 env-file rules (tools/guardrails/secret_detection.py)",
          "env_file/env_files readable, ${VAR} set", "Fix the env file path or set the variable it references.",
          _env_file),
@@ -282,7 +316,8 @@ RULES: tuple[Rule, ...] = (
          "env files may set only WANDB_API_KEY/HF_TOKEN", "Keep only WANDB_API_KEY / HF_TOKEN in the env files.",
          _unsupported_secret),
     Rule("secret_value", "error", _BOTH, "file", "guardrail: secrets by name, never by value",
-         "secret-looking values in the TOML", "Remove the value; forward the secret by name.", _secret_value),
+         "secret-looking values in the TOML (a run name shaped like a credential too)",
+         "Remove the value; forward the secret by name.", _secret_value),
     Rule("env_file_in_git", "warning", _BOTH, "file", "guardrail: secrets by name, never by value",
          "env files tracked by git or not ignored", "Add the env file to .gitignore (and untrack it if git tracks it).",
          _env_file_in_git),
@@ -298,8 +333,8 @@ RULES: tuple[Rule, ...] = (
          "Set [inference.vllm] data_parallel_size = num_infer_gpus / tensor_parallel_size.", _nccl_world_size),
     Rule("no_max_steps", "warning", _BOTH, "file", "guardrail: money is visible", "no step cap",
          "Set max_steps.", _no_max_steps),
-    Rule("step_cap", "warning", _BOTH, "file", _ADVICE, "a step cap below 1", "Set max_steps to 1 or more.",
-         _step_cap),
+    Rule("step_cap", "error", _BOTH, "file", "guardrail: money is visible (the bounds of plan-run's max_steps)",
+         f"a step cap outside 1..{MAX_STEPS:,}", f"Set max_steps between 1 and {MAX_STEPS:,}.", _step_cap),
     Rule("no_train_source", "warning", _RL, "file", _ADVICE, "RL without a training environment",
          "Add a [[orchestrator.train.source]] with env.taskset.id.", _no_train_source),
     Rule("deprecated_key", "warning", _RL, "cli", f"{_CLI} _remove_deprecated_config_keys",

@@ -1,8 +1,8 @@
 """Reading a prime-rl TOML: its bytes and their parse, and the small accessors every rule uses.
 
 TOML dates and times become ISO strings so a config can travel as JSON. Errors (ToolFailure):
-``config_not_found`` (also: over :data:`MAX_CONFIG_BYTES`), ``bad_arguments`` (a folder, FIFO or
-device given as the config), ``invalid_toml`` (with line and column; nesting deeper than
+``config_not_found`` (missing, unreadable), ``bad_arguments`` (a folder, FIFO or device given as
+the config, or a file over :data:`MAX_CONFIG_BYTES`), ``invalid_toml`` (with line and column; nesting deeper than
 :data:`MAX_NESTING`).
 """
 
@@ -89,9 +89,9 @@ def read_bounded(path: Path, limit: int = MAX_CONFIG_BYTES, argument: str = "con
     """The bytes of ``path``, which must be a regular file of at most ``limit`` bytes: checked on
     the opened file (non-blocking, so a FIFO cannot hang the open) before reading, and at most
     ``limit + 1`` bytes are read, so a file growing meanwhile is refused too. Every tool reads a
-    config path through here. Raises ToolFailure ``config_not_found`` (missing, unreadable, too
-    large) or ``bad_arguments`` (a folder, FIFO, device or socket; ``argument`` is the input field
-    that named the path, for ``fields``)."""
+    config path through here. Raises ToolFailure ``config_not_found`` (missing, unreadable) or
+    ``bad_arguments`` (a folder, FIFO, device or socket, or larger than ``limit``: the message says its
+    size; ``argument`` is the input field that named the path, for ``fields``)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except (FileNotFoundError, NotADirectoryError):
@@ -108,18 +108,25 @@ def read_bounded(path: Path, limit: int = MAX_CONFIG_BYTES, argument: str = "con
         os.close(fd)
         raise _not_a_file(path, stat.S_ISDIR(info.st_mode), argument)
     with os.fdopen(fd, "rb") as handle:
-        too_big = fail("config_not_found", f"{path} is larger than {limit:,} bytes; a config is a few kilobytes, so "
-                       "it was not read.", "Pass the path of the prime-rl .toml config itself.")
         if info.st_size > limit:
-            raise too_big
+            raise _too_large(path, info.st_size, limit, argument)
         try:
             raw = handle.read(limit + 1)
         except OSError as exc:
             raise fail("config_not_found", f"Config file {path} cannot be read: {exc.strerror}",
                        "Check the file, then call again.") from None
     if len(raw) > limit:
-        raise too_big
+        raise _too_large(path, None, limit, argument)
     return raw
+
+
+def _too_large(path: Path, size: int | None, limit: int, argument: str) -> ToolFailure:
+    """``bad_arguments`` for a file too large to be a config: it exists and may be readable, but it is
+    not what the argument should name (``size`` None: its size was not known before reading)."""
+    how = f"{size / 1e6:,.1f} MB ({size:,} bytes)" if size is not None else f"more than {limit:,} bytes long"
+    return fail("bad_arguments", f"{path} is {how}, larger than {limit:,} bytes: a config is a few kilobytes, so it "
+                "was not read.", "Pass the path of the prime-rl .toml config itself.",
+                fields=[FieldProblem(path=argument, problem=f"must be a config file of at most {limit:,} bytes")])
 
 
 def _invalid(path: Path, line: int, column: int, problem: str, fix: str, *, at_end: bool = False) -> Exception:

@@ -11,7 +11,7 @@ packages. The definitions live in private modules; import them from here.
 """
 
 from tools.core._budget import OUTPUT_BUDGET_CHARS, fit_largest, json_chars
-from tools.core._command import PROGRAM, console_script, program, shell_command
+from tools.core._command import PROGRAM, console_script, program, quote, shell_command
 from tools.core._context import STATE_DIR_ENV, Approver, Context, ProgressCallback, tool
 from tools.core._limits import INT64_MAX, MAX_SECONDS_PER_STEP, MAX_STEPS
 from tools.core._lineage import Predecessor, first_step, predecessors
@@ -52,6 +52,7 @@ __all__ = [
     "predecessors",
     "prime_command",
     "program",
+    "quote",
     "require_run",
     "require_run_on_404",
     "resolve_owner",

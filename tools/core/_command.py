@@ -70,8 +70,29 @@ def program(env: Mapping[str, str] | None = None) -> str:
     return shlex.quote(str(script))
 
 
+def quote(word: str) -> str:
+    """``word`` as one shell word a person can paste: :func:`shlex.quote`, or, when it holds a
+    character that is not printable (an escape, a newline, a bidi override), bash/zsh ANSI-C
+    quoting (``$'evil\\x1b[31m.toml'``), so the printed command moves no cursor and still names
+    the same file."""
+    if all(ch == " " or ch.isprintable() for ch in word):
+        return shlex.quote(word)
+    escaped = []
+    for ch in word:
+        if ch in "\\'":
+            escaped.append("\\" + ch)
+        elif ch == " " or ch.isprintable():
+            escaped.append(ch)
+        else:
+            code = ord(ch)
+            escaped.append(f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF
+                           else f"\\U{code:08x}")
+    return "$'" + "".join(escaped) + "'"
+
+
 def shell_command(words: list[str], env: Mapping[str, str] | None = None,
                   assignments: Mapping[str, str] | None = None) -> str:
-    """``[VAR=value ...] <program> word ...``, every word shell-quoted: a command a person pastes."""
-    prefix = [f"{name}={shlex.quote(value)}" for name, value in (assignments or {}).items()]
-    return " ".join([*prefix, program(env), *(shlex.quote(w) for w in words)])
+    """``[VAR=value ...] <program> word ...``, every word shell-quoted (:func:`quote`): a command a
+    person pastes."""
+    prefix = [f"{name}={quote(value)}" for name, value in (assignments or {}).items()]
+    return " ".join([*prefix, program(env), *(quote(w) for w in words)])

@@ -29,11 +29,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from tools.errors import ToolError, ToolFailure, fail, from_os_error, from_platform
-from tools.guardrails.scrubbing import Scrubber
+from tools.guardrails.scrubbing import Scrubber, argument_scrubber
 from tools.guardrails.secret_detection import refuse_secret_values
 from tools.platform.errors import PlatformError
 
 if TYPE_CHECKING:
+    from tools.guardrails.store import Store
     from tools.platform.client import PlatformClient, RetryPolicy, Timeouts, TracesClient
     from tools.platform.settings import Settings
 
@@ -61,8 +62,9 @@ class Context:
             Secrets are read from here by *name*, in-process, only when needed.
         home: home folder holding ``.prime/config.json`` (default: ``env["HOME"]``, else
             ``Path.home()``; see :func:`tools.platform.settings.home_folder`).
-        state_dir: folder for plans, approvals and the launch ledger (default:
-            ``$MODEL_FACTORY_STATE_DIR``, else ``./.model-factory``).
+        state_dir: the state folder: plans, approvals, launches, the audit trail (default: the
+            per-user one, :func:`tools.guardrails.store.state_folder`: ``$MODEL_FACTORY_STATE_DIR``,
+            else ``$XDG_STATE_HOME/model-factory``, else ``<home>/.local/state/model-factory``).
         approver: optional host callback that asks a human to approve a plan.
         progress: optional callback for long calls (downloads, waits).
         cwd: folder relative paths are resolved against (default: current directory).
@@ -95,6 +97,8 @@ class Context:
     _traces: TracesClient | None = field(default=None, repr=False)
     _scrubber: Scrubber | None = field(default=None, repr=False)
     _deadline: Any = field(default=None, repr=False)
+    _store: Store | None = field(default=None, repr=False)
+    _account: tuple[str | None] | None = field(default=None, repr=False)
 
     @classmethod
     def from_environment(cls, **overrides: Any) -> Context:
@@ -219,11 +223,51 @@ class Context:
         return p if p.is_absolute() else (self.cwd or Path.cwd()) / p
 
     def state_path(self) -> Path:
-        """The state folder (not created here)."""
+        """The state folder (not created here): :attr:`state_dir`, else the per-user one
+        (:func:`tools.guardrails.store.state_folder`), the same from any working folder."""
         if self.state_dir is not None:
             return Path(self.state_dir)
-        configured = self.env.get(STATE_DIR_ENV, "").strip()
-        return Path(configured).expanduser() if configured else (self.cwd or Path.cwd()) / ".model-factory"
+        from tools.guardrails.store import state_folder
+        from tools.platform.settings import home_folder
+
+        return state_folder(self.env, home_folder(self.env, self.home))
+
+    def state_assignments(self) -> dict[str, str]:
+        """What a command printed for a person sets so that it finds this context's state folder:
+        ``{MODEL_FACTORY_STATE_DIR: <folder>}`` when the folder is not the per-user default a person's
+        shell finds by itself (given explicitly, or from ``MODEL_FACTORY_STATE_DIR`` or
+        ``XDG_STATE_HOME``), else nothing."""
+        if self.state_dir is None and not any(self.env.get(k, "").strip() for k in (STATE_DIR_ENV, "XDG_STATE_HOME")):
+            return {}
+        return {STATE_DIR_ENV: str(self.state_path().resolve())}
+
+    def store(self) -> Store:
+        """The state store of this context (opened on first use, closed by :meth:`close`), scrubbed
+        with :attr:`scrubber`; an old ``./.model-factory/launches.jsonl`` of the working folder (or one
+        in the state folder) is imported once, for the record (:mod:`tools.guardrails.store`)."""
+        if self._store is None:
+            from tools.guardrails.store import LEGACY_FOLDER, LEGACY_LEDGER, Store
+
+            state = self.state_path()
+            legacy = [state / LEGACY_LEDGER]
+            old = (self.cwd or Path.cwd()) / LEGACY_FOLDER
+            if old.resolve() != state.resolve():
+                legacy.insert(0, old / LEGACY_LEDGER)
+            platform = None
+            if any(p.is_file() for p in legacy):
+                try:
+                    platform = self.settings.base_url
+                except Exception:  # noqa: BLE001 - unreadable settings: the plans are recorded without one
+                    platform = None
+            self._store = Store(state, self.scrubber, legacy=legacy, legacy_platform=platform)
+        return self._store
+
+    def account_id(self) -> str | None:
+        """The account the API key acts as (GET /user/whoami ``id``), asked once per context; None
+        when the platform does not say. Raises PlatformError (no key, rejected, unreachable)."""
+        if self._account is None:
+            self._account = (self.platform().whoami().id,)
+        return self._account[0]
 
     def report(self, done: float, total: float | None, message: str) -> None:
         """Send a progress update when a callback is attached (no-op otherwise)."""
@@ -231,11 +275,13 @@ class Context:
             self.progress(done, total, self.scrubber.scrub_text(message))
 
     def close(self) -> None:
-        """Close the HTTP clients (safe to call twice)."""
+        """Close the HTTP clients and the state store (safe to call twice)."""
         for client in (self._platform, self._traces):
             if client is not None:
                 client.close()
         self._platform = self._traces = None
+        if self._store is not None:
+            self._store.close()
 
 
 class _Scrubbed:
@@ -284,8 +330,9 @@ def tool(fn: Callable[[Any, Context], M]) -> Callable[..., M | ToolError]:
     secret-looking value (``secret_in_input``, locations only; nothing is sent), turns
     ``ToolFailure``, ``PlatformError`` and file-system ``OSError`` (``file_error``) into
     :class:`ToolError`, and scrubs secret values
-    out of whatever it returns. Unexpected exceptions are *not* swallowed here (the surfaces report them
-    as ``internal_error``), so bugs stay visible in tests.
+    out of whatever it returns (from an error also every argument token shaped like a credential:
+    :func:`~tools.guardrails.scrubbing.argument_scrubber`). Unexpected exceptions are *not* swallowed
+    here (the surfaces report them as ``internal_error``), so bugs stay visible in tests.
     """
 
     @functools.wraps(fn)
@@ -304,6 +351,8 @@ def tool(fn: Callable[[Any, Context], M]) -> Callable[..., M | ToolError]:
         finally:
             if own:
                 ctx.close()
+        if isinstance(result, ToolError):  # an error may quote an argument: never one shaped like a credential
+            result = argument_scrubber(inp).scrub_model(result)
         return ctx.scrubber.scrub_model(result)
 
     wrapper.__wrapped_tool__ = fn  # type: ignore[attr-defined]

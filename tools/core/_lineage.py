@@ -5,16 +5,15 @@ platform-docs.md) whose steps continue the paused run's: the paused run holds st
 traces and checkpoints), the new run step 70 on. The platform's run record (``RLRun``, reference/prime-api.md
 §2.2) names no source run, so the chain is read from, in this order:
 
-1. this state folder's launch records: a resume plan names the paused run, its outcome the new one
-   (:func:`tools.guardrails.confirmation.plan_of_run`);
+1. the state store's resume chain: a resume's run link says which run it continues
+   (:meth:`tools.guardrails.store.Store.run_links`, written when the resume's outcome is recorded);
 2. the platform's facts about the run: a run whose first step (its oldest metric record, GET
    ``/rft/runs/{id}/metrics?limit=1``) is N > 1 continues the PAUSED run of the same owner and name, created
    before it, whose latest step (GET ``/progress``) is N - 1. A resume keeps the paused run's name (the
    reconciliation of a lost resume answer rests on the same fact); the owner's runs are listed newest first
    (GET ``/rft/runs``), :data:`LINEAGE_PAGES` pages at most.
 
-A state store that records resume chains feeds this one function instead; its callers (the trace download,
-the report, the learning verdict) stay as they are.
+Its callers (the trace download, the report, the learning verdict) read the chain through this one function.
 """
 
 from __future__ import annotations
@@ -37,12 +36,12 @@ LINEAGE_PAGES = 2
 @dataclass(frozen=True)
 class Predecessor:
     """An earlier run of a resume chain: its id, the steps that are its own (``first_step``..``last_step``), and
-    where the link was read (``ledger``: this state folder's resume plan; ``platform``: name, owner and steps)."""
+    where the link was read (``store``: the state store's resume chain; ``platform``: name, owner and steps)."""
 
     run_id: str
     first_step: int
     last_step: int
-    source: Literal["ledger", "platform"]
+    source: Literal["store", "platform"]
 
     @property
     def steps(self) -> str:
@@ -69,15 +68,11 @@ def _latest_step(ctx: Context, run_id: str) -> int | None:
 
 
 def _recorded(ctx: Context, run: wire.RLRun) -> str | None:
-    """The paused run this state folder's launch records say ``run`` was resumed from."""
-    from tools.guardrails import confirmation as gate
-    from tools.guardrails.ledger import Ledger
-
-    state = gate.plan_of_run(Ledger.for_context(ctx), run.id)
-    if state is None or state.plan.get("action") != "resume":
-        return None
-    paused = state.plan.get("run_id")
-    return paused if isinstance(paused, str) and paused != run.id else None
+    """The run the state store's resume chain says ``run`` continues (its run link), or None."""
+    for link in ctx.store().run_links(run.id):
+        if link.run_id == run.id and link.continues and link.continues != run.id:
+            return link.continues
+    return None
 
 
 def _inferred(ctx: Context, run: wire.RLRun, first: int) -> wire.RLRun | None:
@@ -107,7 +102,7 @@ def predecessors(ctx: Context, run: wire.RLRun, *, first: int | None = None) -> 
     current, start = run, first
     seen = {run.id}
     while len(chain) < MAX_CHAIN:
-        paused_id, source = _recorded(ctx, current), "ledger"
+        paused_id, source = _recorded(ctx, current), "store"
         if paused_id is None:
             start = start if start is not None else first_step(ctx, current.id)
             if start is None or start <= 1:

@@ -1,1 +1,1 @@
-"""Guardrails enforced in code: confirmation gate, secrets by name, launch ledger, budget policy."""
+"""Guardrails enforced in code: confirmation gate, secrets by name, the state store, budget policy."""

@@ -1,38 +1,30 @@
 """The confirmation gate: a launch needs a human's approval of *this exact plan*, once.
 
-Flow for the launch tool (all state lives in the :class:`~tools.guardrails.ledger.Ledger`)::
+Flow for the launch tools (all state lives in the :class:`~tools.guardrails.store.Store`)::
 
     h = plan_hash(material)                              # plan_run
-    record_plan(ledger, plan_id, h, **facts)
-    token = mint(ledger, plan_id, h, "terminal")         # a human channel, never the model
+    record_plan(store, PlanRecord.of(plan_id, h, material, planned_at=..., **facts))
+    token = mint(store, plan_id, h, "terminal")          # a human channel, never the model
     ...
-    claim = claim_dispatch(ledger, plan_id, plan_hash(material_now), token)   # dispatch_run
+    claim = claim_dispatch(store, plan_id, plan_hash(material_now), token)   # dispatch_run
     try: run = client.create_run(...)                     # the one HTTP create, never retried
-    except <nothing was sent>:  record_outcome(ledger, plan_id, claim.attempt_id, "not_sent")
+    except <nothing was sent>:  record_outcome(store, plan_id, claim.attempt_id, "not_sent")
     except <4xx answer>:        record_outcome(..., "rejected", status_code=...)
     except <sent, no answer>:   record_outcome(..., "ambiguous")      # then reconcile:
     else:                       record_outcome(..., "created", run_id=run.id, ...)
     # reconciliation later records "reconciled" (run_id found) or "still_unknown".
 
-Ledger events written here (besides ``ts`` and ``event``):
+Records (:mod:`tools.guardrails.records`): the plan (its hashed material and the facts shown), each
+approval (``token_sha256``, never the token; the channel and what it checked), each attempt and its
+outcomes, and for a run a plan made, a run link (a resume's names the paused run it continues).
 
-* ``plan``: ``plan_id``, ``plan_hash`` + the caller's facts: every key of the material the
-  hash was made from (``config_sha256``, ``team_id``, ``source_ref``, ``image_tag``,
-  ``gpu_type``, ``gpu_count``, ``volume``, ``cost``, ``secret_names``, ``max_steps``, ...; none
-  of it secret), so :func:`material_changes` can name what moved, and others such as
-  ``usd_per_gpu_hour``, ``summary`` and ``env_files`` (paths whose values the scrubber of any
-  later session hides).
-* ``approval``: ``plan_id``, ``plan_hash``, ``token_sha256`` (never the token), ``channel``,
-  ``owner``, ``expires_at``.
-* ``attempt``: ``plan_id``, ``attempt_id``, ``plan_hash``, ``token_sha256``, ``channel``.
-* ``outcome``: ``plan_id``, ``attempt_id``, ``outcome``, ``run_id`` + facts (price, status code).
-
-Rules enforced by :func:`claim_dispatch`, under the ledger lock, in one step:
+Rules enforced by :func:`claim_dispatch`, in one transaction of the store:
 
 * A plan that has a *sent* attempt (outcome ``created``, ``reconciled``, ``ambiguous``,
   ``still_unknown``, or no outcome yet: in flight or crashed) is never dispatched again:
   ``already_dispatched`` (with the run id) or ``ambiguous_launch`` (reconcile, never re-send).
   This check comes first: whatever token is presented, the answer is the same.
+* A plan imported from an old ledger is never approved or sent (``unknown_plan``: plan again).
 * The token must be one minted for this plan (``confirmation_invalid`` otherwise, without
   saying which token would be right), approve the plan hash as it is *now*
   (``plan_changed``), be unexpired (``confirmation_expired``) and unused
@@ -51,16 +43,33 @@ import json
 import secrets
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from tools.errors import call, fail
-from tools.guardrails.ledger import Ledger, iso, utc_now
+from tools.guardrails.records import (
+    ApprovalRecord,
+    AttemptRecord,
+    OutcomeFacts,
+    OutcomeRecord,
+    PlanRecord,
+    RunLink,
+    iso,
+    utc_now,
+)
+from tools.guardrails.store import Store
 
 CHANNELS = ("host_callback", "mcp_elicitation", "terminal", "policy")
+#: What each channel checked, as its approvals record it: never more than the channel can know.
+CHECKED = {
+    "terminal": "terminal, same user",
+    "mcp_elicitation": "MCP elicitation form answered in the host",
+    "host_callback": "the host's approval callback answered yes",
+    "policy": "the budget policy file",
+}
 #: Outcomes after which the create may have reached the platform: the plan is spent.
 SENT_OUTCOMES = frozenset({"created", "reconciled", "ambiguous", "still_unknown"})
 #: Launch states whose create may have reached the platform with an outcome nobody knows yet: an
@@ -70,6 +79,8 @@ UNRESOLVED_STATUSES = frozenset({"ambiguous", "in_flight"})
 #: Outcomes after which the plan may be dispatched again (``rejected`` needs a new approval).
 RETRYABLE_OUTCOMES = frozenset({"not_sent", "rejected"})
 OUTCOMES = SENT_OUTCOMES | RETRYABLE_OUTCOMES
+#: The plans that act on an existing run (only a person approves them).
+CONTROL_ACTIONS = ("stop", "pause", "restart")
 
 #: Keys :func:`plan_hash` requires in ``material`` (``None`` is allowed for "default/unknown").
 PLAN_MATERIAL_KEYS = (
@@ -159,7 +170,7 @@ def _token_sha256(token: str) -> str:
 
 
 # --------------------------------------------------------------------------------------
-# Folded view of the ledger
+# Folded view of the store
 # --------------------------------------------------------------------------------------
 
 
@@ -168,6 +179,7 @@ class ApprovalView(BaseModel):
 
     approval_id: str = Field(description="First 12 hex digits of sha256(token); identifies the approval.")
     channel: str = Field(description="host_callback | mcp_elicitation | terminal | policy.")
+    checked: str = Field(default="", description="What that channel checked, e.g. 'terminal, same user'.")
     owner: str | None = Field(default=None, description="Owner the approval was given for (team id or 'personal').")
     plan_hash: str = Field(description="The plan hash that was approved.")
     minted_at: str = Field(description="ISO 8601 time of approval.")
@@ -185,11 +197,11 @@ class AttemptView(BaseModel):
         "Latest outcome; None = in flight or crashed before recording."))
     outcome_at: str | None = None
     run_id: str | None = None
-    facts: dict[str, Any] = Field(default_factory=dict, description="Facts recorded with the latest outcome.")
+    facts: OutcomeFacts = Field(default_factory=OutcomeFacts, description="Facts recorded with the latest outcome.")
 
 
 class LaunchState(BaseModel):
-    """Everything the ledger knows about one plan.
+    """Everything the store knows about one plan.
 
     ``status``: ``planned`` (no usable approval), ``approved`` (an unused, unexpired
     approval of the current plan hash), ``in_flight`` (an attempt without outcome),
@@ -198,9 +210,9 @@ class LaunchState(BaseModel):
     """
 
     plan_id: str
-    plan_hash: str | None = Field(default=None, description="Hash of the latest plan record.")
-    planned_at: str | None = None
-    plan: dict[str, Any] = Field(default_factory=dict, description="Facts of the latest plan record.")
+    plan_hash: str = Field(description="Hash of the plan as recorded.")
+    planned_at: str
+    plan: PlanRecord = Field(description="The plan as recorded.")
     approvals: list[ApprovalView] = Field(default_factory=list)
     attempts: list[AttemptView] = Field(default_factory=list)
     last_outcome: str | None = None
@@ -211,23 +223,19 @@ class LaunchState(BaseModel):
 
 @dataclass
 class _Plan:
-    plan_id: str
-    plans: list[dict[str, Any]]
-    approvals: list[dict[str, Any]]
-    attempts: dict[str, dict[str, Any]]  # attempt_id -> attempt record
-    outcomes: dict[str, dict[str, Any]]  # attempt_id -> latest outcome record
-    last_ts: str
-    last_seq: int = 0  # position of the latest record in the ledger (file order is the true order)
+    record: PlanRecord
+    approvals: list[ApprovalRecord] = field(default_factory=list)
+    attempts: dict[str, AttemptRecord] = field(default_factory=dict)  # attempt_id -> attempt, in order
+    outcomes: dict[str, OutcomeRecord] = field(default_factory=dict)  # attempt_id -> latest outcome
+    order: int = 0
 
     def outcome_of(self, attempt_id: str) -> str | None:
         rec = self.outcomes.get(attempt_id)
-        return rec.get("outcome") if rec else None
+        return rec.outcome if rec else None
 
     def token_used(self, token_sha256: str) -> bool:
-        return any(
-            a.get("token_sha256") == token_sha256 and self.outcome_of(aid) != "not_sent"
-            for aid, a in self.attempts.items()
-        )
+        return any(a.token_sha256 == token_sha256 and self.outcome_of(aid) != "not_sent"
+                   for aid, a in self.attempts.items())
 
     def blocking(self) -> tuple[str, str | None] | None:
         """(``already_dispatched`` | ``ambiguous_launch``, run id) when an attempt was sent."""
@@ -236,73 +244,78 @@ class _Plan:
             return None
         for aid in sent:
             if self.outcome_of(aid) in ("created", "reconciled"):
-                return "already_dispatched", self.outcomes[aid].get("run_id")
+                return "already_dispatched", self.outcomes[aid].run_id
         return "ambiguous_launch", None
 
-
-def _group(records: list[dict[str, Any]]) -> dict[str, _Plan]:
-    plans: dict[str, _Plan] = {}
-    for seq, rec in enumerate(records):
-        pid = rec.get("plan_id")
-        if not isinstance(pid, str):
-            continue
-        p = plans.setdefault(pid, _Plan(pid, [], [], {}, {}, ""))
-        p.last_ts, p.last_seq = str(rec.get("ts", "")), seq
-        event = rec["event"]
-        if event == "plan":
-            p.plans.append(rec)
-        elif event == "approval":
-            p.approvals.append(rec)
-        elif event == "attempt" and isinstance(rec.get("attempt_id"), str):
-            p.attempts[rec["attempt_id"]] = rec
-        elif event == "outcome" and rec.get("attempt_id") in p.attempts:
-            p.outcomes[rec["attempt_id"]] = rec
-    return plans
+    @property
+    def last_activity(self) -> str:
+        times = [self.record.planned_at, *(a.minted_at for a in self.approvals),
+                 *(a.started_at for a in self.attempts.values()), *(o.at for o in self.outcomes.values())]
+        return max(times)
 
 
-_META = ("ts", "event", "plan_id")
+def _fold(store: Store, records: list[PlanRecord]) -> list[_Plan]:
+    plans = {r.plan_id: _Plan(r, order=i) for i, r in enumerate(records)}
+    approvals, attempts, outcomes = store.records_of(list(plans))
+    for a in approvals:
+        plans[a.plan_id].approvals.append(a)
+    owner_of = {}
+    for t in attempts:
+        plans[t.plan_id].attempts[t.attempt_id] = t
+        owner_of[t.attempt_id] = t.plan_id
+    for o in outcomes:
+        plans[owner_of[o.attempt_id]].outcomes[o.attempt_id] = o
+    return list(plans.values())
+
+
+def _one(store: Store, plan_id: str) -> _Plan | None:
+    record = store.plan(plan_id)
+    return _fold(store, [record])[0] if record is not None else None
 
 
 def _state(p: _Plan, now: datetime) -> LaunchState:
-    latest = p.plans[-1] if p.plans else {}
-    current_hash = latest.get("plan_hash")
+    record = p.record
     approvals = [
-        ApprovalView(
-            approval_id=str(a.get("token_sha256", ""))[:12], channel=str(a.get("channel")), owner=a.get("owner"),
-            plan_hash=str(a.get("plan_hash")), minted_at=str(a.get("ts")), expires_at=str(a.get("expires_at")),
-            used=p.token_used(str(a.get("token_sha256"))),
-        )
+        ApprovalView(approval_id=a.token_sha256[:12], channel=a.channel, checked=a.checked, owner=a.owner,
+                     plan_hash=a.plan_hash, minted_at=a.minted_at, expires_at=a.expires_at,
+                     used=p.token_used(a.token_sha256))
         for a in p.approvals
     ]
     attempts = []
     for aid, a in p.attempts.items():
-        o = p.outcomes.get(aid, {})
+        o = p.outcomes.get(aid)
         attempts.append(AttemptView(
-            attempt_id=aid, started_at=str(a.get("ts")), channel=a.get("channel"), outcome=o.get("outcome"),
-            outcome_at=o.get("ts"), run_id=o.get("run_id"),
-            facts={k: v for k, v in o.items() if k not in (*_META, "attempt_id", "outcome", "run_id")},
-        ))
+            attempt_id=aid, started_at=a.started_at, channel=a.channel, outcome=o.outcome if o else None,
+            outcome_at=o.at if o else None, run_id=o.run_id if o else None,
+            facts=o.facts if o else OutcomeFacts()))
     last_outcome = attempts[-1].outcome if attempts else None
     blocking = p.blocking()
     run_id = next((a.run_id for a in reversed(attempts) if a.run_id), None)
     if blocking and blocking[0] == "already_dispatched":
         status = "dispatched"
     elif blocking:
-        status = "in_flight" if attempts and any(a.outcome is None for a in attempts) else "ambiguous"
-    elif any(
-        not a.used and a.plan_hash == current_hash and datetime.fromisoformat(a.expires_at) > now for a in approvals
+        status = "in_flight" if any(a.outcome is None for a in attempts) else "ambiguous"
+    elif record.imported_from is None and any(
+        not a.used and a.plan_hash == record.plan_hash and datetime.fromisoformat(a.expires_at) > now
+        for a in approvals
     ):
         status = "approved"
     elif last_outcome in RETRYABLE_OUTCOMES:
         status = last_outcome
     else:
         status = "planned"
-    return LaunchState(
-        plan_id=p.plan_id, plan_hash=current_hash, planned_at=latest.get("ts"),
-        plan={k: v for k, v in latest.items() if k not in (*_META, "plan_hash")},
-        approvals=approvals, attempts=attempts, last_outcome=last_outcome, run_id=run_id,
-        status=status, last_activity=p.last_ts,
-    )
+    return LaunchState(plan_id=record.plan_id, plan_hash=record.plan_hash, planned_at=record.planned_at, plan=record,
+                       approvals=approvals, attempts=attempts, last_outcome=last_outcome, run_id=run_id,
+                       status=status, last_activity=p.last_activity)
+
+
+def imported_failure(record: PlanRecord) -> Any:
+    """``unknown_plan`` for a plan imported from an old ledger: never approved or sent; plan it again."""
+    plan = call("mf_plan_run", config_path=record.config_path) if record.config_path else None
+    return fail("unknown_plan", f"Plan {record.plan_id} was imported from the old ledger {record.imported_from}, for "
+                "the record: an imported plan is never approved or sent.",
+                f"Plan it again ({plan or 'mf_plan_run'}) and get the new plan approved.",
+                next_calls=[plan] if plan else [])
 
 
 # --------------------------------------------------------------------------------------
@@ -310,26 +323,28 @@ def _state(p: _Plan, now: datetime) -> LaunchState:
 # --------------------------------------------------------------------------------------
 
 
-def record_plan(ledger: Ledger, plan_id: str, plan_hash: str, **facts: Any) -> dict[str, Any]:
-    """Append a ``plan`` record (the facts shown to the human). Re-planning the same
-    ``plan_id`` appends another; the latest is the plan's current state. Returns the record."""
-    return ledger.append("plan", plan_id=plan_id, plan_hash=plan_hash, **facts)
+def record_plan(store: Store, record: PlanRecord) -> PlanRecord:
+    """Record a plan (the facts shown to the human and the material its hash covers). Returns the
+    record as stored (scrubbed)."""
+    return store.add_plan(record)
 
 
 def mint(
-    ledger: Ledger, plan_id: str, plan_hash: str, channel: str, ttl_seconds: int = 900,
-    owner: str | None = None, *, now: datetime | None = None, **facts: Any,
+    store: Store, plan_id: str, plan_hash: str, channel: str, ttl_seconds: int = 900,
+    owner: str | None = None, *, checked: str | None = None, terms: dict[str, Any] | None = None,
+    now: datetime | None = None,
 ) -> str:
     """Record a human approval of ``plan_hash`` for ``plan_id`` and return its token.
 
     Call this only from a human channel (``channel``: one of :data:`CHANNELS`), never on
     the model's say-so. The token, ``mfc_<plan_id>_<40 hex>`` (160 random bits), is
-    returned once and never stored: the ledger keeps ``sha256(token)``, the channel, the
-    ``owner`` it was approved for (team id or ``personal``, for the record; the binding is
-    the hash, which contains the team) and ``expires_at = now + ttl_seconds`` (1..86400).
+    returned once and never stored: the store keeps ``sha256(token)``, the channel and what it
+    checked (``checked``, default :data:`CHECKED`), the ``owner`` it was approved for (team id or
+    ``personal``, for the record; the binding is the hash, which contains the team), ``terms``
+    approved with it, and ``expires_at = now + ttl_seconds`` (1..86400).
 
     Raises ValueError for an unknown channel or a ttl out of range, and
-    ``ToolFailure(unknown_plan)`` when no plan record with this id and hash exists.
+    ``ToolFailure(unknown_plan)`` when no plan with this id and hash exists, or it was imported.
     """
     if channel not in CHANNELS:
         raise ValueError(f"channel must be one of {', '.join(CHANNELS)}")
@@ -337,20 +352,23 @@ def mint(
         raise ValueError(f"ttl_seconds must be in 1..{MAX_TTL_SECONDS}")
     now = _aware(now)
     token = f"mfc_{plan_id}_{secrets.token_hex(20)}"
-    with ledger.locked():
-        p = _group(ledger.read()).get(plan_id)
-        if p is None or not any(r.get("plan_hash") == plan_hash for r in p.plans):
+    with store.write():
+        record = store.plan(plan_id)
+        if record is None or record.plan_hash != plan_hash:
             raise fail("unknown_plan", f"There is no plan {plan_id} with this plan hash.",
                        "Call mf_plan_run and approve the plan_id and plan_hash it returns.")
-        ledger.append("approval", plan_id=plan_id, plan_hash=plan_hash, token_sha256=_token_sha256(token),
-                      channel=channel, owner=owner, expires_at=iso(now + timedelta(seconds=ttl_seconds)), **facts)
+        if record.imported_from is not None:
+            raise imported_failure(record)
+        store.add_approval(plan_id=plan_id, plan_hash=plan_hash, token_sha256=_token_sha256(token), channel=channel,
+                           checked=checked or CHECKED[channel], owner=owner, terms=terms,
+                           expires_at=iso(now + timedelta(seconds=ttl_seconds)))
     return token
 
 
 @dataclass(frozen=True)
 class Claim:
-    """The right to send one create for a plan. Record its outcome with
-    ``record_outcome(ledger, claim.plan_id, claim.attempt_id, ...)``."""
+    """The right to send one request for a plan. Record its outcome with
+    ``record_outcome(store, claim.plan_id, claim.attempt_id, ...)``."""
 
     plan_id: str
     attempt_id: str
@@ -359,24 +377,25 @@ class Claim:
 
 
 def claim_dispatch(
-    ledger: Ledger, plan_id: str, current_plan_hash: str, token: str | None, now: datetime | None = None
+    store: Store, plan_id: str, current_plan_hash: str, token: str | None, now: datetime | None = None
 ) -> Claim:
-    """Check the approval and record an ``attempt``, atomically across processes.
+    """Check the approval and record an ``attempt``, in one transaction (atomic across processes).
 
     ``current_plan_hash``: :func:`plan_hash` recomputed from the config *as it is now*.
-    Only after this returns may the caller send the create, exactly once; it must then call
+    Only after this returns may the caller send the request, exactly once; it must then call
     :func:`record_outcome`. Two processes racing with the same token: exactly one wins.
 
     Raises ``ToolFailure`` with code ``unknown_plan``, ``already_dispatched`` (run id in the
     message when known), ``ambiguous_launch`` (``ambiguous=True``: reconcile, never re-send),
     ``confirmation_required``, ``confirmation_invalid``, ``plan_changed``,
-    ``confirmation_expired`` or ``confirmation_used``; see the module docstring.
+    ``confirmation_expired`` or ``confirmation_used``; see the module docstring; and the store's
+    ``state_busy`` / ``state_read_only`` / ``state_unusable``.
     """
     now = _aware(now)
-    with ledger.locked():
-        p = _group(ledger.read()).get(plan_id)
-        if p is None or not p.plans:
-            raise fail("unknown_plan", f"There is no plan {plan_id} in the launch ledger {ledger.path}.",
+    with store.write():
+        p = _one(store, plan_id)
+        if p is None:
+            raise fail("unknown_plan", f"There is no plan {plan_id} in the state store {store.path}.",
                        "Call mf_plan_run first, then get the plan approved.")
         blocking = p.blocking()
         if blocking and blocking[0] == "already_dispatched":
@@ -391,128 +410,137 @@ def claim_dispatch(
                        "or its answer was lost). It must not be sent again.",
                        f"Do not repeat the request. Reconcile first: {again} (it only reconciles), or see "
                        f"{launches}.", ambiguous=True, next_calls=[again, launches])
+        if p.record.imported_from is not None:
+            raise imported_failure(p.record)
         approve = f"Ask the user to approve plan {plan_id} through a human channel (the host's approval prompt, " \
                   f"or `model-factory approve {plan_id}` in their own terminal), then pass the confirmation it gives."
         if not token:
             raise fail("confirmation_required", f"Dispatching plan {plan_id} needs a confirmation from a human.",
                        approve)
         digest = _token_sha256(token)
-        approval = next((a for a in p.approvals
-                         if hmac.compare_digest(str(a.get("token_sha256", "")), digest)), None)
+        approval = next((a for a in p.approvals if hmac.compare_digest(a.token_sha256, digest)), None)
         if approval is None:
             raise fail("confirmation_invalid", f"That confirmation is not valid for plan {plan_id}.", approve)
-        if approval.get("plan_hash") != current_plan_hash:
+        if approval.plan_hash != current_plan_hash:
             raise fail("plan_changed",
-                       f"The approval of plan {plan_id} was given for plan hash {approval.get('plan_hash')}; the plan "
+                       f"The approval of plan {plan_id} was given for plan hash {approval.plan_hash}; the plan "
                        f"is now {current_plan_hash}, so the approval does not cover it.",
                        "Call mf_plan_run again and get the new plan approved.")
-        if datetime.fromisoformat(str(approval["expires_at"])) <= now:
+        if datetime.fromisoformat(approval.expires_at) <= now:
             raise fail("confirmation_expired", f"The confirmation for plan {plan_id} expired at "
-                       f"{approval['expires_at']}.", approve)
+                       f"{approval.expires_at}.", approve)
         if p.token_used(digest):
             raise fail("confirmation_used",
                        f"That confirmation was already used by an attempt to dispatch plan {plan_id}; "
                        "each confirmation launches once.", approve)
         attempt_id = "att_" + uuid.uuid4().hex
-        channel = str(approval.get("channel"))
-        ledger.append("attempt", plan_id=plan_id, attempt_id=attempt_id, plan_hash=current_plan_hash,
-                      token_sha256=digest, channel=channel)
-    return Claim(plan_id=plan_id, attempt_id=attempt_id, plan_hash=current_plan_hash, channel=channel)
+        store.add_attempt(AttemptRecord(attempt_id=attempt_id, plan_id=plan_id, plan_hash=current_plan_hash,
+                                        approval_id=approval.approval_id, token_sha256=digest,
+                                        channel=approval.channel, started_at=iso(now)))
+    return Claim(plan_id=plan_id, attempt_id=attempt_id, plan_hash=current_plan_hash, channel=approval.channel)
 
 
 def record_outcome(
-    ledger: Ledger, plan_id: str, attempt_id: str, outcome: str, run_id: str | None = None, **facts: Any
-) -> dict[str, Any]:
-    """Append the ``outcome`` of an attempt; the latest outcome of an attempt counts.
+    store: Store, plan_id: str, attempt_id: str, outcome: str, run_id: str | None = None, **facts: Any
+) -> OutcomeRecord:
+    """Record the ``outcome`` of an attempt; the latest outcome of an attempt counts.
 
     ``outcome``: ``created`` (``run_id`` required), ``rejected`` (4xx; e.g.
     ``status_code=402``), ``not_sent`` (nothing left this machine), ``ambiguous`` (sent,
-    no answer), ``reconciled`` (an ambiguous attempt matched to ``run_id``), or
-    ``still_unknown`` (reconciliation found nothing yet). ``facts``: JSON values such as
-    ``usd_per_gpu_hour``, ``gpu_type``, ``status_code``, ``detail`` (scrubbed on write).
+    no answer), ``reconciled`` (an unresolved attempt matched to ``run_id``), or
+    ``still_unknown`` (reconciliation found nothing yet). ``facts``: the fields of
+    :class:`~tools.guardrails.records.OutcomeFacts` (scrubbed on write). A launch's or resume's
+    ``created`` / ``reconciled`` also records the run link (a resume's names the run it continues).
 
     Raises ValueError for an unknown outcome, ``created`` without ``run_id``, or an
-    attempt id the ledger does not have for this plan.
+    attempt id the store does not have for this plan.
     """
     if outcome not in OUTCOMES:
         raise ValueError(f"outcome must be one of {', '.join(sorted(OUTCOMES))}")
     if outcome == "created" and not run_id:
         raise ValueError("outcome 'created' needs the run_id")
-    with ledger.locked():
-        p = _group(ledger.read()).get(plan_id)
+    with store.write():
+        p = _one(store, plan_id)
         if p is None or attempt_id not in p.attempts:
             raise ValueError(f"no attempt {attempt_id} for plan {plan_id}")
-        return ledger.append("outcome", plan_id=plan_id, attempt_id=attempt_id, outcome=outcome,
-                             run_id=run_id, **facts)
+        record = p.record
+        at = iso(utc_now())
+        link = None
+        if run_id and outcome in ("created", "reconciled") and record.action in ("launch", "resume"):
+            link = RunLink(run_id=run_id, platform_url=record.platform_url, plan_id=plan_id,
+                           continues=record.run_id if record.action == "resume" else None, at=at)
+        return store.add_outcome(OutcomeRecord(attempt_id=attempt_id, outcome=outcome, run_id=run_id,  # type: ignore[arg-type]
+                                               facts=OutcomeFacts(**facts), at=at), link=link)
 
 
-def launch_state(ledger: Ledger, plan_id: str, now: datetime | None = None) -> LaunchState:
+def launch_state(store: Store, plan_id: str, now: datetime | None = None) -> LaunchState:
     """The folded state of one plan. Raises ``ToolFailure(unknown_plan)``."""
-    p = _group(ledger.read()).get(plan_id)
+    p = _one(store, plan_id)
     if p is None:
         launches = call("mf_list_launches")
-        raise fail("unknown_plan", f"There is no plan {plan_id} in the launch ledger {ledger.path}.",
+        raise fail("unknown_plan", f"There is no plan {plan_id} in the state store {store.path}.",
                    f"See the known plans with {launches}, or plan one (mf_plan_run).", next_calls=[launches])
-
     return _state(p, _aware(now))
 
 
+def _states(store: Store, now: datetime | None, **where: Any) -> list[LaunchState]:
+    now = _aware(now)
+    return [_state(p, now) for p in _fold(store, store.plans(**where))]
+
+
 def unresolved_launches(
-    ledger: Ledger, *, team_id: str | None, file_sha256: str, exclude: str | None = None, now: datetime | None = None,
+    store: Store, *, platform_url: str | None, team_id: str | None, account_id: str | None, file_sha256: str,
+    exclude: str | None = None, now: datetime | None = None,
 ) -> list[LaunchState]:
-    """Launch plans of the owner ``team_id`` (``None``: the personal account) over a config file
-    with these bytes (``file_sha256``, hex) whose status is in :data:`UNRESOLVED_STATUSES`: a run
-    may exist for them that nobody has found yet. Oldest plan first; ``exclude`` leaves one plan
-    out (the one being planned or dispatched). Reads the ledger only (no lock, no platform call):
-    reconciling them is the launch tools' job (``tools.launch._reconcile``)."""
-    now = _aware(now)
-    found = []
-    for p in _group(ledger.read()).values():  # in the order the plans first appear
-        if p.plan_id == exclude or not p.plans:
-            continue
-        state = _state(p, now)
-        plan = state.plan
-        if (plan.get("action", "launch") == "launch" and plan.get("team_id") == team_id
-                and plan.get("file_sha256") == file_sha256 and state.status in UNRESOLVED_STATUSES):
-            found.append(state)
-    return found
+    """Launch plans of the same owner (:meth:`PlanRecord.same_owner`: the team ``team_id``, or the
+    personal account of ``account_id``) on ``platform_url`` over a config file with these bytes
+    (``file_sha256``, hex) whose status is in :data:`UNRESOLVED_STATUSES`: a run may exist for them
+    that nobody has found yet. Oldest plan first; ``exclude`` leaves one plan out (the one being
+    planned or dispatched). Reads the store only: reconciling them is the launch tools' job
+    (``tools.launch._reconcile``)."""
+    return [s for s in _states(store, now, platform_url=platform_url)
+            if s.plan_id != exclude and s.plan.action == "launch" and s.plan.same_owner(team_id, account_id)
+            and s.plan.file_sha256 == file_sha256 and s.status in UNRESOLVED_STATUSES]
 
 
-def list_launches(ledger: Ledger, limit: int = 20, now: datetime | None = None) -> list[LaunchState]:
-    """Up to ``limit`` plans, most recently active first."""
+def unresolved_actions(store: Store, run_id: str, *, platform_url: str | None, exclude: str | None = None,
+                       now: datetime | None = None) -> list[LaunchState]:
+    """Stop, pause and restart plans of run ``run_id`` whose request may have reached the platform with
+    an outcome nobody knows yet (:data:`UNRESOLVED_STATUSES`), oldest first: the next plan for that
+    run names each one, and a person decides."""
+    return [s for s in _states(store, now, platform_url=platform_url, run_id=run_id)
+            if s.plan_id != exclude and s.plan.action in CONTROL_ACTIONS and s.status in UNRESOLVED_STATUSES]
+
+
+def list_launches(store: Store, limit: int = 20, now: datetime | None = None, *,
+                  platform_url: str | None = None) -> list[LaunchState]:
+    """Up to ``limit`` plans (of ``platform_url`` when given), most recently active first."""
     now = _aware(now)
-    plans = sorted(_group(ledger.read()).values(), key=lambda p: p.last_seq, reverse=True)
+    plans = sorted(_fold(store, store.plans(platform_url=platform_url)),
+                   key=lambda p: (p.last_activity, p.order), reverse=True)
     return [_state(p, now) for p in plans[: max(limit, 0)]]
 
 
-def plan_of_run(ledger: Ledger, run_id: str, now: datetime | None = None) -> LaunchState | None:
-    """The plan that launched (or resumed into) run ``run_id``: the latest whose outcome names it, else None.
-    Stop and other control plans, which name an existing run, are not launches of it."""
-    now = _aware(now)
+def plan_of_run(store: Store, run_id: str, now: datetime | None = None, *,
+                platform_url: str | None = None) -> LaunchState | None:
+    """The plan that launched (or resumed into) run ``run_id`` (on ``platform_url`` when given): the
+    latest whose outcome names it (its run link), else None. Stop and other control plans, which name
+    an existing run, are not launches of it."""
+    made = [link.plan_id for link in store.run_links(run_id, platform_url) if link.run_id == run_id]
     found = None
-    for p in _group(ledger.read()).values():
-        if not p.plans:
-            continue
-        state = _state(p, now)
-        if state.run_id == run_id and state.plan.get("action", "launch") in ("launch", "resume"):
+    for plan_id in made:
+        state = launch_state(store, plan_id, now)
+        if state.run_id == run_id:
             found = state
     return found
 
 
-
-def resumes_of(ledger: Ledger, run_id: str, *, exclude: str | None = None,
+def resumes_of(store: Store, run_id: str, *, exclude: str | None = None,
                now: datetime | None = None) -> list[LaunchState]:
     """Resume plans of the paused run ``run_id`` that were sent: ``dispatched`` (``run_id`` of the
     state is the new run), or unresolved (:data:`UNRESOLVED_STATUSES`: a new run may exist nobody
     found yet). Oldest first; ``exclude`` leaves one plan out (the one being planned or sent).
-    Ledger only: a second resume of the same pause would start a second billed run."""
-    now = _aware(now)
-    found = []
-    for p in _group(ledger.read()).values():
-        if p.plan_id == exclude or not p.plans:
-            continue
-        state = _state(p, now)
-        if (state.plan.get("action") == "resume" and state.plan.get("run_id") == run_id
-                and (state.status == "dispatched" or state.status in UNRESOLVED_STATUSES)):
-            found.append(state)
-    return found
+    Store only: a second resume of the same pause would start a second billed run."""
+    return [s for s in _states(store, now, run_id=run_id)
+            if s.plan_id != exclude and s.plan.action == "resume"
+            and (s.status == "dispatched" or s.status in UNRESOLVED_STATUSES)]

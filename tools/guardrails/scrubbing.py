@@ -2,7 +2,7 @@
 
 * **Scrubbing.** :class:`Scrubber` replaces every known secret value with
   ``[REDACTED:NAME]`` in text, dicts/lists and pydantic models; the ``@tool`` wrapper runs
-  it on every result and the ledger on every record.
+  it on every result and the state store on every record.
 
 Which names, values and shapes are secret is decided by :mod:`tools.guardrails.secret_detection`;
 this module uses it, never the reverse. Local and pure (no HTTP).
@@ -23,6 +23,8 @@ from tools.guardrails.secret_detection import (
     LAUNCH_KEY,
     MIN_SECRET_LENGTH,
     EnvFileError,
+    assigned_secrets,
+    credential_tokens,
     is_secret_env_name,
     parse_env_file,
     raw_env_values,
@@ -69,7 +71,7 @@ class Scrubber:
         resolved), and every variable of ``ctx.env`` whose name contains KEY, TOKEN, SECRET,
         PASSWORD, PASSWD or CREDENTIAL or ends in ``_PAT`` (except ``*_PATH``/``*_FILE``/
         ``*_DIR``, which hold paths), and every value of the env files that plans in the
-        context's launch ledger forward from (their ``env_files`` fact), so a later session
+        context's state store forward from (their ``env_files`` fact), so a later session
         also hides a key that reached a run from a file. Add other env files with
         :meth:`add_env_file`."""
         scrubber = cls()
@@ -86,7 +88,7 @@ class Scrubber:
         for name, value in ctx.env.items():
             if is_secret_env_name(name):
                 scrubber.add(name, value)
-        for path in _ledger_env_files(ctx):
+        for path in _recorded_env_files(ctx):
             scrubber.add_env_file(path, ctx.env)
         return scrubber
 
@@ -127,7 +129,9 @@ class Scrubber:
         """``text`` with each occurrence of a known value replaced by ``[REDACTED:NAME]``, and
         each value shaped like a known key format (:data:`KEY_FORMATS`, or a 40-hex key right
         after "api key"/"token"/...) replaced by ``[REDACTED:<format>]`` even when its value
-        is not known here (a key forwarded from another shell showing up in a run's log)."""
+        is not known here (a key forwarded from another shell showing up in a run's log), and each
+        value assigned to a secret-named variable (``AWS_SECRET_ACCESS_KEY=...``, ``"password": "..."``:
+        :func:`~tools.guardrails.secret_detection.assigned_secrets`) as ``[REDACTED:<variable>]``."""
         if not text or len(text) > MEMO_CHARS:
             return self._scrub(text)
         memo = self._memo
@@ -153,6 +157,9 @@ class Scrubber:
             while start != -1:
                 spans.append((start, start + len(value), name))
                 start = text.find(value, start + 1)
+        if len(text) >= 16:  # after the known values: a known value keeps its own name
+            for name, start, end in assigned_secrets(text):  # AWS_SECRET_ACCESS_KEY=..., "password": "..."
+                spans.append((start, end, name))
         if not spans:
             return text
         spans.sort(key=lambda s: (s[0], -s[1]))
@@ -214,22 +221,39 @@ class Scrubber:
         return copy
 
 
-def _ledger_env_files(ctx: Context) -> list[str]:
-    """The env files named by ``plan`` records of the context's launch ledger (none when
-    there is no ledger or it cannot be read)."""
-    from tools.guardrails.ledger import Ledger
+def _recorded_env_files(ctx: Context) -> list[str]:
+    """The env files named by the plans of the context's state store (none when there is no store
+    or it cannot be read)."""
+    from tools.guardrails.store import Store
 
-    try:
-        records = Ledger(ctx.state_path()).read()
-    except OSError:
-        return []
-    files = (rec.get("env_files") for rec in records if rec.get("event") == "plan")
-    return list(dict.fromkeys(p for paths in files if isinstance(paths, list) for p in paths if isinstance(p, str)))
+    return Store.recorded_env_files(ctx.state_path())
 
 
 def _plain(key: Any) -> str:
     """The text of a ``SecretStr`` (or plain string / None)."""
     return key.get_secret_value() if hasattr(key, "get_secret_value") else str(key or "")
+
+
+def argument_scrubber(obj: Any) -> Scrubber:
+    """A :class:`Scrubber` hiding every token of the strings in ``obj`` (tool arguments) shaped like a
+    credential without a known prefix (:func:`~tools.guardrails.secret_detection.credential_tokens`):
+    an error quoting an argument (a run id, a GPU type, a config path) never shows one."""
+    tokens: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, BaseModel):
+            value = value.model_dump()
+        if isinstance(value, str):
+            tokens.extend(credential_tokens(value))
+        elif isinstance(value, Mapping):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                walk(v)
+
+    walk(obj)
+    return Scrubber(("credential-shaped argument", token) for token in tokens)
 
 
 def secret_scrubber(obj: Any, *, known_values: Iterable[str] = (), check_key_names: bool = False) -> Scrubber:

@@ -19,9 +19,13 @@ never the reverse).
 
 from __future__ import annotations
 
+import base64
+import binascii
+import collections
+import math
 import re
 import subprocess
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,28 +68,38 @@ class EnvFileError(ValueError):
 
 @dataclass(frozen=True)
 class EnvFile:
-    """A parsed env file: ``values`` (name -> value, later lines win) and ``warnings``
-    (skipped lines, each naming file:line, never a value)."""
+    """A parsed env file: ``values`` (name -> value, later lines win), ``warnings`` (each line that
+    did not become a plain ``NAME=value``: skipped, or kept with what looks like a comment; each
+    naming file:line, never a value), ``lines`` (name -> the 1-based line its value came from) and
+    ``commented`` (the names whose value goes on after a space with ``#``: prime keeps that text)."""
 
     path: Path
     values: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    lines: dict[str, int] = field(default_factory=dict)
+    commented: frozenset[str] = frozenset()
 
 
 def parse_env_file(path: str | Path, env: Mapping[str, str]) -> EnvFile:
     """Parse ``path`` with the rules of ``prime``'s ``parse_env_file``.
 
-    Per line, after stripping whitespace: empty lines and lines starting with ``#`` are
-    skipped; a line without ``=`` is skipped with a warning; ``KEY=VALUE`` splits at the
-    first ``=`` and strips both sides; a value wrapped in double quotes or in single quotes
-    loses them; a key not matching ``[A-Za-z_][A-Za-z0-9_]*`` is skipped with a warning;
-    in values that were not single-quoted every ``${VAR}`` is replaced by ``env[VAR]`` (an
-    empty value counts as set). Later lines override earlier ones.
+    The convention is the prime CLI's own (``prime_cli/utils/env_vars.py`` ``parse_env_file``,
+    prime 0.18.0), not python-dotenv's: the wheel does not use python-dotenv (its METADATA requires
+    no dotenv package), so there are no inline comments and no ``export`` prefix. Per line, after
+    stripping whitespace: empty lines and lines starting with ``#`` are skipped; a line without
+    ``=`` is skipped with a warning; ``KEY=VALUE`` splits at the first ``=`` and strips both sides;
+    a value wrapped in double quotes or in single quotes loses them; a key not matching
+    ``[A-Za-z_][A-Za-z0-9_]*`` is skipped with a warning (``export NAME=value`` too: its key is
+    ``export NAME``); in values that were not single-quoted every ``${VAR}`` is replaced by
+    ``env[VAR]`` (an empty value counts as set). Later lines override earlier ones. A ``#`` after a
+    space in an unquoted value stays part of the value, as ``prime train`` sends it.
 
-    Differences from the CLI, all about disclosure: expansion reads ``env`` (the agent's
-    environment as the :class:`~tools.core.Context` sees it) instead of ``os.environ``;
-    the invalid-key warning names file:line but not the key (the "key" of a mangled line
-    may be a pasted secret); the file is read as UTF-8.
+    Differences from the CLI, all about disclosure and saying what each line became: expansion
+    reads ``env`` (the agent's environment as the :class:`~tools.core.Context` sees it) instead
+    of ``os.environ``; the invalid-key warning names file:line but not the key (the "key" of a
+    mangled line may be a pasted secret); an ``export`` line is named as such, and a value that
+    goes on after ``" #"`` is warned about (``commented``; :func:`resolve_forwarded` refuses to
+    forward one); the file is read as UTF-8.
 
     Raises:
         EnvFileError: the file is missing or unreadable, or ``${VAR}`` names an unset
@@ -95,6 +109,8 @@ def parse_env_file(path: str | Path, env: Mapping[str, str]) -> EnvFile:
     lines = _read_lines(p)
     values: dict[str, str] = {}
     warnings: list[str] = []
+    where: dict[str, int] = {}
+    commented: set[str] = set()
     for line_num, raw in enumerate(lines, 1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -104,19 +120,42 @@ def parse_env_file(path: str | Path, env: Mapping[str, str]) -> EnvFile:
             continue
         key, _, value = line.partition("=")
         key, value = key.strip(), value.strip()
+        quoted = len(value) >= 2 and value[0] == value[-1] and value[0] in "'\""
         single_quoted = value.startswith("'") and value.endswith("'")
         if single_quoted or (value.startswith('"') and value.endswith('"')):
             value = value[1:-1]
         if not _ENV_NAME.match(key):
-            warnings.append(
-                f"Skipping invalid key on line {line_num} in {p}: must start with "
-                "letter/underscore, contain only alphanumeric/underscore"
-            )
+            exported = _EXPORTED.match(key)
+            if exported:
+                name = exported[1] if _SHOWN_NAME.fullmatch(exported[1]) else "the variable"
+                warnings.append(f"Skipping line {line_num} in {p}: it starts with `export `, which prime's env files "
+                                f"do not take (prime reads `export {name}` as the name, which is not valid): write "
+                                f"{name}=... without `export`")
+            else:
+                warnings.append(
+                    f"Skipping invalid key on line {line_num} in {p}: must start with "
+                    "letter/underscore, contain only alphanumeric/underscore"
+                )
             continue
+        if not quoted and _INLINE_COMMENT.search(value):
+            commented.add(key)
+            warnings.append(f"Line {line_num} in {p}: the value of {key} goes on after a space with `#`; prime's env "
+                            "files have no inline comments, so that text is part of the value (as prime train would "
+                            "send it). Put the comment on a line of its own")
+        else:
+            commented.discard(key)
         if not single_quoted:
             value = _expand(value, env, p, line_num)
-        values[key] = value
-    return EnvFile(path=p, values=values, warnings=warnings)
+        values[key], where[key] = value, line_num
+    return EnvFile(path=p, values=values, warnings=warnings, lines=where, commented=frozenset(commented))
+
+
+#: ``export NAME`` as the key of an env-file line (prime skips it as an invalid key).
+_EXPORTED = re.compile(r"\Aexport\s+([A-Za-z_][A-Za-z0-9_]*)\Z")
+#: A name a warning may show: an environment variable's usual shape (a pasted key is not).
+_SHOWN_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
+#: An unquoted value with what a dotenv reader would take for a comment: whitespace, then ``#``.
+_INLINE_COMMENT = re.compile(r"\s#")
 
 
 #: An env file holds a few lines; a larger one is not read (bytes).
@@ -125,6 +164,10 @@ MAX_ENV_FILE_BYTES = 1024 * 1024
 
 def _read_lines(p: Path) -> list[str]:
     if not p.is_file():
+        if p.is_dir():
+            raise EnvFileError(f"Env file {p} is a folder, not a file; it was not read", p)
+        if p.exists():  # /dev/zero, a FIFO, a <(...) substitution: reading it could block or never end
+            raise EnvFileError(f"Env file {p} is not a regular file (a pipe, device or socket); it was not read", p)
         raise EnvFileError(f"Env file not found: {p}", p)
     try:
         if p.stat().st_size > MAX_ENV_FILE_BYTES:
@@ -246,8 +289,10 @@ def resolve_forwarded(
         ``secret_in_input``: an argument holds ``KEY=VALUE`` or is itself a value;
         ``unsupported_secret``: ``PRIME_API_KEY`` (never forwarded) or a name other than
         the two (the message names both allowed names);
-        ``secret_not_set``: a name is unset or empty in every source;
-        ``env_file_invalid``: an env file is missing or references an unset ``${VAR}``.
+        ``secret_not_set``: a name is unset or empty in every source, or its value in the
+        environment holds whitespace or a control character (no key does);
+        ``env_file_invalid``: an env file is missing or references an unset ``${VAR}``, or the value
+        it gives a forwarded name holds whitespace (an inline ``# note``: prime keeps it in the value).
     """
     wanted: list[str] = []
     for i, raw in enumerate(names):
@@ -294,6 +339,7 @@ def resolve_forwarded(
             wanted.append(name)
 
     merged: dict[str, str] = {n: env[n] for n in wanted if env.get(n)}
+    origin: dict[str, tuple[EnvFile, int] | None] = dict.fromkeys(merged)
     for path in env_files:
         try:
             parsed = parse_env_file(path, env)
@@ -302,7 +348,22 @@ def resolve_forwarded(
         for warning in parsed.warnings:
             if on_warning is not None:
                 on_warning(warning)
-        merged.update({n: v for n, v in parsed.values.items() if n in wanted and v})
+        for n, v in parsed.values.items():
+            if n in wanted and v:
+                merged[n], origin[n] = v, (parsed, parsed.lines[n])
+    for n, value in merged.items():
+        if not _unusable(value):
+            continue
+        source = origin.get(n)
+        where = f"line {source[1]} of {source[0].path}" if source else "the agent's environment"
+        why = ("goes on after a space with `#` (prime's env files have no inline comments: the text is part of the "
+               "value)" if source and n in source[0].commented else "contains whitespace or control characters")
+        raise fail("env_file_invalid" if source else "secret_not_set",
+                   f"The value of {n} from {where} {why}: a key never does, so the run would get a broken {n}. "
+                   "Nothing was sent.",
+                   "Put the comment on a line of its own (or remove the spaces) so the line is NAME=value, then plan "
+                   "again." if source else f"Ask the user to export {n} again without spaces or newlines; then plan "
+                   "again.")
     missing = [n for n in wanted if n not in merged]
     if missing:
         raise fail(
@@ -311,6 +372,12 @@ def resolve_forwarded(
             f"Ask the user to {_NEVER_PASTE}; then plan again.",
         )
     return merged
+
+
+def _unusable(value: str) -> bool:
+    """A secret value no key has: whitespace or a control character in it (after the file's or the
+    shell's own stripping)."""
+    return any(ch.isspace() or not ch.isprintable() for ch in value)
 
 
 def _looks_like_value(arg: str, env: Mapping[str, str]) -> bool:
@@ -365,6 +432,105 @@ KEYED_HEX = re.compile(r"(?i)(?:api[_ -]?key|access[_ -]?key|secret|token|passwo
                        r"(?:local-)?([0-9a-f]{40})(?![0-9a-f])")
 
 
+#: A variable whose name ends in a secret word (``AWS_SECRET_ACCESS_KEY``, ``HF_TOKEN``, ``api_key``,
+#: ``password``), then ``=`` or ``:`` (quotes allowed, as in JSON), then its value: ``group(1)`` the name,
+#: ``group(2)`` the value. ``MAX_TOKENS``, ``tokenizer`` and ``AWS_ACCESS_KEY_ID`` do not end in one.
+_ASSIGNED = re.compile(
+    r"(?<![A-Za-z0-9_-])((?:[A-Za-z0-9]+[_-])*(?:api[_-]?key|access[_-]?key|secret(?:[_-]?key)?"
+    r"|token|password|passwd|credentials?|private[_-]?key|pat|key))[\"']?[ \t]*[:=][ \t]*[\"']?"
+    r"([^\s\"',;&}\]\[)(<>]+)", re.I)
+_SECRET_WORD = re.compile(r"key|token|secret|passw|credential|pat", re.I)
+#: Values of a secret-named variable that are not secrets: a name or reference, a placeholder, a mask.
+_NOT_A_VALUE = re.compile(
+    r"\A(?:(?-i:[A-Z][A-Z0-9_]*)|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|none|null|true|false|x+|\*+|redacted)\Z", re.I)
+
+
+def assigned_secrets(text: str) -> list[tuple[str, int, int]]:
+    """``(name, start, end)`` of each value assigned to a secret-named variable in ``text``
+    (``AWS_SECRET_ACCESS_KEY=...``, ``"api_key": "..."``, ``?token=...``): values of at least
+    :data:`MIN_SECRET_LENGTH` characters that are not a variable name, ``${VAR}``, ``None`` or a mask."""
+    out: list[tuple[str, int, int]] = []
+    if not _SECRET_WORD.search(text):  # the common case, cheaply
+        return out
+    for match in _ASSIGNED.finditer(text):
+        value = match.group(2)
+        if len(value) >= MIN_SECRET_LENGTH and not _NOT_A_VALUE.match(value) and not value.startswith("[REDACTED"):
+            out.append((match.group(1), match.start(2), match.end(2)))
+    return out
+
+
+#: A run of base64 characters long enough to be a key without a known prefix (an AWS secret access key is 40;
+#: generic API tokens are 32 or more), and longer than the CamelCase words of a run name.
+_TOKEN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{32,}={0,2}(?![A-Za-z0-9+/=])")
+#: A word inside a token: a lowercase run of 3+ letters, capitalised or not (CamelCase names are made of them).
+_WORDLIKE = re.compile(r"[A-Z]?[a-z]{3,}")
+#: Less than this share of a credential-shaped token is word-like (random base64 keys: ~0.2; CamelCase names: 0.6+).
+MAX_WORDLIKE_SHARE = 0.5
+#: At least this Shannon entropy (bits per character) in a credential-shaped token.
+MIN_TOKEN_ENTROPY = 3.5
+
+
+def credential_tokens(text: str) -> list[str]:
+    """The tokens of ``text`` shaped like a credential without a known prefix (the secret half of
+    an AWS key pair, a random API token): 32+ characters of the base64 alphabet with upper- and
+    lower-case letters, less than :data:`MAX_WORDLIKE_SHARE` of them in word-like runs, and at least
+    :data:`MIN_TOKEN_ENTROPY` bits per character. A heuristic, for free text that crosses the wire
+    (run names) and for arguments an error would quote: ids (lowercase), hex shas, paths and names
+    made of words pass; about 99% of random 32- to 40-character keys are caught."""
+    found = []
+    for token in _TOKEN.findall(text):
+        body = token.rstrip("=")
+        if not (re.search("[A-Z]", body) and re.search("[a-z]", body)):
+            continue
+        words = sum(len(w) for w in _WORDLIKE.findall(body))
+        counts = collections.Counter(body)
+        entropy = -sum(n / len(body) * math.log2(n / len(body)) for n in counts.values())
+        if words / len(body) < MAX_WORDLIKE_SHARE and entropy >= MIN_TOKEN_ENTROPY:
+            found.append(token)
+    return found
+
+
+#: Characters of a string checked for an encoded secret, at most (longer strings: their head).
+_DECODE_CHARS = 4096
+_BASE64 = re.compile(r"[A-Za-z0-9+/_-]{24,}={0,2}")
+_HEX = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){16,}(?![0-9A-Fa-f])")
+
+
+def _decoded(text: str) -> Iterator[str]:
+    """The text that base64 or hex runs of ``text`` decode to, when it is printable (an encoded key)."""
+    head = text[:_DECODE_CHARS]
+    candidates: list[bytes] = []
+    for run in _BASE64.findall(head):
+        body = run.rstrip("=")
+        for alphabet in (base64.b64decode, base64.urlsafe_b64decode):
+            try:
+                candidates.append(alphabet(body + "=" * (-len(body) % 4)))
+            except (binascii.Error, ValueError):
+                continue
+    for run in _HEX.findall(head):
+        candidates.append(bytes.fromhex(run))
+    for raw in candidates:
+        try:
+            decoded = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if decoded.isprintable():
+            yield decoded
+
+
+def _hidden_format(text: str) -> str | None:
+    """The key format found in ``text`` once lines are joined (a key split by a newline) or runs
+    are decoded (base64, hex), in words; ``None`` when neither shows one."""
+    if "\n" in text or "\r" in text:
+        joined = re.sub(r"\\?[ \t]*\r?\n[ \t]*", "", text)
+        if kind := _format_of(joined):
+            return f"{kind} split across lines"
+    for decoded in _decoded(text):
+        if kind := _format_of(decoded):
+            return f"{kind}, encoded"
+    return None
+
+
 @dataclass(frozen=True)
 class SecretHit:
     """One secret-looking value: where it is (``location``, dotted) and why it was flagged
@@ -408,6 +574,10 @@ def _scan(obj: Any, root: str, known_values: Iterable[str], check_key_names: boo
         kind = _format_of(text)
         if kind is None and any(v in text for v in known):
             kind = "a known secret value"
+        if kind is None and assigned_secrets(text):
+            kind = "a value assigned to a secret-named variable"
+        if kind is None and len(text) >= 24:
+            kind = _hidden_format(text)
         if kind is None and _WANDB_KEY.search(text) and _WANDB_FIELD.search(path):
             kind = "Weights & Biases API key"
         if (

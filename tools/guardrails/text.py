@@ -1,7 +1,7 @@
 """Text a person reads to decide: nothing in it may move the cursor, recolour or rewrite a line.
 
 A plan summary and the approval screen show text that came from an agent (``--name``), a file
-(the TOML's ``name``, the config path, the ledger) or the platform (a run's name or status). A
+(the TOML's ``name``, the config path, the state store) or the platform (a run's name or status). A
 terminal obeys the control characters in such text: ESC starts a sequence that moves the
 cursor, clears the screen or hides what follows; CR returns to the line start and LF starts a
 new line, so the text after it reads as a line of the summary; Unicode bidi overrides (U+202E)

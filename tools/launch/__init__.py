@@ -1,18 +1,18 @@
 """Launch tools: plan a run, dispatch it exactly once with a human's confirmation, control a
-run (stop, pause, restart, resume), list what the local ledger knows.
+run (stop, pause, restart, resume), list what the state store knows.
 
 * ``mf_plan_run`` (:func:`plan_run`) - costs nothing: the summary, cost estimate and
   ``plan_id`` / ``plan_hash`` (planning in ``_plan``, the estimate in ``_cost``).
 * ``mf_dispatch_run`` (:func:`dispatch_run`) - re-checks the plan against the current config,
   env files, owner and prices (``plan_changed`` names each fact that moved), gets a confirmation
   (given, budget policy, host approver; channels in ``_approval``), claims the
-  launch in the ledger and sends POST ``/training/runs`` once (``_dispatch``). A create whose
+  launch in the state store and sends POST ``/training/runs`` once (``_dispatch``). A create whose
   answer was lost is reconciled by listing the owner's runs (GET ``/rft/runs``) for the run
   name's plan fingerprint, never re-sent. It carries out resume plans too (``_resume``).
 * ``mf_stop_run``, ``mf_pause_run``, ``mf_restart_run``, ``mf_resume_run`` - run control
   (:mod:`tools.launch.control`).
-* ``mf_list_launches`` (:func:`list_launches`) - the ledger (``<state>/launches.jsonl``): every
-  launch and control action.
+* ``mf_list_launches`` (:func:`list_launches`) - the state store's plans of this platform
+  (:mod:`tools.guardrails.store`): every launch and control action.
 
 The tools and their models are here and in ``control``; the work is in private modules:
 ``_plan`` (the facts a plan shows and dispatch re-checks), ``_cost`` (the low/expected/high
@@ -20,7 +20,8 @@ estimate), ``_approval`` (the approval channels and the checks before minting; `
 approve`` uses :func:`plan_request` and :func:`approve_plan`), ``_dispatch`` (one create, once),
 ``_reconcile`` (lost answers), ``_resume`` (the resume plan).
 
-Errors returned (codes): see each tool. Ledger events: :mod:`tools.guardrails.confirmation`.
+Errors returned (codes): see each tool. Records: :mod:`tools.guardrails.records`; the gate:
+:mod:`tools.guardrails.confirmation`.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from tools.core import Context, Owner, fit_largest, tool
 from tools.errors import Call, call, fail
 from tools.guardrails import confirmation as gate
-from tools.guardrails.ledger import Ledger
 from tools.guardrails.policy import PlanFacts
+from tools.guardrails.records import PlanRecord
 from tools.guardrails.secret_detection import resolve_forwarded
 from tools.launch._approval import (
     PLAN_MAX_AGE_SECONDS,
@@ -161,12 +162,14 @@ class RunPlan(BaseModel):
 
 @tool
 def plan_run(inp: PlanRunInput, ctx: Context) -> RunPlan:
-    """Plan a run: costs nothing, launches nothing; records the plan in the ledger.
+    """Plan a run: costs nothing, launches nothing; records the plan in the state store.
 
     Errors: ``secret_in_input``, ``config_not_found``, ``invalid_toml``, ``invalid_config``,
     ``bad_arguments``, ``env_file_invalid``, ``unsupported_secret``, ``secret_not_set``,
-    ``invalid_context``, ``invalid_team``, ``owner_ambiguous``, ``volume_not_found``, platform errors.
+    ``invalid_context``, ``invalid_team``, ``owner_ambiguous``, ``volume_not_found``, ``state_read_only`` /
+    ``state_unusable`` (nothing sent), platform errors.
     """
+    ctx.store().require_writable()
     plan_id = new_plan_id()
     draft = build_plan(inp, ctx, plan_id, prepare=True)
     approve, dispatch = approve_command(plan_id, ctx), call("mf_dispatch_run", plan_id=plan_id)
@@ -176,12 +179,10 @@ def plan_run(inp: PlanRunInput, ctx: Context) -> RunPlan:
     args = inp.model_dump()
     args["config_path"] = str(draft.config_path)
     args["env_files"] = [str(ctx.resolve_path(p)) for p in inp.env_files]
-    gate.record_plan(
-        Ledger.for_context(ctx), plan_id, draft.plan_hash, **draft.material, arguments=args,
-        config_path=str(draft.config_path), env_files=[str(p) for p in draft.env_files],
-        fingerprint=draft.fingerprint, owner_label=draft.owner.label,
-        model=draft.model, usd_per_gpu_hour=draft.cost.usd_per_gpu_hour, summary=summary,
-        runtime=draft.runtime.model_dump() if draft.runtime else None, validation=draft.validation.model_dump())
+    gate.record_plan(ctx.store(), PlanRecord.of(
+        plan_id, draft.plan_hash, draft.material, arguments=args, config_path=str(draft.config_path),
+        env_files=[str(p) for p in draft.env_files], fingerprint=draft.fingerprint, owner_label=draft.owner.label,
+        model=draft.model, summary=summary))
     return RunPlan(
         plan_id=plan_id, plan_hash=draft.plan_hash, summary=summary, config_path=str(draft.config_path),
         config_sha256=draft.config_sha256, file_sha256=draft.file_sha256, mode=draft.mode, model=draft.model,
@@ -244,26 +245,29 @@ def dispatch_run(inp: DispatchRunInput, ctx: Context) -> DispatchResult:
     confirmation), platform 4xx (refused; plan again), and the planning errors of mf_plan_run.
     A plan launched before returns status ``already_dispatched`` with its run id.
     """
-    ledger = Ledger.for_context(ctx)
-    state = gate.launch_state(ledger, inp.plan_id)
-    action = state.plan.get("action", "launch")
+    store = ctx.store()
+    store.require_writable()
+    state = gate.launch_state(store, inp.plan_id)
+    action = state.plan.action
     if action not in ("launch", "resume"):
-        tool_call = call(f"mf_{action}_run", run_id=state.plan.get("run_id"), confirmation=inp.confirmation)
+        tool_call = call(f"mf_{action}_run", run_id=state.plan.run_id, confirmation=inp.confirmation)
         raise fail("bad_arguments", f"{inp.plan_id} is a {action} plan, not a launch.",
                    f"Carry it out with its own tool: {tool_call}.", next_calls=[tool_call])
     if action == "resume":
-        return carry_out(ctx, ledger, state, inp.confirmation)
+        return carry_out(ctx, store, state, inp.confirmation)
     if state.status == "dispatched":
         return already(ctx, state)
     if state.status in gate.UNRESOLVED_STATUSES:
-        return reconcile(ctx, ledger, state)
+        return reconcile(ctx, store, state)
+    if state.plan.imported_from is not None:
+        raise gate.imported_failure(state.plan)
     draft = rebuild(ctx, state)
     check_unchanged(state, draft.plan_hash, draft.material)
-    token = obtain_confirmation(ctx, ledger, request_from_state(state, ctx), inp.confirmation, _policy_facts(draft),
+    token = obtain_confirmation(ctx, store, request_from_state(state, ctx), inp.confirmation, _policy_facts(draft),
                                 lambda: count_active(ctx, draft.owner.team_id))
     body = _create_body(ctx, draft)
     return send_create(
-        ctx, ledger, inp.plan_id, draft.plan_hash, token,
+        ctx, store, inp.plan_id, draft.plan_hash, token,
         again=call("mf_dispatch_run", plan_id=inp.plan_id, confirmation=inp.confirmation),
         send=lambda: ctx.platform().create_run(body), planned_gpu=draft.gpu_type,
         planned_price=draft.cost.usd_per_gpu_hour,
@@ -282,7 +286,7 @@ class ListLaunchesInput(BaseModel):
 
 
 class LaunchEntry(BaseModel):
-    """One plan in the ledger (scrubbed)."""
+    """One plan in the state store (scrubbed)."""
 
     plan_id: str = Field(description="Plan id.")
     action: Literal["launch", "resume", "stop", "pause", "restart"] = Field(description=(
@@ -312,13 +316,12 @@ class LaunchEntry(BaseModel):
 
 
 class LaunchList(BaseModel):
-    """The ledger's plans, most recently active first. Source: <state>/launches.jsonl."""
+    """The state store's plans of this platform, most recently active first. Source: <state>/state.db."""
 
-    ledger_path: str = Field(description="The ledger file.")
-    unreadable_lines: list[int] = Field(default_factory=list, description=(
-        "1-based numbers of ledger lines that are not readable records (a torn write, garbage, an edit): the plans "
-        "listed may be missing records. Empty: every line was read."))
-    ledger_warning: str | None = Field(default=None, description="The unreadable lines in words (null: none).")
+    store_path: str = Field(description="The state database (per user, outside the working folder).")
+    store_warning: str | None = Field(default=None, description=(
+        "Why the store cannot be written or read here, or what was imported into it from an old ledger (null: "
+        "nothing to say)."))
     launches: list[LaunchEntry] = Field(description="Plans, newest activity first.")
     truncated: bool = Field(description="True when entries were left out to fit the output budget.")
     omitted: int = Field(description="Entries left out.")
@@ -327,32 +330,33 @@ class LaunchList(BaseModel):
 
 def _entry(s: gate.LaunchState) -> LaunchEntry:
     plan = s.plan
-    cost = plan.get("cost") if isinstance(plan.get("cost"), dict) else {}
+    cost = plan.cost
     return LaunchEntry(
-        plan_id=s.plan_id, action=plan.get("action", "launch"), status=s.status, planned_at=s.planned_at,
-        last_activity=s.last_activity, owner=plan.get("team_id") or "personal", config_path=plan.get("config_path"),
-        config_sha256=plan.get("config_sha256"), run_name=plan.get("name"), gpu_type=plan.get("gpu_type"),
-        gpu_count=plan.get("gpu_count"), usd_per_gpu_hour=cost.get("usd_per_gpu_hour"), usd_high=cost.get("usd_high"),
-        secret_names=list(plan.get("secret_names") or []),
+        plan_id=s.plan_id, action=plan.action, status=s.status, planned_at=s.planned_at,
+        last_activity=s.last_activity, owner=plan.team_id or "personal", config_path=plan.config_path,
+        config_sha256=plan.config_sha256, run_name=plan.name, gpu_type=plan.gpu_type,
+        gpu_count=plan.gpu_count, usd_per_gpu_hour=cost.usd_per_gpu_hour if cost else None,
+        usd_high=cost.usd_high if cost else None, secret_names=list(plan.secret_names),
         approval_channel=s.approvals[-1].channel if s.approvals else None, approvals=len(s.approvals),
         attempts=len(s.attempts), outcome=s.last_outcome,
-        run_id=s.run_id or (plan.get("run_id") if plan.get("action") != "resume" else None),
-        acted_on=plan.get("run_id"))
+        run_id=s.run_id or (plan.run_id if plan.action != "resume" else None),
+        acted_on=plan.run_id)
 
 
 @tool
 def list_launches(inp: ListLaunchesInput, ctx: Context) -> LaunchList:
-    """The local launch ledger: each plan (launches, resumes, stops, pauses, restarts) with its approvals,
-    attempts, outcome and run id, and the ledger's unreadable lines (numbers, in words). Local only."""
-    ledger = Ledger.for_context(ctx)
-    entries = [_entry(s) for s in gate.list_launches(ledger, inp.limit)]
-    damage = ledger.damage()
+    """The state store's plans of this platform (launches, resumes, stops, pauses, restarts) with their
+    approvals, attempts, outcome and run id, and why the store cannot be written here, if so. Local only
+    (the platform URL from the settings; no request)."""
+    store = ctx.store()
+    entries = [_entry(s) for s in gate.list_launches(store, inp.limit, platform_url=ctx.settings.base_url)]
+    notes = [note] if (note := store.note()) else []
+    notes += [imported.words() for imported in store.imported]
 
     def build(k: int) -> LaunchList:
         omitted = len(entries) - k
-        return LaunchList(ledger_path=str(ledger.path), unreadable_lines=damage.lines,
-                          ledger_warning=damage.words(ledger.path), launches=entries[:k], truncated=omitted > 0,
-                          omitted=omitted,
+        return LaunchList(store_path=str(store.path), store_warning=" ".join(notes) or None, launches=entries[:k],
+                          truncated=omitted > 0, omitted=omitted,
                           narrow_hint=f"Pass a smaller limit (e.g. {max(1, k)})." if omitted else None)
 
     return fit_largest(build, len(entries))

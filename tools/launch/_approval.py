@@ -11,7 +11,7 @@ dispatch that already re-checked the plan, :func:`tools.guardrails.confirmation.
   ``request.summary`` to the person (a dialog, a chat button). ``mf_dispatch_run`` /
   ``mf_stop_run`` call it when no confirmation was passed.
 * **mcp_elicitation** - the MCP server's ``ctx.approver`` asks the user with an elicitation
-  form; it carries ``channel = "mcp_elicitation"``, which the ledger records.
+  form; it carries ``channel = "mcp_elicitation"``, which the store records.
 * **policy** - a budget policy written by the person (:mod:`tools.guardrails.policy`),
   outside any folder the agent writes, pre-authorizes launches within its limits.
 
@@ -21,7 +21,7 @@ credentials and secrets): :func:`rebuild` recomputes the plan over the *current*
 env files, owner, prices and secret names, and :func:`check_unchanged` refuses ``plan_changed``,
 naming each fact that differs from the record, unless the hash is the same; then
 :func:`tools.guardrails.confirmation.claim_dispatch` accepts only an approval of that hash.
-:func:`plan_request` (the terminal) checks what a person's shell can: the plan is in the ledger,
+:func:`plan_request` (the terminal) checks what a person's shell can: the plan is in the store,
 not already sent, not older than :data:`PLAN_MAX_AGE_SECONDS`, and the config file's bytes
 still hash to the planned ``file_sha256``.
 """
@@ -37,11 +37,19 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from tools.configs import read_bounded
-from tools.core import STATE_DIR_ENV, Context, shell_command
+from tools.core import Context, shell_command
 from tools.errors import Call, FieldProblem, ToolFailure, call, fail
-from tools.guardrails.confirmation import LaunchState, launch_state, material_changes, mint, unresolved_launches
-from tools.guardrails.ledger import Ledger, utc_now
+from tools.guardrails.confirmation import (
+    LaunchState,
+    imported_failure,
+    launch_state,
+    material_changes,
+    mint,
+    unresolved_launches,
+)
 from tools.guardrails.policy import PlanFacts, Policy, PolicyDecision, evaluate, load_for_context
+from tools.guardrails.records import utc_now
+from tools.guardrails.store import Store
 from tools.guardrails.text import shown
 from tools.launch._plan import APPROVAL_TTL_SECONDS, Draft, PlanRunInput, build_plan
 from tools.launch._reconcile import Lookup, unresolved_failure
@@ -72,13 +80,13 @@ class ApprovalRequest(BaseModel):
 
 
 def approve_command(plan_id: str, ctx: Context | None = None) -> str:
-    """The command a person pastes to approve: ``MODEL_FACTORY_STATE_DIR=<state folder> <program>
-    approve <plan_id>``. The state folder is always named (absolute): the person's terminal is
-    seldom in the agent's working folder, and the plan lives in the agent's state folder. The
-    program is named so the person's shell finds it (:func:`tools.core.program`)."""
+    """The command a person pastes to approve: ``<program> approve <plan_id>``, with
+    ``MODEL_FACTORY_STATE_DIR=<state folder>`` in front when the agent's state folder is not the
+    per-user one a person's shell finds by itself (:meth:`Context.state_assignments`). The program
+    is named so the person's shell finds it (:func:`tools.core.program`)."""
     if ctx is None:
         return shell_command(["approve", plan_id])
-    return shell_command(["approve", plan_id], ctx.env, {STATE_DIR_ENV: str(ctx.state_path().resolve())})
+    return shell_command(["approve", plan_id], ctx.env, ctx.state_assignments())
 
 
 def _owner(team_id: str | None) -> str:
@@ -88,17 +96,16 @@ def _owner(team_id: str | None) -> str:
 def request_from_state(state: LaunchState, ctx: Context | None = None) -> ApprovalRequest:
     """The approval request of a plan as recorded (no re-check; see :func:`plan_request`)."""
     plan = state.plan
-    cost = plan.get("cost") if isinstance(plan.get("cost"), dict) else {}
     return ApprovalRequest(
-        plan_id=state.plan_id, plan_hash=str(state.plan_hash), action=plan.get("action", "launch"),
-        summary=screen_text(plan.get("summary", "")), owner=_owner(plan.get("team_id")), usd_high=cost.get("usd_high"),
-        approve_command=approve_command(state.plan_id, ctx), run_id=plan.get("run_id"), planned_at=state.planned_at)
+        plan_id=state.plan_id, plan_hash=state.plan_hash, action=plan.action, summary=screen_text(plan.summary),
+        owner=_owner(plan.team_id), usd_high=plan.usd_high, approve_command=approve_command(state.plan_id, ctx),
+        run_id=plan.run_id, planned_at=state.planned_at)
 
 
 def screen_text(text: object) -> str:
-    """Text from the ledger (a file the agent can write) as a person's screen shows it: each line
-    escaped (:func:`tools.guardrails.text.shown`), so no character in it moves the cursor, recolours
-    or rewrites another line."""
+    """Text from the store (put there from an agent's arguments or the platform's answers) as a
+    person's screen shows it: each line escaped (:func:`tools.guardrails.text.shown`), so no
+    character in it moves the cursor, recolours or rewrites another line."""
     return "\n".join(shown(line) for line in str(text or "").split("\n"))
 
 
@@ -125,9 +132,9 @@ def rebuild(ctx: Context, state: LaunchState) -> Draft:
     """A launch plan recomputed from its recorded arguments over the current config file, env
     files, owner and prices (the dispatch-time binding check; needs the agent's credentials)."""
     try:
-        args = PlanRunInput.model_validate(state.plan.get("arguments") or {})
+        args = PlanRunInput.model_validate(state.plan.arguments)
     except ValueError:
-        raise fail("unknown_plan", f"The ledger record of plan {state.plan_id} is not a launch plan this version "
+        raise fail("unknown_plan", f"The record of plan {state.plan_id} is not a launch plan this version "
                    "understands.", "Call mf_plan_run to make a new plan.") from None
     return build_plan(args, ctx, state.plan_id, prepare=False)
 
@@ -158,11 +165,11 @@ def _plan_changed(plan_id: str, changes: list[tuple[str, Any, Any]], why: str = 
 
 def check_unchanged(state: LaunchState, plan_hash: str, material: dict[str, Any]) -> None:
     """``plan_changed`` unless the plan rebuilt now (its ``plan_hash`` and ``material``) has the
-    recorded plan hash; the error names the facts that differ from the ledger record (e.g.
+    recorded plan hash; the error names the facts that differ from the recorded plan (e.g.
     ``usd_per_gpu_hour 1.8 -> 2.1``, ``team_id``, ``config_sha256``, ``already_resumed_as``) in
     its message and ``fields``."""
     if plan_hash != state.plan_hash:
-        raise _plan_changed(state.plan_id, material_changes(state.plan, material))
+        raise _plan_changed(state.plan_id, material_changes(state.plan.material, material))
 
 
 def check_locally(state: LaunchState, now: datetime | None = None) -> None:
@@ -175,9 +182,9 @@ def check_locally(state: LaunchState, now: datetime | None = None) -> None:
         raise fail("plan_expired", f"Plan {state.plan_id} was made at {state.planned_at or 'an unknown time'}, more "
                    f"than {PLAN_MAX_AGE_SECONDS // 3600} hours ago; its prices and summary may be out of date.",
                    "Ask the agent to plan again (mf_plan_run) and approve the new plan.")
-    if state.plan.get("action", "launch") != "launch":
+    if state.plan.action != "launch":
         return
-    path, planned_sha = state.plan.get("config_path"), state.plan.get("file_sha256")
+    path, planned_sha = state.plan.config_path, state.plan.file_sha256
     try:
         current = hashlib.sha256(read_bounded(Path(str(path)))).hexdigest()
     except ToolFailure as failure:
@@ -190,26 +197,26 @@ def check_locally(state: LaunchState, now: datetime | None = None) -> None:
 
 def plan_request(plan_id: str, ctx: Context, *, now: datetime | None = None) -> ApprovalRequest:
     """The request a person approves for ``plan_id``: the summary recorded at planning, after
-    the local checks of :func:`check_locally`. Reads only the ledger and the config file (no
+    the local checks of :func:`check_locally`. Reads only the store and the config file (no
     platform call, no credentials, no secrets); dispatch re-checks everything else.
 
-    The summary ends with the ledger's unreadable lines, when it has any, and for a stop, pause or
-    restart with the run's status read now.
+    For a stop, pause or restart the summary ends with the run's status read now.
 
     Raises ToolFailure: ``unknown_plan``, ``already_dispatched`` / ``ambiguous_launch`` (already
     sent), ``conflict`` (a stop, pause or restart that no longer applies), ``plan_expired``,
-    ``config_not_found``, ``plan_changed`` (the config file was edited),
+    ``config_not_found``, ``plan_changed`` (the config file was edited), ``unknown_plan`` (also for a
+    plan imported from an old ledger: never approved),
     ``unresolved_launch`` (an earlier launch of the same config is unresolved and this plan does
     not acknowledge it).
     """
-    ledger = Ledger.for_context(ctx)
-    state = launch_state(ledger, plan_id)
+    store = ctx.store()
+    state = launch_state(store, plan_id)
     refuse_spent(state)
+    if state.plan.imported_from is not None:
+        raise imported_failure(state.plan)
     check_locally(state, now)
-    refuse_unacknowledged(ledger, state)
+    refuse_unacknowledged(store, state)
     request = request_from_state(state, ctx)
-    if note := ledger.damage().words(ledger.path):  # the checks above read it: say what they could not
-        request.summary += "\n" + shown(f"  Ledger:        {note}")
     if request.action in _CONTROL:
         request.summary += "\n" + shown(f"  Status now:    {_status_now(ctx, state)}")
     return request
@@ -234,8 +241,8 @@ def _status_now(ctx: Context, state: LaunchState) -> str:
     ``conflict`` when the action no longer applies (the run ended, paused, or for a restart is not
     RUNNING). When the platform cannot be read here (no API key in the person's shell), says so:
     the action's own tool checks the status again before sending."""
-    run_id = str(state.plan.get("run_id"))
-    action = str(state.plan.get("action"))
+    run_id = str(state.plan.run_id)
+    action = state.plan.action
     try:  # bounded: a person is waiting at the screen
         with ctx.platform_client(ctx.http_timeouts().capped(10.0), attempts=1) as client:
             status = client.get_run(run_id).status
@@ -249,25 +256,26 @@ def _status_now(ctx: Context, state: LaunchState) -> str:
     return f"{status} (read from the platform just now)"
 
 
-def refuse_unacknowledged(ledger: Ledger, state: LaunchState) -> None:
-    """``unresolved_launch`` when the ledger holds an unresolved launch of the same owner and config
+def refuse_unacknowledged(store: Store, state: LaunchState) -> None:
+    """``unresolved_launch`` when the store holds an unresolved launch of the same owner and config
     file that this launch plan does not acknowledge (its summary does not show it, so a person would
-    approve a second run unknowingly; dispatch would refuse it too). Ledger only, no platform call."""
+    approve a second run unknowingly; dispatch would refuse it too). Store only, no platform call."""
     plan = state.plan
-    if plan.get("action", "launch") != "launch" or not plan.get("file_sha256"):
+    if plan.action != "launch" or not plan.file_sha256:
         return
-    acknowledged = set(plan.get("acknowledged_unresolved") or [])
-    missing = [s for s in unresolved_launches(ledger, team_id=plan.get("team_id"),
-                                              file_sha256=str(plan["file_sha256"]), exclude=state.plan_id)
+    acknowledged = set(plan.acknowledged_unresolved)
+    missing = [s for s in unresolved_launches(store, platform_url=plan.platform_url, team_id=plan.team_id,
+                                              account_id=plan.account_id, file_sha256=plan.file_sha256,
+                                              exclude=state.plan_id)
                if s.plan_id not in acknowledged]
     if missing:
         raise unresolved_failure([Lookup(state=s, problem="not from this terminal: approving makes no platform "
                                          "call") for s in missing], planning=False,
-                                 config_path=plan.get("config_path"))
+                                 config_path=plan.config_path)
 
 
 def approve_plan(plan_id: str, channel: str, ctx: Context, *, plan_hash: str | None = None,
-                 now: datetime | None = None) -> str:
+                 now: datetime | None = None, checked: str | None = None) -> str:
     """Record a human's approval of ``plan_id`` on ``channel`` and return the token (``mfc_...``),
     bound to the plan hash recorded at planning.
 
@@ -275,14 +283,16 @@ def approve_plan(plan_id: str, channel: str, ctx: Context, *, plan_hash: str | N
     only after a person said yes to the summary of :func:`plan_request`; pass that request's
     ``plan_hash`` so a different plan record cannot be approved in its place. Valid
     :data:`~tools.launch._plan.APPROVAL_TTL_SECONDS`, single use; ``mf_dispatch_run`` refuses it
-    (``plan_changed``) if the plan rebuilt then differs. Raises like :func:`plan_request`.
+    (``plan_changed``) if the plan rebuilt then differs. ``checked``: what the channel checked, as the
+    approval records it (default :data:`tools.guardrails.confirmation.CHECKED`). Raises like
+    :func:`plan_request`.
     """
     request = plan_request(plan_id, ctx, now=now)
     if plan_hash is not None and plan_hash != request.plan_hash:
         raise fail("plan_changed", f"Plan {plan_id} changed while it was being approved.",
                    "Show the new summary (call mf_plan_run again) and ask again.")
-    return mint(Ledger.for_context(ctx), plan_id, request.plan_hash, channel, APPROVAL_TTL_SECONDS,
-                owner=request.owner)
+    return mint(ctx.store(), plan_id, request.plan_hash, channel, APPROVAL_TTL_SECONDS, owner=request.owner,
+                checked=checked)
 
 
 def policy_decision(ctx: Context, facts: PlanFacts,
@@ -299,7 +309,7 @@ def policy_decision(ctx: Context, facts: PlanFacts,
 
 def obtain_confirmation(
     ctx: Context,
-    ledger: Ledger,
+    store: Store,
     request: ApprovalRequest,
     given: str | None,
     facts: PlanFacts | None,
@@ -318,9 +328,9 @@ def obtain_confirmation(
     if facts is not None:
         policy, decision = policy_decision(ctx, facts, count_active_runs)
         if decision.allowed:
-            token = mint(ledger, request.plan_id, request.plan_hash, "policy", APPROVAL_TTL_SECONDS,
-                         owner=request.owner, policy_path=decision.policy_path,
-                         policy_sha256=decision.policy_sha256, reasons=decision.reasons)
+            token = mint(store, request.plan_id, request.plan_hash, "policy", APPROVAL_TTL_SECONDS,
+                         owner=request.owner, checked=f"budget policy {decision.policy_path} (sha256 "
+                         f"{str(decision.policy_sha256)[:12]}): " + "; ".join(decision.reasons))
             return token
         if policy.limits is not None:
             notes = [f"The budget policy {policy.path} does not cover it: " + "; ".join(decision.reasons)]
@@ -339,7 +349,7 @@ def obtain_confirmation(
         channel = getattr(ctx.approver, "channel", "host_callback")  # the MCP server's says mcp_elicitation
         if channel not in ("host_callback", "mcp_elicitation"):  # a callback cannot claim terminal or policy
             channel = "host_callback"
-        return mint(ledger, request.plan_id, request.plan_hash, channel, APPROVAL_TTL_SECONDS,
+        return mint(store, request.plan_id, request.plan_hash, channel, APPROVAL_TTL_SECONDS,
                     owner=request.owner)
     # A launch plan's summary came with mf_plan_run; the others are made by their tool, so the summary travels now.
     shown = f"\n{request.summary}" if request.action != "launch" else ""

@@ -1,7 +1,7 @@
 """Sending one create exactly once: what ``mf_dispatch_run`` (a launch) and ``mf_resume_run`` (a
 resume, which also starts a new billed run) share.
 
-:func:`send_create` claims the plan in the ledger (:func:`tools.guardrails.confirmation.claim_dispatch`),
+:func:`send_create` claims the plan in the store (:func:`tools.guardrails.confirmation.claim_dispatch`),
 sends the one request (POST ``/training/runs`` or POST ``/training/runs/{id}/resume``, never
 retried) and records its outcome: ``created``; ``not_sent`` (nothing left the machine: the same
 approval works again); ``rejected`` (the platform answered 4xx: a new approval is needed);
@@ -10,15 +10,11 @@ approval works again); ``rejected`` (the platform answered 4xx: a new approval i
 for a plan carried out before.
 
 Before the create, after the claim, the platform is asked whether the plan's run exists already
-(:func:`tools.launch._reconcile.look_before_create`): the ledger cannot know when the state folder
-was copied and the copy dispatched too, or when lines of an earlier attempt are unreadable. Found:
-``reconciled``, nothing sent, answered as ``already_dispatched``. When the runs cannot be listed,
-the create is sent only if the ledger is intact (every line readable, or only a torn last line,
-which records nothing that happened) - this ledger then shows no sent attempt of the plan (the
-claim checked it), and refusing would make every launch depend on one more read; a copied state
-folder dispatched while the listing fails is the case left open. With other unreadable lines, it
-refuses: ``unresolved_launch`` (``not_sent`` recorded, so the same approval works once the
-platform answers).
+(:func:`tools.launch._reconcile.look_before_create`): the store cannot know when a copy of it was
+dispatched too. Found: ``reconciled``, nothing sent, answered as ``already_dispatched``. When the
+runs cannot be listed, the create is sent: the store (whose damage is never read silently: the
+claim would have failed) shows no sent attempt of the plan, and refusing would make every launch
+depend on one more read; a copied store dispatched while the listing fails is the case left open.
 
 Sources: reference/prime-api.md §2.1 rows 2, 3 (create, resume: same answer ``{runId, ...}``),
 row 8 (list runs, for the reconciliation), §3.3 (no idempotency key: a repeated create is a
@@ -37,8 +33,9 @@ from pydantic import BaseModel, Field
 from tools.core import NO_DASHBOARD, Context, dashboard_url
 from tools.errors import Call, ToolFailure, call, fail, from_platform
 from tools.guardrails import confirmation as gate
-from tools.guardrails.ledger import Ledger
-from tools.launch._reconcile import look_before_create, look_for_lost_run, unlisted_failure
+from tools.guardrails.records import OutcomeFacts
+from tools.guardrails.store import Store
+from tools.launch._reconcile import doubtful_failure, look_before_create, look_for_lost_run
 from tools.platform import errors as perr
 from tools.platform import wire
 
@@ -52,11 +49,11 @@ def new_plan_id(prefix: str = "plan") -> str:
     return f"{prefix}_{pysecrets.token_hex(6)}"
 
 
-def plan_of_token(ledger: Ledger, confirmation: str) -> gate.LaunchState | None:
+def plan_of_token(store: Store, confirmation: str) -> gate.LaunchState | None:
     """The plan a confirmation code names (its ``plan_id`` part), or None when it names none."""
     match = TOKEN.match(confirmation.strip())
     try:
-        return gate.launch_state(ledger, match.group(1)) if match else None
+        return gate.launch_state(store, match.group(1)) if match else None
     except ToolFailure:
         return None
 
@@ -83,40 +80,40 @@ class DispatchResult(BaseModel):
 
 
 def result(ctx: Context, state: gate.LaunchState, status: str, run_id: str, message: str,
-           facts: dict | None = None, ledger_note: str | None = None) -> DispatchResult:
-    """The answer for ``state``'s plan, carried out as ``run_id`` (``ledger_note``: the ledger's
-    unreadable lines, in words, appended to the message)."""
-    facts = facts or {}
+           facts: OutcomeFacts | None = None) -> DispatchResult:
+    """The answer for ``state``'s plan, carried out as ``run_id`` (``facts``: those recorded with its
+    outcome; the plan's own where they say nothing)."""
+    facts = facts or OutcomeFacts()
+    plan = state.plan
     check, wait = call("mf_check_progress", run_id=run_id), call("mf_wait_for_run", run_id=run_id)
     channel = next((a.channel for a in reversed(state.attempts) if a.channel), None)
-    resume = state.plan.get("action") == "resume"
+    price = plan.cost.usd_per_gpu_hour if plan.cost else None
     return DispatchResult(
-        plan_id=state.plan_id, status=status, run_id=run_id, run_name=state.plan.get("name"),
-        resumed_from=state.plan.get("run_id") if resume else None,
-        dashboard_url=dashboard_url(ctx, run_id), approval_channel=facts.get("channel", channel),
-        gpu_type=facts.get("gpu_type") or state.plan.get("gpu_type"),
-        usd_per_gpu_hour=facts.get("usd_per_gpu_hour", state.plan.get("usd_per_gpu_hour")),
-        estimated_usd_per_hour=facts.get("estimated_usd_per_hour"),
-        message=message + (f" {ledger_note}" if ledger_note else ""), next_calls=[check, wait],
+        plan_id=state.plan_id, status=status, run_id=run_id, run_name=plan.name,
+        resumed_from=plan.run_id if plan.action == "resume" else None,
+        dashboard_url=dashboard_url(ctx, run_id), approval_channel=facts.channel or channel,
+        gpu_type=facts.gpu_type or plan.gpu_type,
+        usd_per_gpu_hour=facts.usd_per_gpu_hour if facts.usd_per_gpu_hour is not None else price,
+        estimated_usd_per_hour=facts.estimated_usd_per_hour, message=message, next_calls=[check, wait],
         next_step=f"Watch it: {check} (is it progressing?) or {wait}.")
 
 
 def already(ctx: Context, state: gate.LaunchState) -> DispatchResult:
     """``already_dispatched``: the plan was carried out before; nothing is sent again."""
     attempt = next((a for a in reversed(state.attempts) if a.outcome in ("created", "reconciled")), None)
-    facts = dict(attempt.facts) if attempt else {}
-    verb = "resumed" if state.plan.get("action") == "resume" else "launched"
+    facts = attempt.facts if attempt else None
+    verb = "resumed" if state.plan.action == "resume" else "launched"
     return result(ctx, state, "already_dispatched", str(state.run_id),
                   f"Plan {state.plan_id} was already {verb} as run {state.run_id}; nothing was sent again.", facts)
 
 
-def reconcile(ctx: Context, ledger: Ledger, state: gate.LaunchState) -> DispatchResult:
+def reconcile(ctx: Context, store: Store, state: gate.LaunchState) -> DispatchResult:
     """Find the run of an attempt whose outcome is unknown (:mod:`tools.launch._reconcile`);
     never re-send. Raises ``ambiguous_launch`` (``ambiguous: true``) while it is not found."""
-    lookup = look_for_lost_run(ctx, ledger, state)
-    team_id = state.plan.get("team_id")
+    lookup = look_for_lost_run(ctx, store, state)
+    team_id = state.plan.team_id
     again, runs = call("mf_dispatch_run", plan_id=state.plan_id), call("mf_list_runs", team=team_id or "personal")
-    what = "resume" if state.plan.get("action") == "resume" else "launch"
+    what = "resume" if state.plan.action == "resume" else "launch"
     if lookup.problem:
         raise fail("ambiguous_launch", f"Plan {state.plan_id} may have been carried out (its {what}'s answer was "
                    f"lost), and the runs could not be listed to check: {lookup.problem}",
@@ -137,10 +134,13 @@ def reconcile(ctx: Context, ledger: Ledger, state: gate.LaunchState) -> Dispatch
 
 def count_active(ctx: Context, team_id: str | None) -> int | None:
     """Queued, pending, running or pausing runs of the owner (GET /rft/runs, page 1 of 100); None
-    when they cannot be listed (a policy limit on concurrent runs then fails closed)."""
+    when they cannot be listed, or a row of them cannot be read (a policy limit on concurrent runs then fails
+    closed)."""
     try:
         page = ctx.platform().list_runs(team_id=team_id, page=1, limit=100)
     except perr.PlatformError:
+        return None
+    if page.unreadable:
         return None
     return sum(1 for r in page.runs if (r.status or "").upper() in _ACTIVE)
 
@@ -156,54 +156,52 @@ def refused(exc: perr.PlatformError, plan_id: str, action: str) -> ToolFailure:
     return ToolFailure(error)
 
 
-def send_create(ctx: Context, ledger: Ledger, plan_id: str, plan_hash: str, token: str, *, again: Call,
+def send_create(ctx: Context, store: Store, plan_id: str, plan_hash: str, token: str, *, again: Call,
                 send: Callable[[], wire.HostedRunCreated], planned_gpu: str | None,
                 planned_price: float | None, message: Callable[[str], str]) -> DispatchResult:
     """Claim ``plan_id`` with ``token``, call ``send`` once and record the outcome (module
     docstring). ``again``: the call that repeats this one (named when nothing was sent);
     ``message(run_id)``: what happened, in words. Raises ToolFailure: the claim's codes,
     ``unavailable`` (nothing sent), ``ambiguous_launch``, the platform's refusal."""
-    damage = ledger.damage()  # before the claim's append closes a torn last line
     try:
-        claim = gate.claim_dispatch(ledger, plan_id, plan_hash, token)
+        claim = gate.claim_dispatch(store, plan_id, plan_hash, token)
     except ToolFailure as failure:
         if failure.error.code == "already_dispatched":  # another process finished first
-            return already(ctx, gate.launch_state(ledger, plan_id))
+            return already(ctx, gate.launch_state(store, plan_id))
         raise
-    state = gate.launch_state(ledger, plan_id)
-    lookup = look_before_create(ctx, ledger, state, claim.attempt_id)
-    if lookup.run is not None:  # a copy of this state folder, or unreadable ledger lines, sent it before
-        verb = "resumed" if state.plan.get("action") == "resume" else "launched"
+    state = gate.launch_state(store, plan_id)
+    lookup = look_before_create(ctx, store, state, claim.attempt_id)
+    if lookup.run is not None:  # a copy of this store, or an old ledger elsewhere, sent it before
+        verb = "resumed" if state.plan.action == "resume" else "launched"
         return result(ctx, lookup.state, "already_dispatched", lookup.run.id,
                       f"Plan {plan_id} was already {verb} as run {lookup.run.id}: it is on the platform (a "
-                      f"{lookup.looks_for}), although this ledger did not record it (a copy of the state folder, "
-                      "or unreadable ledger lines, sent it). Reconciled; nothing was sent again.",
-                      {"channel": claim.channel}, ledger_note=damage.words(ledger.path))
-    if lookup.problem and damage.may_hide_records:
-        gate.record_outcome(ledger, plan_id, claim.attempt_id, "not_sent", detail="runs could not be listed first")
-        raise unlisted_failure(state, lookup.problem, str(damage.words(ledger.path)))
+                      f"{lookup.looks_for}), although this store did not record it (a copy of the state folder "
+                      "sent it). Reconciled; nothing was sent again.", OutcomeFacts(channel=claim.channel))
+    if lookup.doubtful:
+        gate.record_outcome(store, plan_id, claim.attempt_id, "not_sent", detail="a run row could not be read")
+        raise doubtful_failure(state, str(lookup.problem))
     try:
         created = send()
     except perr.Ambiguous:
-        gate.record_outcome(ledger, plan_id, claim.attempt_id, "ambiguous")
-        return reconcile(ctx, ledger, gate.launch_state(ledger, plan_id))
+        gate.record_outcome(store, plan_id, claim.attempt_id, "ambiguous")
+        return reconcile(ctx, store, gate.launch_state(store, plan_id))
     except (perr.CredentialsMissing, perr.Unavailable) as exc:  # creates raise Unavailable only when not sent
-        gate.record_outcome(ledger, plan_id, claim.attempt_id, "not_sent", detail=exc.message)
+        gate.record_outcome(store, plan_id, claim.attempt_id, "not_sent", detail=exc.message)
         check = call("mf_preflight")
         raise fail("unavailable", f"Nothing was sent: {exc.message}",
                    f"The platform was not reached, so nothing was started and the approval is not used up. Check "
                    f"the network and PRIME_API_BASE_URL ({check}), then call {again} again (the same "
                    "confirmation works).", retryable=True, next_calls=[check, again]) from None
     except perr.PlatformError as exc:
-        gate.record_outcome(ledger, plan_id, claim.attempt_id, "rejected", status_code=exc.status,
+        gate.record_outcome(store, plan_id, claim.attempt_id, "rejected", status_code=exc.status,
                             detail=exc.message)
         raise refused(exc, plan_id, "started") from None
     if created.token_value is not None:
         ctx.scrubber.add("tokenValue", created.token_value.get_secret_value())
-    facts = {"channel": claim.channel, "gpu_type": created.gpu_type or planned_gpu,
-             "usd_per_gpu_hour": created.price_per_gpu_hour if created.on_demand else planned_price,
-             "estimated_usd_per_hour": created.estimated_cost_per_hour if created.on_demand else None,
-             "on_demand": created.on_demand}
-    gate.record_outcome(ledger, plan_id, claim.attempt_id, "created", run_id=created.run_id, **facts)
-    return result(ctx, gate.launch_state(ledger, plan_id), "created", created.run_id, message(created.run_id), facts,
-                  ledger_note=damage.words(ledger.path))
+    facts = OutcomeFacts(channel=claim.channel, gpu_type=created.gpu_type or planned_gpu,
+                         usd_per_gpu_hour=created.price_per_gpu_hour if created.on_demand else planned_price,
+                         estimated_usd_per_hour=created.estimated_cost_per_hour if created.on_demand else None,
+                         on_demand=created.on_demand)
+    gate.record_outcome(store, plan_id, claim.attempt_id, "created", run_id=created.run_id,
+                        **facts.model_dump(exclude_defaults=True))
+    return result(ctx, gate.launch_state(store, plan_id), "created", created.run_id, message(created.run_id), facts)

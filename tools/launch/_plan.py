@@ -20,6 +20,8 @@ the ``[deployment]`` fields (GPU count).
 from __future__ import annotations
 
 import hashlib
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -31,7 +33,6 @@ from tools.core import MAX_SECONDS_PER_STEP, MAX_STEPS, Context, Owner, resolve_
 from tools.errors import Call, FieldProblem, ToolFailure, call, fail
 from tools.guardrails import secret_detection
 from tools.guardrails.confirmation import config_sha256, plan_hash
-from tools.guardrails.ledger import Ledger
 from tools.guardrails.policy import load_for_context
 from tools.guardrails.text import display_problem, shown
 from tools.launch._cost import CostEstimate, estimate_cost, magnitude_warnings
@@ -184,6 +185,7 @@ class Draft:
     unresolved: list[Lookup] = field(default_factory=list)
     material: dict[str, Any] = field(default_factory=dict)
     plan_hash: str = ""
+    account_id: str | None = None
 
     @property
     def config_sha256(self) -> str:
@@ -192,6 +194,26 @@ class Draft:
 
 
 # -- pure helpers ---------------------------------------------------------------------------
+
+
+def file_run_name(path: Path) -> str:
+    """The run name a config file gives when neither the argument nor the TOML names the run: the
+    file's name without ``.toml``, every run of characters other than letters, digits, ``.``, ``_``
+    and ``-`` (spaces, control characters, escapes, invisible characters) made one ``-`` (``run``
+    when nothing is left). The platform and the dashboard show it; a person approves it."""
+    return re.sub(r"[^\w.-]+", "-", path.stem, flags=re.ASCII).strip("-.") or "run"
+
+
+def refuse_credential_name(name: str, what: str, field: str | None = None) -> None:
+    """Raise ``secret_in_input`` when the run name ``name`` (``what`` says where it came from) holds a
+    token shaped like a credential (:func:`tools.guardrails.secret_detection.credential_tokens`): the
+    name is sent to the platform, shown in the dashboard and recorded. The value is never shown."""
+    if secret_detection.credential_tokens(name):
+        raise fail("secret_in_input", f"{what} looks like a credential (a long random token; value not shown): a "
+                   "run name is sent to the platform, shown in the dashboard and recorded in the launch ledger.",
+                   "Name the run with words (the task, the model, a version); secrets travel by name only "
+                   "(WANDB_API_KEY / HF_TOKEN, exported or in an env file).",
+                   fields=[FieldProblem(path=field, problem="shaped like a credential")] if field else [])
 
 
 def fingerprint(plan_id: str) -> str:
@@ -212,20 +234,27 @@ def apply_step_cap(config: dict[str, Any], cap: int | None) -> None:
             sub["max_steps"] = cap
 
 
-def forwarded_names(asked: list[str], ctx: Context, files: list[Path], warnings: list[str], again: Call) -> list[str]:
+def forwarded_names(asked: list[str], ctx: Context, files: list[Path], warnings: list[str], again: Call,
+                    without: Callable[[Path], Call | None] = lambda path: None) -> list[str]:
     """Names to forward: the ``asked`` names (a ``secrets`` argument) plus the forwardable names the
     env files set (as ``prime train`` and ``prime train resume`` forward what their env files hold).
     Validated; values discarded. Lines the env-file parser skipped are added to ``warnings`` (and
     to a ``secret_not_set`` error, since a skipped ``export NAME=...`` line is the usual reason).
-    ``again``: the call to make after fixing an env file."""
+    ``again``: the call to make after fixing an env file; ``without(path)``: the call without an env
+    file the arguments named (None for one the config names), offered instead of repeating the call
+    that failed."""
     in_files: list[str] = []
     skipped: list[str] = []
     for path in files:
         try:
             parsed = secret_detection.parse_env_file(path, ctx.env)
         except secret_detection.EnvFileError as exc:
-            raise fail("env_file_invalid", str(exc), f"Fix or remove the env file, then plan again: {again}.",
-                       next_calls=[again]) from None
+            other = without(path)
+            if other is not None:
+                raise fail("env_file_invalid", str(exc), f"Pass the env file that holds the secrets, or plan without "
+                           f"this one: {other}.", next_calls=[other]) from None
+            raise fail("env_file_invalid", str(exc), f"Fix the env file the config names (env_file / env_files), "
+                       f"then plan again: {again}.", next_calls=[again]) from None
         others = sorted(n for n in parsed.values if n not in secret_detection.FORWARDABLE)
         if others:
             raise fail("unsupported_secret",
@@ -374,6 +403,8 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     """
     known = ctx.scrubber.known_values()
     secret_detection.refuse_secret_values(args.model_dump(exclude_none=True), root="arguments", known_values=known)
+    if args.name is not None:
+        refuse_credential_name(args.name, "The name argument", "name")
     path, _ = configs.resolve_config(args.config_path, ctx)  # a path, or a bundled example id
     data, raw = configs.read_config(path)
     if args.source_ref is not None and (problem := configs.source_ref_problem(args.source_ref)):
@@ -402,7 +433,14 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     warnings += [w for p in args.env_files if (w := secret_detection.env_file_git_warning(ctx.resolve_path(p)))]
     mode: Literal["rl", "sft"] = report.mode
     hosted, _ = configs.hosted_config(raw)  # deprecated keys translated as prime train does (warned above)
-    names = forwarded_names(args.secrets, ctx, files, warnings, plan_again(args))
+    given = {ctx.resolve_path(p): p for p in args.env_files}
+
+    def without(env_file: Path) -> Call | None:
+        if env_file not in given:
+            return None
+        return plan_again(args, env_files=[p for p in args.env_files if p != given[env_file]] or None)
+
+    names = forwarded_names(args.secrets, ctx, files, warnings, plan_again(args), without)
 
     from_config = report.max_steps
     if args.max_steps is not None:
@@ -428,7 +466,8 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
 
     file_sha256 = hashlib.sha256(data).hexdigest()
     acknowledged = parse_plan_ids(args.acknowledge_unresolved)
-    unresolved = check_unresolved(ctx, Ledger.for_context(ctx), plan_id=plan_id, team_id=owner.team_id,
+    account = ctx.account_id()
+    unresolved = check_unresolved(ctx, ctx.store(), plan_id=plan_id, team_id=owner.team_id, account_id=account,
                                   file_sha256=file_sha256, acknowledged=acknowledged, config_path=str(path),
                                   planning=prepare)
     model = report.model_name
@@ -451,14 +490,16 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
         warnings.append(mismatch)
     cost = estimate_cost(mode, count, price, cap, args.seconds_per_step, why)
     warnings += magnitude_warnings(cost)
-    ledger = Ledger.for_context(ctx)
-    if note := ledger.damage().words(ledger.path):
-        warnings.append(note)
+    for imported in ctx.store().imported:
+        warnings.append(imported.words())
     if problem := load_for_context(ctx).problem:
         warnings.append(f"The budget policy is not used: {problem} Launches need a person's approval until the "
                         "person fixes it.")
 
-    base = args.name or (raw["name"] if isinstance(raw.get("name"), str) and raw["name"] else path.stem)
+    base = args.name or (raw["name"] if isinstance(raw.get("name"), str) and raw["name"] else None)
+    if base is None:
+        base = file_run_name(path)
+        refuse_credential_name(base, "The config file's name, which gives the run name here,")
     fp = fingerprint(plan_id)
     run_name = f"{base}-{fp}"
     if report.wandb_project is not None and "WANDB_API_KEY" not in names:
@@ -470,12 +511,13 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
         mode=mode, model=model, owner=owner, gpu_type=gpu_type, gpu_type_source=gpu_how, gpu_count=count, cost=cost,
         config_max_steps=from_config, max_steps=cap, max_steps_reason=reason, secret_names=sorted(names),
         env_files=files, volume=volume, image_tag=image_tag, source_ref=source_ref, run_name=run_name,
-        fingerprint=fp, runtime=runtime, warnings=warnings, unresolved=unresolved,
+        fingerprint=fp, runtime=runtime, warnings=warnings, unresolved=unresolved, account_id=account,
         validation=Validation(schema_check=report.schema_check, schema_commit=report.schema_commit,
                               schema_source=report.schema_source, schema_interpreter=report.schema_interpreter,
                               fallback_from=report.fallback_from))
     draft.material = {
-        "action": "launch", "config_sha256": config_sha256(hosted), "file_sha256": draft.file_sha256,
+        "action": "launch", "platform_url": ctx.settings.base_url, "account_id": account,
+        "config_sha256": config_sha256(hosted), "file_sha256": draft.file_sha256,
         "team_id": owner.team_id, "gpu_type": gpu_type, "gpu_count": count, "volume": volume,
         "source_ref": source_ref, "image_tag": image_tag, "secret_names": draft.secret_names, "max_steps": cap,
         "mode": mode, "name": run_name,
@@ -499,7 +541,8 @@ def summary_text(d: Draft, *, policy: str | None = None, policy_reasons: list[st
     line is escaped (:func:`tools.guardrails.text.shown`): whatever a field holds (a config path
     with a newline, a platform's text), it stays on its own line and moves no cursor."""
     c = d.cost
-    owner = f"{d.owner.label} (from {d.owner.source})" + (f". Note: {d.owner.note}" if d.owner.note else "")
+    account = f" {d.account_id}" if d.owner.team_id is None and d.account_id else ""  # whose personal account
+    owner = f"{d.owner.label}{account} (from {d.owner.source})" + (f". Note: {d.owner.note}" if d.owner.note else "")
     gpu = f"{d.gpu_type or 'chosen by the platform'} x {d.gpu_count} ({d.gpu_type_source})"
     price = (f"{usd(c.usd_per_gpu_hour)} per GPU-hour -> {usd(c.usd_per_hour)}/hour"
              if c.usd_per_gpu_hour is not None else "unknown per GPU-hour")

@@ -5,13 +5,13 @@ A create (POST ``/training/runs``) that was sent but got no usable answer may ha
 run that bills now. It is never re-sent: :func:`look_for_lost_run` lists the owner's newest
 runs (GET ``/rft/runs``, :data:`RECONCILE_PAGES` pages of :data:`RECONCILE_PAGE_SIZE`) for
 the plan's fingerprint (the ``-mf<8 hex>`` suffix of the run name, ``_plan.fingerprint``) and
-records ``reconciled`` (found) or ``still_unknown`` (listed, not found) in the ledger. A resume
+records ``reconciled`` (found) or ``still_unknown`` (listed, not found) in the store. A resume
 (POST ``/training/runs/{id}/resume``) whose answer was lost is found the same way, by the paused
 run's name on a new run (:func:`matches_plan`).
 
 The same launch must not happen twice by another road either: re-planning the same config.
 :func:`check_unresolved` runs whenever a launch plan is computed (planning, dispatch's
-rebuild): while the ledger holds an unresolved launch (status ``ambiguous`` or ``in_flight``,
+rebuild): while the store holds an unresolved launch (status ``ambiguous`` or ``in_flight``,
 :func:`tools.guardrails.confirmation.unresolved_launches`) of the same owner and the same
 config file bytes, it first tries to reconcile it, and if it stays unresolved refuses with
 ``unresolved_launch`` naming the earlier plan and how to reconcile. Whatever the other plan
@@ -36,7 +36,8 @@ from datetime import datetime, timedelta
 from tools.core import Context, owner_label
 from tools.errors import ToolFailure, call, fail
 from tools.guardrails import confirmation as gate
-from tools.guardrails.ledger import Ledger
+from tools.guardrails.records import PlanRecord
+from tools.guardrails.store import Store
 from tools.platform import errors as perr
 from tools.platform import wire
 
@@ -52,47 +53,66 @@ class Lookup:
 
     ``run``: the earliest run carrying the plan's fingerprint (``None``: not found, or the runs
     could not be listed); ``matches``: every such run id; ``problem``: why the runs could not be
-    listed (then nothing was recorded); ``state``: the plan's state after the lookup."""
+    listed (then nothing was recorded); ``doubtful``: they were listed, but a row that cannot be read may
+    be the run (:class:`DoubtfulRows`); ``state``: the plan's state after the lookup."""
 
     state: gate.LaunchState
     run: wire.RLRun | None = None
     matches: list[str] = field(default_factory=list)
     problem: str | None = None
+    doubtful: bool = False
 
     @property
     def fingerprint(self) -> str:
         """The plan's run-name suffix (``mf`` + 8 hex); empty for a resume plan."""
-        return str(self.state.plan.get("fingerprint") or "")
+        return self.state.plan.fingerprint or ""
 
     @property
     def looks_for(self) -> str:
         """The run being looked for, in words (:func:`matches_plan`)."""
         plan = self.state.plan
-        if plan.get("action") == "resume":
-            name = f" named {plan['name']}" if plan.get("name") else f" of {plan.get('model') or 'the same model'}"
-            return f"new run{name} (other than {plan.get('run_id')}) created since the resume was sent"
+        if plan.action == "resume":
+            name = f" named {plan.name}" if plan.name else f" of {plan.model or 'the same model'}"
+            return f"new run{name} (other than {plan.run_id}) created since the resume was sent"
         return f"run whose name ends in -{self.fingerprint}"
 
 
-def matches_plan(plan: dict, run: wire.RLRun) -> bool:
+def matches_plan(plan: PlanRecord, run: wire.RLRun) -> bool:
     """Whether ``run`` may be the one a lost create of ``plan`` made: for a launch, its name carries
     the plan's fingerprint; for a resume (POST /training/runs/{id}/resume answers like a create with a
     NEW run, which keeps the paused run's name on the platform as far as is known), another run
     with the paused run's name (or, unnamed, the same base model)."""
-    if plan.get("action") == "resume":
-        if run.id == plan.get("run_id") or run.id in (plan.get("already_resumed_as") or []):
+    if plan.action == "resume":
+        if run.id == plan.run_id or run.id in plan.already_resumed_as:
             return False  # the paused run, or an earlier resume the person saw and approved this one over
-        return run.name == plan["name"] if plan.get("name") else run.base_model == plan.get("model")
-    fp = str(plan.get("fingerprint") or "")
+        return run.name == plan.name if plan.name else run.base_model == plan.model
+    fp = plan.fingerprint or ""
     return bool(fp) and fp in (run.name or "")
 
 
-def _matching_runs(ctx: Context, plan: dict, since: datetime) -> list[wire.RLRun]:
+class DoubtfulRows(perr.InvalidRequest):
+    """The runs were listed, but a row that cannot be read may be the run looked for."""
+
+
+def _may_match(plan: PlanRecord, name: str) -> bool:
+    """Whether a run named ``name`` may be the plan's (:func:`matches_plan` on the name alone)."""
+    if plan.action == "resume":
+        return not plan.name or name == plan.name
+    fp = plan.fingerprint or ""
+    return bool(fp) and fp in name
+
+
+def _matching_runs(ctx: Context, plan: PlanRecord, since: datetime) -> list[wire.RLRun]:
     """The owner's newest runs (GET /rft/runs, :data:`RECONCILE_PAGES` pages) that :func:`matches_plan`
-    and were created no earlier than ``since``, earliest first. Raises PlatformError."""
+    and were created no earlier than ``since``, earliest first. Raises PlatformError, also when a row that
+    cannot be read (:attr:`~tools.platform.wire.RLRunPage.unreadable`) may be the run looked for."""
     found: list[wire.RLRun] = []
     for page in range(1, RECONCILE_PAGES + 1):
-        listed = ctx.platform().list_runs(team_id=plan.get("team_id"), page=page, limit=RECONCILE_PAGE_SIZE)
+        listed = ctx.platform().list_runs(team_id=plan.team_id, page=page, limit=RECONCILE_PAGE_SIZE)
+        if doubtful := [u for u in listed.unreadable if u.name is None or _may_match(plan, u.name)]:
+            raise DoubtfulRows(  # the run looked for may be the row that cannot be read: never guess
+                f"GET /rft/runs answered {len(doubtful)} run row(s) that cannot be read and may be this plan's run "
+                f"({doubtful[0].words('row')})", endpoint="GET /rft/runs")
         found += [r for r in listed.runs if matches_plan(plan, r)
                   and (r.created_at is None or r.created_at.tzinfo is None or r.created_at >= since)]
         if len(listed.runs) < RECONCILE_PAGE_SIZE or listed.total is None:
@@ -101,43 +121,41 @@ def _matching_runs(ctx: Context, plan: dict, since: datetime) -> list[wire.RLRun
     return found
 
 
-def look_before_create(ctx: Context, ledger: Ledger, state: gate.LaunchState, attempt_id: str) -> Lookup:
+def look_before_create(ctx: Context, store: Store, state: gate.LaunchState, attempt_id: str) -> Lookup:
     """Before a create is sent (the plan just claimed as ``attempt_id``): is a run of this plan on the
-    platform already? The ledger may not know: the state folder was copied and the copy dispatched
-    too, or the lines of an earlier attempt are unreadable (:meth:`Ledger.damage`). Looks for a run
+    platform already? The store may not know: a copy of it was dispatched too, or an earlier version's
+    ledger in another folder sent it. Looks for a run
     :func:`matches_plan` created since the plan was recorded (minus :data:`CLOCK_SKEW`) among the
     owner's newest runs. Found: records ``reconciled`` on ``attempt_id`` (nothing is sent) and
     returns the run. Not found: records nothing (the caller sends). The runs cannot be listed:
-    ``problem`` says why, nothing recorded; the caller decides (:func:`unlisted_failure`)."""
+    ``problem`` says why, nothing recorded; the caller decides (a row that may be the run: :func:`doubtful_failure`)."""
     planned = datetime.fromisoformat(str(state.planned_at)) if state.planned_at else None
     since = (planned or datetime.fromisoformat(state.attempts[-1].started_at)) - CLOCK_SKEW
     try:
         found = _matching_runs(ctx, state.plan, since)
     except perr.PlatformError as exc:
-        return Lookup(state=state, problem=exc.message)
+        return Lookup(state=state, problem=exc.message, doubtful=isinstance(exc, DoubtfulRows))
     if not found:
         return Lookup(state=state)
-    gate.record_outcome(ledger, state.plan_id, attempt_id, "reconciled", run_id=found[0].id,
+    gate.record_outcome(store, state.plan_id, attempt_id, "reconciled", run_id=found[0].id,
                         matches=[r.id for r in found], found_before_sending=True)
-    return Lookup(state=gate.launch_state(ledger, state.plan_id), run=found[0], matches=[r.id for r in found])
+    return Lookup(state=gate.launch_state(store, state.plan_id), run=found[0], matches=[r.id for r in found])
 
 
-def unlisted_failure(state: gate.LaunchState, problem: str, damage: str) -> ToolFailure:
-    """``unresolved_launch`` (retryable) when the runs could not be listed before a create and the
-    ledger has unreadable lines (``damage``, in words) that may hold an earlier attempt of this plan:
-    nothing was sent, the approval is not used up."""
+def doubtful_failure(state: gate.LaunchState, problem: str) -> ToolFailure:
+    """``unresolved_launch`` (retryable) when the runs listed before a create hold a row that cannot be
+    read and may be this plan's run (a copy of the state folder may have launched it): nothing was sent,
+    the approval is not used up."""
     again = call("mf_dispatch_run", plan_id=state.plan_id)
-    runs = call("mf_list_runs", team=state.plan.get("team_id") or "personal")
+    runs = call("mf_list_runs", team=state.plan.team_id or "personal")
     what = f"a {Lookup(state=state).looks_for}"
-    return fail("unresolved_launch", f"Plan {state.plan_id} was not sent: {damage} Such a line may hold an "
-                f"earlier launch of this plan, and the platform could not be asked whether {what} exists "
-                f"({problem}).",
-                f"Call {again} again when the platform answers (the same confirmation works; it checks the runs "
-                f"first), or look for {what} with {runs} or in the dashboard.", retryable=True,
+    return fail("unresolved_launch", f"Plan {state.plan_id} was not sent: {problem}. Sending it could start a second "
+                "run.", f"Call {again} again once the platform lists its runs readably (the same confirmation works; "
+                f"it checks the runs first), or look for {what} with {runs} or in the dashboard.", retryable=True,
                 next_calls=[again, runs])
 
 
-def look_for_lost_run(ctx: Context, ledger: Ledger, state: gate.LaunchState) -> Lookup:
+def look_for_lost_run(ctx: Context, store: Store, state: gate.LaunchState) -> Lookup:
     """Look for the run of a plan whose attempt's outcome is unknown (ambiguous, still unknown or
     in flight); never re-send. Records ``reconciled`` (with ``run_id`` and ``matches``) or
     ``still_unknown`` on the plan's latest open attempt; records nothing when GET ``/rft/runs``
@@ -146,7 +164,7 @@ def look_for_lost_run(ctx: Context, ledger: Ledger, state: gate.LaunchState) -> 
     earlier than the first open attempt minus :data:`CLOCK_SKEW`."""
     open_attempts = [a for a in state.attempts if a.outcome in (None, "ambiguous", "still_unknown")]
     if not open_attempts:
-        return Lookup(state=state, problem="the ledger holds no open attempt for this plan")
+        return Lookup(state=state, problem="the store holds no open attempt for this plan")
     since = min(datetime.fromisoformat(a.started_at) for a in open_attempts) - CLOCK_SKEW
     try:
         found = _matching_runs(ctx, state.plan, since)
@@ -154,10 +172,49 @@ def look_for_lost_run(ctx: Context, ledger: Ledger, state: gate.LaunchState) -> 
         return Lookup(state=state, problem=exc.message)
     last = open_attempts[-1].attempt_id
     if not found:
-        gate.record_outcome(ledger, state.plan_id, last, "still_unknown")
-        return Lookup(state=gate.launch_state(ledger, state.plan_id))
-    gate.record_outcome(ledger, state.plan_id, last, "reconciled", run_id=found[0].id, matches=[r.id for r in found])
-    return Lookup(state=gate.launch_state(ledger, state.plan_id), run=found[0], matches=[r.id for r in found])
+        gate.record_outcome(store, state.plan_id, last, "still_unknown")
+        return Lookup(state=gate.launch_state(store, state.plan_id))
+    gate.record_outcome(store, state.plan_id, last, "reconciled", run_id=found[0].id, matches=[r.id for r in found])
+    return Lookup(state=gate.launch_state(store, state.plan_id), run=found[0], matches=[r.id for r in found])
+
+
+def look_for_lost_action(ctx: Context, store: Store, state: gate.LaunchState) -> Lookup:
+    """A stop, pause or restart whose answer was lost (or never recorded): what the run shows now
+    (GET ``/rft/runs/{id}``). A stop took effect when the run is terminal; a pause when it is
+    PAUSING, PAUSED or terminal. Nothing a run shows says a restart happened (a restarted run is
+    RUNNING, as it was), so a lost restart stays unresolved: the next restart plan of that run names
+    it and a person decides. Records ``reconciled`` (with the evidence) or ``still_unknown`` on the
+    latest open attempt; nothing when the run cannot be read (``problem``)."""
+    open_attempts = [a for a in state.attempts if a.outcome in (None, "ambiguous", "still_unknown")]
+    if not open_attempts:
+        return Lookup(state=state, problem="the store holds no open attempt for this plan")
+    try:
+        run = ctx.platform().get_run(str(state.plan.run_id))
+    except perr.PlatformError as exc:
+        return Lookup(state=state, problem=exc.message)
+    status, action = run.status.upper(), state.plan.action
+    took = wire.RunStatus.is_terminal(status) if action == "stop" else \
+        (status in ("PAUSING", "PAUSED") or wire.RunStatus.is_terminal(status)) if action == "pause" else False
+    last = open_attempts[-1].attempt_id
+    if not took:
+        gate.record_outcome(store, state.plan_id, last, "still_unknown")
+        return Lookup(state=gate.launch_state(store, state.plan_id))
+    gate.record_outcome(store, state.plan_id, last, "reconciled", run_id=run.id, evidence=f"the run is {run.status}")
+    return Lookup(state=gate.launch_state(store, state.plan_id), run=run, matches=[run.id])
+
+
+def unresolved_action_lines(lookups: list[Lookup]) -> list[str]:
+    """Summary lines for a stop, pause or restart plan of a run with earlier such requests whose answer
+    was lost (shown first): a person decides whether to send another."""
+    lines = []
+    for lookup in lookups:
+        plan, sent = lookup.state.plan, next((a.started_at for a in lookup.state.attempts), None)
+        why = f"the run could not be read to check ({lookup.problem})" if lookup.problem else \
+            "nothing the run shows says whether it took effect"
+        lines.append(f"  UNRESOLVED:    {plan.action} plan {plan.plan_id} was sent"
+                     f"{f' at {sent}' if sent else ''} and its answer was lost: it may have been carried out "
+                     f"({why}). Approving this sends ANOTHER {plan.action}.")
+    return lines
 
 
 def parse_plan_ids(text: str | None) -> list[str]:
@@ -170,9 +227,9 @@ def _describe(lookup: Lookup) -> str:
     sent = next((a.started_at for a in lookup.state.attempts), None)
     why = f"it could not be checked ({lookup.problem})" if lookup.problem else \
         "no run carrying its fingerprint is listed yet"
-    return (f"plan {lookup.state.plan_id} ({plan.get('config_path') or 'same config'}, "
-            f"{owner_label(plan.get('team_id'))}) was sent{f' at {sent}' if sent else ''} and its answer was "
-            f"lost; it may have created run {plan.get('name') or '*-' + lookup.fingerprint}: {why}")
+    return (f"plan {lookup.state.plan_id} ({plan.config_path or 'same config'}, "
+            f"{owner_label(plan.team_id)}) was sent{f' at {sent}' if sent else ''} and its answer was "
+            f"lost; it may have created run {plan.name or '*-' + lookup.fingerprint}: {why}")
 
 
 def unresolved_failure(lookups: list[Lookup], *, planning: bool, config_path: str | None = None) -> ToolFailure:
@@ -185,7 +242,7 @@ def unresolved_failure(lookups: list[Lookup], *, planning: bool, config_path: st
     message = (f"An earlier launch{config} for the same owner is unresolved, so {what}: "
                + "; ".join(_describe(lookup) for lookup in lookups)
                + ". Another launch could start a second billed run.")
-    owner = lookups[0].state.plan.get("team_id") or "personal"
+    owner = lookups[0].state.plan.team_id or "personal"
     ids = ",".join(lookup.state.plan_id for lookup in lookups)
     dispatch, runs = call("mf_dispatch_run", plan_id=first), call("mf_list_runs", team=owner)
     calls = [dispatch, runs]
@@ -203,17 +260,19 @@ def unresolved_failure(lookups: list[Lookup], *, planning: bool, config_path: st
     return fail("unresolved_launch", message, fix, retryable=True, next_calls=calls)
 
 
-def check_unresolved(ctx: Context, ledger: Ledger, *, plan_id: str, team_id: str | None, file_sha256: str,
-                     acknowledged: list[str], config_path: str, planning: bool) -> list[Lookup]:
+def check_unresolved(ctx: Context, store: Store, *, plan_id: str, team_id: str | None, account_id: str | None,
+                     file_sha256: str, acknowledged: list[str], config_path: str, planning: bool) -> list[Lookup]:
     """The unresolved launches a launch plan must acknowledge: every earlier plan of the same
-    owner and config file bytes still unresolved after one reconciliation attempt each
+    owner (the team ``team_id``, or the personal account of ``account_id``) on this platform and
+    the same config file bytes still unresolved after one reconciliation attempt each
     (:func:`look_for_lost_run`). Returns them when ``acknowledged`` names them all (the plan's
     summary must show them: :func:`unresolved_lines`).
 
     Raises ToolFailure ``unresolved_launch`` (:func:`unresolved_failure`) when one is not
     acknowledged; ``bad_arguments`` when ``planning`` and ``acknowledged`` names a plan that is
     not an unresolved launch of this config and owner."""
-    earlier = gate.unresolved_launches(ledger, team_id=team_id, file_sha256=file_sha256, exclude=plan_id)
+    earlier = gate.unresolved_launches(store, platform_url=ctx.settings.base_url, team_id=team_id,
+                                       account_id=account_id, file_sha256=file_sha256, exclude=plan_id)
     if planning:
         unknown = sorted(set(acknowledged) - {s.plan_id for s in earlier})
         if unknown:
@@ -221,7 +280,7 @@ def check_unresolved(ctx: Context, ledger: Ledger, *, plan_id: str, team_id: str
             raise fail("bad_arguments", f"acknowledge_unresolved names {', '.join(unknown)}, which is not an "
                        f"unresolved launch of this config file for the {owner_label(team_id)} (unresolved now: "
                        f"{listed}).", "Pass only plan ids the unresolved_launch error named, or nothing.")
-    still = [lookup for lookup in (look_for_lost_run(ctx, ledger, s) for s in earlier) if lookup.run is None]
+    still = [lookup for lookup in (look_for_lost_run(ctx, store, s) for s in earlier) if lookup.run is None]
     missing = [lookup for lookup in still if lookup.state.plan_id not in acknowledged]
     if missing:
         raise unresolved_failure(missing, planning=planning, config_path=config_path)

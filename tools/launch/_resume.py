@@ -7,7 +7,7 @@ the plan: the paused run (GET ``/rft/runs/{id}``: owner, model, GPUs, ``maxSteps
 paused at (GET ``/rft/runs/{id}/progress``), the price (GET ``/training/available-fft-models``,
 on-demand ``pricePerGpuHour`` of the GPU type), the cost estimate of the steps left
 (:mod:`tools.launch._cost`), the forwarded secret NAMES (values read only when sending), and the
-earlier resumes of the same pause in the ledger. :func:`carry_out` sends it once with
+earlier resumes of the same pause in the store. :func:`carry_out` sends it once with
 :func:`tools.launch._dispatch.send_create`, after rebuilding the plan over current facts (an
 approval covers exactly the plan hash it was given for).
 
@@ -28,11 +28,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.core import RUN_ID, Context, owner_label, require_run
-from tools.errors import call, fail
+from tools.errors import Call, call, fail
 from tools.guardrails import confirmation as gate
 from tools.guardrails import secret_detection
-from tools.guardrails.ledger import Ledger
 from tools.guardrails.policy import PlanFacts, load_for_context
+from tools.guardrails.records import PlanRecord
+from tools.guardrails.store import Store
 from tools.guardrails.text import shown
 from tools.launch._approval import check_unchanged, obtain_confirmation, request_from_state
 from tools.launch._cost import CostEstimate, estimate_cost, magnitude_warnings
@@ -108,19 +109,19 @@ def _check_resumable(run: wire.RLRun) -> None:
                next_calls=[pause])
 
 
-def _earlier(ctx: Context, ledger: Ledger, run_id: str, plan_id: str) -> list[tuple[str, str]]:
+def _earlier(ctx: Context, store: Store, run_id: str, plan_id: str) -> list[tuple[str, str]]:
     """(plan id, new run id, or "" when not found) of every earlier resume of ``run_id`` that was sent;
     a lost answer is looked for once first."""
     found = []
-    for state in gate.resumes_of(ledger, run_id, exclude=plan_id):
+    for state in gate.resumes_of(store, run_id, exclude=plan_id):
         if state.status != "dispatched":
-            lookup = look_for_lost_run(ctx, ledger, state)
+            lookup = look_for_lost_run(ctx, store, state)
             state = lookup.state
         found.append((state.plan_id, state.run_id or ""))
     return found
 
 
-def _gpu(ctx: Context, ledger: Ledger, args: ResumeRunInput, run: wire.RLRun,
+def _gpu(ctx: Context, store: Store, args: ResumeRunInput, run: wire.RLRun,
          warnings: list[str]) -> tuple[str | None, str, float | None, str | None]:
     """(GPU type, where it came from, USD per GPU-hour or None, why unknown)."""
     platform = ctx.platform()
@@ -133,12 +134,11 @@ def _gpu(ctx: Context, ledger: Ledger, args: ResumeRunInput, run: wire.RLRun,
                        f"Pick one of those, e.g. {again}.", next_calls=[again])
         gpu, how = args.gpu_type, "argument (sent)"
     else:
-        launched = gate.plan_of_run(ledger, run.id)
+        launched = gate.plan_of_run(store, run.id)
         attempt = next((a for a in reversed(launched.attempts) if a.run_id == run.id), None) if launched else None
-        gpu = (attempt.facts.get("gpu_type") if attempt else None) or (launched.plan.get("gpu_type") if launched
-                                                                       else None)
-        how = "as the paused run, from the launch ledger; none sent, the platform keeps it" if gpu else \
-            "as the paused run, unknown here (not launched from this ledger); none sent"
+        gpu = (attempt.facts.gpu_type if attempt else None) or (launched.plan.gpu_type if launched else None)
+        how = "as the paused run, from its launch plan; none sent, the platform keeps it" if gpu else \
+            "as the paused run, unknown here (not launched from this store); none sent"
     if gpu is None:
         warnings.append("The paused run's GPU type is not known here, so neither is the price; name a GPU type to "
                         "price the resume (a budget policy cannot approve an unknown cost).")
@@ -153,7 +153,7 @@ def build_resume(args: ResumeRunInput, ctx: Context, plan_id: str) -> ResumeDraf
     """The resume plan of ``args`` (module docstring). Raises ToolFailure: ``not_found`` (run),
     ``conflict`` (not PAUSED), ``bad_arguments`` (team or GPU type), ``env_file_invalid``,
     ``unsupported_secret``, ``secret_not_set``; PlatformError from the reads."""
-    ledger = Ledger.for_context(ctx)
+    store = ctx.store()
     files = [ctx.resolve_path(p) for p in args.env_files]
     for env_file in files:
         ctx.scrubber.add_env_file(env_file, ctx.env)
@@ -165,8 +165,15 @@ def build_resume(args: ResumeRunInput, ctx: Context, plan_id: str) -> ResumeDraf
                    "resumed run is billed to the paused run's owner.",
                    f"Resume it as its owner ({again}) or not at all.", next_calls=[again])
     warnings: list[str] = []
-    names = forwarded_names(args.secrets, ctx, files, warnings, call("mf_resume_run", run_id=run.id))
-    gpu, how, price, why = _gpu(ctx, ledger, args, run, warnings)
+    given = dict(zip(files, args.env_files, strict=True))
+    same = args.model_dump(exclude_defaults=True, exclude={"env_files"})
+
+    def without(env_file: Path) -> Call | None:
+        rest = [p for p in args.env_files if p != given.get(env_file)]
+        return call("mf_resume_run", **same, env_files=rest or None)
+
+    names = forwarded_names(args.secrets, ctx, files, warnings, call("mf_resume_run", run_id=run.id), without)
+    gpu, how, price, why = _gpu(ctx, store, args, run, warnings)
     try:
         paused_step = ctx.platform().get_progress(run.id).latest_step
     except perr.NotFound:  # no progress served for it: unknown (any other failure is raised: a retry may read it)
@@ -186,9 +193,10 @@ def build_resume(args: ResumeRunInput, ctx: Context, plan_id: str) -> ResumeDraf
         warnings.append(f"The budget policy is not used: {problem}")
     draft = ResumeDraft(plan_id=plan_id, args=args, run=run, mode=mode, gpu_type=gpu, gpu_type_source=how, cost=cost,
                         paused_step=paused_step, secret_names=sorted(names), env_files=files,
-                        earlier=_earlier(ctx, ledger, run.id, plan_id), warnings=warnings)
+                        earlier=_earlier(ctx, store, run.id, plan_id), warnings=warnings)
     draft.material = {
-        "action": "resume", "run_id": run.id, "config_sha256": None, "team_id": run.team_id, "gpu_type": gpu,
+        "action": "resume", "platform_url": ctx.settings.base_url, "account_id": ctx.account_id(),
+        "run_id": run.id, "config_sha256": None, "team_id": run.team_id, "gpu_type": gpu,
         "gpu_count": count, "volume": None, "source_ref": None, "image_tag": args.image_tag,
         "secret_names": draft.secret_names, "max_steps": steps, "mode": mode, "name": run.name,
         "cost": {"usd_per_gpu_hour": price, "usd_low": cost.usd_low, "usd_expected": cost.usd_expected,
@@ -232,14 +240,15 @@ def summary(d: ResumeDraft) -> str:
     return "\n".join(shown(line) for line in lines)  # the run's name is the platform's text
 
 
-def record(ctx: Context, ledger: Ledger, d: ResumeDraft) -> gate.LaunchState:
-    """Record the plan (its material, the arguments it is rebuilt from, the summary) in the ledger."""
+def record(ctx: Context, store: Store, d: ResumeDraft) -> gate.LaunchState:
+    """Record the plan (its material, the arguments it is rebuilt from, the summary) in the store."""
     args = d.args.model_dump(exclude={"confirmation"})
     args["env_files"] = [str(p) for p in d.env_files]
-    gate.record_plan(ledger, d.plan_id, d.plan_hash, **d.material, arguments=args,
-                     env_files=[str(p) for p in d.env_files], owner_label=owner_label(d.run.team_id),
-                     model=d.run.base_model, usd_per_gpu_hour=d.cost.usd_per_gpu_hour, summary=summary(d))
-    return gate.launch_state(ledger, d.plan_id)
+    gate.record_plan(store, PlanRecord.of(d.plan_id, d.plan_hash, d.material, arguments=args,
+                                          env_files=[str(p) for p in d.env_files],
+                                          owner_label=owner_label(d.run.team_id), model=d.run.base_model,
+                                          summary=summary(d)))
+    return gate.launch_state(store, d.plan_id)
 
 
 def _facts(d: ResumeDraft) -> PlanFacts:
@@ -247,20 +256,20 @@ def _facts(d: ResumeDraft) -> PlanFacts:
                      steps=d.cost.steps, owner=d.owner, already_resumed=d.material["already_resumed_as"])
 
 
-def carry_out(ctx: Context, ledger: Ledger, state: gate.LaunchState, confirmation: str | None,
+def carry_out(ctx: Context, store: Store, state: gate.LaunchState, confirmation: str | None,
               draft: ResumeDraft | None = None) -> DispatchResult:
     """Send the resume of plan ``state`` once (``draft``: the plan just built; else rebuilt from the
     recorded arguments over current facts and checked against the recorded hash). A plan sent
-    before is answered from the ledger (``already_dispatched``) or reconciled, never re-sent."""
+    before is answered from the store (``already_dispatched``) or reconciled, never re-sent."""
     if state.status == "dispatched":
         return already(ctx, state)
     if state.status in gate.UNRESOLVED_STATUSES:
-        return reconcile(ctx, ledger, state)
+        return reconcile(ctx, store, state)
     if draft is None:
-        args = ResumeRunInput.model_validate(state.plan.get("arguments") or {})
+        args = ResumeRunInput.model_validate(state.plan.arguments)
         draft = build_resume(args, ctx, state.plan_id)
         check_unchanged(state, draft.plan_hash, draft.material)
-    token = obtain_confirmation(ctx, ledger, request_from_state(state, ctx), confirmation, _facts(draft),
+    token = obtain_confirmation(ctx, store, request_from_state(state, ctx), confirmation, _facts(draft),
                                 lambda: count_active(ctx, draft.run.team_id))
     values = secret_detection.resolve_forwarded(draft.secret_names, ctx.env, draft.env_files)
     for name, value in values.items():
@@ -268,7 +277,7 @@ def carry_out(ctx: Context, ledger: Ledger, state: gate.LaunchState, confirmatio
     run = draft.run
     again = call("mf_resume_run", run_id=run.id, confirmation=confirmation)
     return send_create(
-        ctx, ledger, state.plan_id, draft.plan_hash, token, again=again,
+        ctx, store, state.plan_id, draft.plan_hash, token, again=again,
         send=lambda: ctx.platform().resume_run(run.id, gpu_type=draft.args.gpu_type, image_tag=draft.args.image_tag,
                                                wandb_api_key=values.get("WANDB_API_KEY"),
                                                hf_token=values.get("HF_TOKEN")),

@@ -14,25 +14,35 @@
 Stop, pause and restart act on a run that already bills: a person confirms THAT action on THAT
 run (the host's approval prompt, MCP elicitation, or ``model-factory approve PLAN_ID`` at a
 terminal, whose code names the plan); a budget policy never approves them. Each call records a
-plan, its approval, the attempt and its outcome in the ledger (``mf_list_launches`` shows them),
+plan, its approval, the attempt and its outcome in the store (``mf_list_launches`` shows them),
 and verifies the resulting state. A run already in the wanted state gets nothing sent.
+
+Each action is sent exactly once, as a launch is: a request that was answered by an HTTP error or
+whose answer was lost is never reported as done. A stop or pause counts as done when the run then
+reaches the state it leads to (recorded ``reconciled``, with that evidence); otherwise, and always
+for a restart (a restarted run is RUNNING, as it was), the tool answers ``ambiguous`` and never
+sends it again, and the next stop, pause or restart plan of that run names the unresolved one in
+its summary and its hashed material (``acknowledged_unresolved``): a person decides.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.core import RUN_ID, Context, owner_label, require_run, tool
-from tools.errors import Call, call, fail
+from tools.errors import Call, ToolFailure, call, fail
 from tools.guardrails import confirmation as gate
-from tools.guardrails.ledger import Ledger
+from tools.guardrails.records import PlanRecord
+from tools.guardrails.store import Store
 from tools.guardrails.text import shown
-from tools.launch._approval import obtain_confirmation, request_from_state
+from tools.launch._approval import check_unchanged, obtain_confirmation, request_from_state
 from tools.launch._dispatch import DispatchResult, new_plan_id, plan_of_token, refused
 from tools.launch._plan import APPROVAL_TTL_SECONDS
+from tools.launch._reconcile import Lookup, look_for_lost_action, unresolved_action_lines
 from tools.launch._resume import ResumeRunInput, build_resume, carry_out, record
 from tools.platform import errors as perr
 from tools.platform import wire
@@ -89,7 +99,7 @@ class ControlResult(BaseModel):
 
     run_id: str = Field(description="The run.")
     status: str = Field(description="Its last status as read after the request.")
-    plan_id: str | None = Field(description="The control plan (ledger), when a request was sent.")
+    plan_id: str | None = Field(description="The control plan (state store), when a request was sent.")
     approval_channel: str | None = Field(description="How it was approved (terminal, host_callback, mcp_elicitation).")
     waited_seconds: float = Field(description="Seconds spent polling.")
     message: str = Field(description="What happened, in words.")
@@ -137,28 +147,51 @@ _WHAT = {
 }
 
 
-def _plan(ledger: Ledger, run: wire.RLRun, action: Action) -> gate.LaunchState:
+def _still_unresolved(ctx: Context, store: Store, run: wire.RLRun, plan_id: str) -> list[Lookup]:
+    """Earlier stop, pause and restart plans of ``run`` whose answer was lost, still unresolved after one
+    look each (:func:`tools.launch._reconcile.look_for_lost_action`), except those a later plan of the
+    run that was carried out acknowledged (a person decided on them then)."""
+    plans = gate.list_launches(store, 1_000_000, platform_url=ctx.settings.base_url)
+    decided = {pid for s in plans if s.plan.run_id == run.id and s.status == "dispatched"
+               for pid in s.plan.acknowledged_unresolved}
+    earlier = [s for s in gate.unresolved_actions(store, run.id, platform_url=ctx.settings.base_url, exclude=plan_id)
+               if s.plan_id not in decided]
+    return [lookup for lookup in (look_for_lost_action(ctx, store, s) for s in earlier) if lookup.run is None]
+
+
+def _material(ctx: Context, run: wire.RLRun, action: Action, unresolved: list[Lookup]) -> dict:
+    material = {"action": action, "platform_url": ctx.settings.base_url, "account_id": ctx.account_id(),
+                "run_id": run.id, "config_sha256": None, "team_id": run.team_id, "gpu_type": None,
+                "gpu_count": run.gpu_count, "volume": None, "source_ref": None, "image_tag": None, "secret_names": [],
+                "max_steps": None, "cost": None}
+    if unresolved:  # only then: a plan with nothing unresolved keeps the hash it always had
+        material["acknowledged_unresolved"] = [lookup.state.plan_id for lookup in unresolved]
+    return material
+
+
+def _plan(ctx: Context, store: Store, run: wire.RLRun, action: Action) -> gate.LaunchState:
     plan_id = new_plan_id(action)
-    material = {"action": action, "run_id": run.id, "config_sha256": None, "team_id": run.team_id,
-                "gpu_type": None, "gpu_count": run.gpu_count, "volume": None, "source_ref": None, "image_tag": None,
-                "secret_names": [], "max_steps": None, "cost": None}
+    unresolved = _still_unresolved(ctx, store, run, plan_id)
+    material = _material(ctx, run, action, unresolved)
     summary = "\n".join(shown(line) for line in [  # the run's name and status are the platform's text
         f"{action.capitalize()} plan {plan_id}: " + _WHAT[action].format(run=run.id, name=run.name or "unnamed"),
+        *unresolved_action_lines(unresolved),
         f"  Owner:   {owner_label(run.team_id)}",
         f"  Model:   {run.base_model or 'unknown'}; status when planned {run.status}; GPUs "
         f"{run.gpu_count or 'unknown'}",
         f"  Approval valid {APPROVAL_TTL_SECONDS // 60} minutes, for this run only, once; a budget policy never "
         "approves it."])
-    gate.record_plan(ledger, plan_id, gate.plan_hash(material), **material, summary=summary)
-    return gate.launch_state(ledger, plan_id)
+    gate.record_plan(store, PlanRecord.of(plan_id, gate.plan_hash(material), material, summary=summary,
+                                          owner_label=owner_label(run.team_id), model=run.base_model))
+    return gate.launch_state(store, plan_id)
 
 
-def _state(ledger: Ledger, run: wire.RLRun, action: Action, confirmation: str | None) -> gate.LaunchState:
+def _state(ctx: Context, store: Store, run: wire.RLRun, action: Action, confirmation: str | None) -> gate.LaunchState:
     """A new plan without a confirmation; else the plan the code names, which must be this action on this run."""
     if not confirmation or not confirmation.strip():
-        return _plan(ledger, run, action)
-    state = plan_of_token(ledger, confirmation)
-    if state is None or state.plan.get("action") != action or state.plan.get("run_id") != run.id:
+        return _plan(ctx, store, run, action)
+    state = plan_of_token(store, confirmation)
+    if state is None or state.plan.action != action or state.plan.run_id != run.id:
         again = call(f"mf_{action}_run", run_id=run.id)
         raise fail("confirmation_invalid", f"That confirmation does not approve the {action} of run {run.id}.",
                    f"Call {again} (no confirmation) to get the approve command, and ask the user to run it.",
@@ -166,35 +199,89 @@ def _state(ledger: Ledger, run: wire.RLRun, action: Action, confirmation: str | 
     return state
 
 
-def _send(ctx: Context, run: wire.RLRun, action: Action, confirmation: str | None,
-          send: Callable[[], str]) -> tuple[str, gate.LaunchState, str | None, str]:
+@dataclass
+class _Sent:
+    """What :func:`_send` did: the status answered (or the run's before), the plan, the approval channel,
+    a note for the message, and ``lost`` (why the request's answer is unknown; None when it answered)."""
+
+    status: str
+    state: gate.LaunchState
+    channel: str | None
+    note: str = ""
+    lost: str | None = None
+    attempt_id: str | None = None
+
+
+def _lost_failure(run: wire.RLRun, action: Action, state: gate.LaunchState, why: str, status: str) -> ToolFailure:
+    """``ambiguous``: the request may or may not have been carried out, and the run does not show which."""
+    inspect, logs = call("mf_get_run", run_id=run.id), call("mf_get_logs", run_id=run.id)
+    return fail("ambiguous", f"The {action} of run {run.id} (plan {state.plan_id}) was sent and {why}; the run is "
+                f"{status}, which does not show whether the {action} was carried out. It was not sent again.",
+                f"Do not repeat it. Look at the run ({inspect}, {logs}); the next {action} plan of this run names "
+                f"plan {state.plan_id}, and a person decides whether to send another.", ambiguous=True,
+                next_calls=[inspect, logs])
+
+
+def _send(ctx: Context, run: wire.RLRun, action: Action, confirmation: str | None, send: Callable[[], str]) -> _Sent:
     """Approve (a person: given code, host prompt or MCP elicitation; never a policy), claim, send once,
-    record the outcome. Returns (status answered, plan, approval channel, note). A plan already sent
-    is not sent again: the caller verifies the run's state instead."""
-    ledger = Ledger.for_context(ctx)
-    state = _state(ledger, run, action, confirmation)
-    if state.status == "dispatched" or state.status in gate.UNRESOLVED_STATUSES:
+    record the outcome. A plan sent before is not sent again: its lost answer is looked for instead
+    (:func:`tools.launch._reconcile.look_for_lost_action`; still unknown: ``ambiguous``). An answer
+    that is an HTTP error or lost after sending is ``lost`` (the caller checks the run; it never
+    reports that as done)."""
+    store = ctx.store()
+    store.require_writable()
+    state = _state(ctx, store, run, action, confirmation)
+    if state.status in gate.UNRESOLVED_STATUSES:
+        lookup = look_for_lost_action(ctx, store, state)
+        if lookup.run is None:
+            raise _lost_failure(run, action, state, "its answer was lost earlier", run.status)
+        state = lookup.state
+    if state.status == "dispatched":
         channel = next((a.channel for a in reversed(state.attempts) if a.channel), None)
-        return run.status, state, channel, f" This approval's {action} was sent before; it was not sent again."
-    token = obtain_confirmation(ctx, ledger, request_from_state(state, ctx), confirmation, None)
-    claim = gate.claim_dispatch(ledger, state.plan_id, str(state.plan_hash), token)
+        return _Sent(run.status, state, channel, f" This approval's {action} was sent before; it was not sent again.")
+    if confirmation and confirmation.strip():  # bound to what the person saw: the same run, owner, unresolved ones
+        check_unchanged(state, *_rehash(ctx, store, run, action, state.plan_id))
+    token = obtain_confirmation(ctx, store, request_from_state(state, ctx), confirmation, None)
+    claim = gate.claim_dispatch(store, state.plan_id, state.plan_hash, token)
     try:
         status = send()
     except perr.Unavailable as exc:
         if not exc.sent:
-            gate.record_outcome(ledger, state.plan_id, claim.attempt_id, "not_sent", detail=exc.message)
+            gate.record_outcome(store, state.plan_id, claim.attempt_id, "not_sent", detail=exc.message)
             check, again = call("mf_preflight"), call(f"mf_{action}_run", run_id=run.id, confirmation=confirmation)
             raise fail("unavailable", f"Nothing was sent: {exc.message}",
                        f"Check the network ({check}), then call {again} again.", retryable=True,
                        next_calls=[check, again]) from None
-        gate.record_outcome(ledger, state.plan_id, claim.attempt_id, "ambiguous", run_id=run.id)
-        return run.status, state, claim.channel, f" The {action} request's answer was lost; polling the run instead."
+        gate.record_outcome(store, state.plan_id, claim.attempt_id, "ambiguous", run_id=run.id, detail=exc.message,
+                            status_code=exc.status)
+        why = f"was answered with an error ({exc.message})" if exc.status else f"its answer was lost ({exc.message})"
+        return _Sent(run.status, gate.launch_state(store, state.plan_id), claim.channel, lost=why,
+                     attempt_id=claim.attempt_id)
     except perr.PlatformError as exc:
-        gate.record_outcome(ledger, state.plan_id, claim.attempt_id, "rejected", status_code=exc.status,
+        gate.record_outcome(store, state.plan_id, claim.attempt_id, "rejected", status_code=exc.status,
                             detail=exc.message)
         raise refused(exc, state.plan_id, f"{action}ed" if action != "stop" else "stopped") from None
-    gate.record_outcome(ledger, state.plan_id, claim.attempt_id, "created", run_id=run.id, channel=claim.channel)
-    return status, state, claim.channel, ""
+    gate.record_outcome(store, state.plan_id, claim.attempt_id, "created", run_id=run.id, channel=claim.channel)
+    return _Sent(status, state, claim.channel)
+
+
+def _rehash(ctx: Context, store: Store, run: wire.RLRun, action: Action, plan_id: str) -> tuple[str, dict]:
+    material = _material(ctx, run, action, _still_unresolved(ctx, store, run, plan_id))
+    return gate.plan_hash(material), material
+
+
+def _settle(ctx: Context, store: Store, sent: _Sent, run: wire.RLRun, action: Action, status: str,
+            done: bool) -> str:
+    """After a request whose answer was lost (``sent.lost``): the run reaching the state the action leads
+    to (``done``) is the evidence it took effect (recorded ``reconciled``; the note says so); otherwise
+    raise ``ambiguous``. Returns the note for the message (empty when the request answered)."""
+    if sent.lost is None:
+        return sent.note
+    if not done or sent.attempt_id is None:
+        raise _lost_failure(run, action, sent.state, sent.lost, status)
+    gate.record_outcome(store, sent.state.plan_id, sent.attempt_id, "reconciled", run_id=run.id,
+                        evidence=f"the run reached {status}")
+    return f" (The {action} request {sent.lost}, but the run reached {status}; it was not sent again.)"
 
 
 def _poll(ctx: Context, run_id: str, status: str, timeout: float, done: Callable[[str], bool]) -> tuple[str, float]:
@@ -226,16 +313,19 @@ def stop_run(inp: StopRunInput, ctx: Context) -> StopRunResult:
 
     Errors: ``not_found`` (run), ``confirmation_required`` (fix names ``model-factory approve
     <stop plan>``), ``approval_refused``, ``confirmation_invalid`` / ``_expired`` / ``_used``,
-    ``unavailable`` (nothing sent), platform 4xx. A budget policy does not pre-authorize stops.
+    ``unavailable`` (nothing sent), ``ambiguous`` (sent, answered by an HTTP error or not at all, and
+    the run did not end: never sent again), ``plan_changed``, platform 4xx. A budget policy does not
+    pre-authorize stops.
     """
     run = require_run(ctx, inp.run_id)
     if run.is_terminal():
         return _untouched(StopRunResult, run, "already_terminal", f"Run {run.id} is already {run.status}; nothing "
                           "was sent.")
-    status, state, channel, note = _send(ctx, run, "stop", inp.confirmation,
-                                         lambda: ctx.platform().stop_run(run.id).status)
-    status, waited = _poll(ctx, run.id, status, inp.timeout_seconds, wire.RunStatus.is_terminal)
+    sent = _send(ctx, run, "stop", inp.confirmation, lambda: ctx.platform().stop_run(run.id).status)
+    state, channel = sent.state, sent.channel
+    status, waited = _poll(ctx, run.id, sent.status, inp.timeout_seconds, wire.RunStatus.is_terminal)
     upper = status.upper()
+    note = _settle(ctx, ctx.store(), sent, run, "stop", status, wire.RunStatus.is_terminal(upper) or "STOPP" in upper)
     if upper == "STOPPED":
         outcome, message = "stopped", f"Run {run.id} stopped."
     elif wire.RunStatus.is_terminal(upper):
@@ -259,8 +349,9 @@ def pause_run(inp: PauseRunInput, ctx: Context) -> PauseRunResult:
 
     Errors: ``not_found`` (run), ``confirmation_required``, ``approval_refused``,
     ``confirmation_invalid`` / ``_expired`` / ``_used``, ``unavailable`` (nothing sent),
-    ``conflict`` (the platform cannot pause it in its state), platform 4xx. Never approved by a
-    budget policy.
+    ``conflict`` (the platform cannot pause it in its state), ``ambiguous`` (sent, answered by an HTTP
+    error or not at all, and the run is not pausing: never sent again), ``plan_changed``, platform
+    4xx. Never approved by a budget policy.
     """
     run = require_run(ctx, inp.run_id)
     upper = run.status.upper()
@@ -270,10 +361,12 @@ def pause_run(inp: PauseRunInput, ctx: Context) -> PauseRunResult:
     if run.is_terminal():
         return _untouched(PauseRunResult, run, "already_terminal", f"Run {run.id} is already {run.status}; nothing "
                           "was sent.")
-    status, state, channel, note = _send(ctx, run, "pause", inp.confirmation,
-                                         lambda: ctx.platform().pause_run(run.id).status)
-    status, waited = _poll(ctx, run.id, status, inp.timeout_seconds, wire.RunStatus.is_terminal)
+    sent = _send(ctx, run, "pause", inp.confirmation, lambda: ctx.platform().pause_run(run.id).status)
+    state, channel = sent.state, sent.channel
+    status, waited = _poll(ctx, run.id, sent.status, inp.timeout_seconds, wire.RunStatus.is_terminal)
     upper = status.upper()
+    note = _settle(ctx, ctx.store(), sent, run, "pause", status,
+                   upper in ("PAUSING", "PAUSED") or wire.RunStatus.is_terminal(upper))
     inspect, wait, resume = (call("mf_get_run", run_id=run.id), call("mf_wait_for_run", run_id=run.id),
                              call("mf_resume_run", run_id=run.id))
     if upper == "PAUSED":
@@ -299,7 +392,9 @@ def restart_run(inp: RestartRunInput, ctx: Context) -> RestartRunResult:
 
     Errors: ``not_found`` (run), ``conflict`` (not RUNNING: nothing sent), ``confirmation_required``,
     ``approval_refused``, ``confirmation_invalid`` / ``_expired`` / ``_used``, ``unavailable``
-    (nothing sent), platform 4xx. Never approved by a budget policy.
+    (nothing sent), ``ambiguous`` (sent, answered by an HTTP error or not at all: it may or may not
+    have restarted; never sent again, and the next restart plan names it), ``plan_changed``, platform
+    4xx. Never approved by a budget policy.
     """
     run = require_run(ctx, inp.run_id)
     if run.is_terminal():
@@ -310,10 +405,13 @@ def restart_run(inp: RestartRunInput, ctx: Context) -> RestartRunResult:
         raise fail("conflict", f"Run {run.id} is {run.status}; only a RUNNING run can be restarted.",
                    f"Nothing was sent. Wait until it runs ({wait}) and check it before restarting.", retryable=True,
                    next_calls=[wait])
-    status, state, channel, note = _send(ctx, run, "restart", inp.confirmation,
-                                         lambda: ctx.platform().restart_run(run.id).status)
-    status, waited = _poll(ctx, run.id, status, inp.timeout_seconds,
+    sent = _send(ctx, run, "restart", inp.confirmation, lambda: ctx.platform().restart_run(run.id).status)
+    state, channel = sent.state, sent.channel
+    if sent.lost is not None:  # nothing a run shows says a restart happened: never report one as done
+        raise _lost_failure(run, "restart", state, sent.lost, run.status)
+    status, waited = _poll(ctx, run.id, sent.status, inp.timeout_seconds,
                            lambda s: s == "RUNNING" or wire.RunStatus.is_terminal(s))
+    note = sent.note
     upper = status.upper()
     latest = None
     if upper == "RUNNING":
@@ -338,7 +436,7 @@ def resume_run(inp: ResumeRunInput, ctx: Context) -> DispatchResult:
     """Resume a PAUSED run as a NEW billed run (POST /training/runs/{id}/resume), exactly once.
 
     Without a confirmation the plan is made (owner, GPUs, price per GPU-hour, cost of the steps
-    left, secret names; recorded in the ledger) and approved by the person's budget policy within
+    left, secret names; recorded in the store) and approved by the person's budget policy within
     its limits, else the host's approval prompt, else ``confirmation_required`` carries the plan
     and the ``model-factory approve`` command. With the code that command printed, that plan is
     rebuilt over current facts and sent. A second resume of the same pause shows "already resumed
@@ -351,24 +449,25 @@ def resume_run(inp: ResumeRunInput, ctx: Context) -> DispatchResult:
     ``confirmation_invalid`` / ``_expired`` / ``_used``, ``plan_changed``, ``ambiguous_launch``,
     ``unavailable`` (nothing sent), platform 4xx.
     """
-    ledger = Ledger.for_context(ctx)
+    store = ctx.store()
+    store.require_writable()
     if not inp.confirmation or not inp.confirmation.strip():
         draft = build_resume(inp, ctx, new_plan_id("resume"))
-        return carry_out(ctx, ledger, record(ctx, ledger, draft), None, draft)
-    state = plan_of_token(ledger, inp.confirmation)
-    if state is None or state.plan.get("action") != "resume" or state.plan.get("run_id") != inp.run_id:
+        return carry_out(ctx, store, record(ctx, store, draft), None, draft)
+    state = plan_of_token(store, inp.confirmation)
+    if state is None or state.plan.action != "resume" or state.plan.run_id != inp.run_id:
         again = call("mf_resume_run", run_id=inp.run_id)
         raise fail("confirmation_invalid", f"That confirmation does not approve a resume of run {inp.run_id}.",
                    f"Call {again} (no confirmation) to get the plan and the approve command, and ask the user to "
                    "run it.", next_calls=[again])
-    planned = state.plan.get("arguments") or {}
+    planned = ResumeRunInput.model_validate(state.plan.arguments)
     given = inp.model_dump(exclude={"run_id", "confirmation"}, exclude_defaults=True)
     if "env_files" in given:
         given["env_files"] = [str(ctx.resolve_path(p)) for p in given["env_files"]]
-    differ = sorted(k for k, v in given.items() if planned.get(k) != v)
+    differ = sorted(k for k, v in given.items() if getattr(planned, k) != v)
     if differ:
         again = call("mf_resume_run", run_id=inp.run_id, confirmation=inp.confirmation)
         raise fail("bad_arguments", f"The confirmation approves plan {state.plan_id}, whose {', '.join(differ)} "
                    "differ from this call's.", f"Call {again} (the plan's own arguments apply), or resume with the "
                    "new arguments without a confirmation to get a new plan approved.", next_calls=[again])
-    return carry_out(ctx, ledger, state, inp.confirmation)
+    return carry_out(ctx, store, state, inp.confirmation)

@@ -201,7 +201,9 @@ def next_step(verdict: str, run_id: str, status: str, env: str | None, *,
         return (f"The run is paused (checkpoint kept). If the person wants it to go on, {resume} plans resuming it as "
                 "a new billed run, approved like a launch.", [resume])
     run = call("mf_get_run", run_id=run_id)
-    return f"Status {status} is not one this tool knows: {run} and {logs}.", [run, logs]
+    return (f"Unknown status {status}: not one the prime CLI knows, so whether the run goes on, bills or has ended "
+            f"cannot be told. Read it with {run}, what it did last with {logs}, and ask the person before acting on "
+            "it.", [run, logs])
 
 
 def _learning(ctx: Context, run: wire.RLRun, latest: int, records: list[dict], evidence: list[str]) -> Learning:

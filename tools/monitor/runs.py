@@ -28,7 +28,6 @@ from tools.core import (
 )
 from tools.errors import Call, ToolFailure, call, fail
 from tools.guardrails import confirmation as gate
-from tools.guardrails.ledger import Ledger
 from tools.monitor._clock import parse_time, seconds_since, server_now
 from tools.monitor._series import OVERDUE_STEP_MULTIPLE, overdue_multiple, step_seconds
 from tools.monitor._views import FailureAnalysisView, clip, failure_analysis_view, minutes
@@ -37,11 +36,11 @@ from tools.monitor.progress import (
     FAILED_POD_STATES,
     POD_SCHEDULING_GRACE_SECONDS,
     PULL_FAILED_POD_STATES,
+    next_step,
 )
 from tools.platform import errors as perr
-from tools.platform import wire
+from tools.platform import paging, wire
 from tools.platform.client import PlatformClient
-from tools.platform.paging import NumberedWalk
 
 
 class GetRunInput(BaseModel):
@@ -90,15 +89,15 @@ class GetRunResult(BaseModel):
         "Diagnosis of a FAILED run, when the platform has one."))
     dashboard_url: str | None = Field(description="The run's page in the dashboard; " + NO_DASHBOARD + ".")
     secret_names: list[str] | None = Field(default=None, description=(
-        "Env names whose values were forwarded at launch (never the values), from the local launch ledger; null "
-        "when this state folder's ledger did not launch the run."))
-    plan_id: str | None = Field(default=None, description="The local ledger's launch plan, if it launched the run.")
+        "Env names whose values were forwarded at launch (never the values), from the state store; null "
+        "when this state store did not launch the run."))
+    plan_id: str | None = Field(default=None, description="The state store's launch plan, if it launched the run.")
 
 
 def launch_of(ctx: Context, run_id: str) -> gate.LaunchState | None:
-    """The local ledger's plan that launched or resumed into ``run_id`` (None: launched elsewhere). Reads the
-    ledger only."""
-    return gate.plan_of_run(Ledger.for_context(ctx), run_id)
+    """The state store's plan that launched or resumed into ``run_id`` on this platform (None: launched
+    elsewhere). Reads the store only."""
+    return gate.plan_of_run(ctx.store(), run_id, platform_url=ctx.settings.base_url)
 
 
 def _run_view(run: wire.RLRun, ctx: Context, now: datetime) -> GetRunResult:
@@ -118,7 +117,7 @@ def _run_view(run: wire.RLRun, ctx: Context, now: datetime) -> GetRunResult:
         error_message=clip(run.error_message),
         failure_analysis=failure_analysis_view(fa),
         dashboard_url=dashboard_url(ctx, run.id),
-        secret_names=list(launch.plan.get("secret_names") or []) if launch else None,
+        secret_names=list(launch.plan.secret_names) if launch else None,
         plan_id=launch.plan_id if launch else None,
     )
 
@@ -186,10 +185,15 @@ class ListRunsResult(BaseModel):
     next_page: int | None = Field(default=None, description="The next page number, null on the last page.")
     last_page: int = Field(default=1, description="The last page holding runs at this limit (1 when there are none).")
     scan_complete: bool = Field(default=True, description=(
-        "False when a status filter's scan stopped early: after the newest 1000 runs, or because the platform's "
-        "paging repeated or emptied a page (note says which)."))
+        "False when the listing cannot be trusted to be whole: a status filter's scan stopped early (after the "
+        "newest 1000 runs, or the platform's paging repeated or emptied a page), or this page repeats an earlier "
+        "one (note says which)."))
     note: str | None = Field(default=None, description=(
-        "Why a scan stopped early or a page came back empty although the platform counts more runs."))
+        "Why a scan stopped early or a page came back empty although the platform counts more runs, and which "
+        "rows could not be read."))
+    unreadable_runs: list[str] = Field(default_factory=list, description=(
+        "Rows the platform sent in a shape that cannot be read (a null status or id, a wrong type, not an object): "
+        "left out of runs, each as its position, its id when readable, and what is wrong."))
     truncated: bool = Field(default=False, description=(
         "True when rows of this page were left out to fit the output budget."))
     omitted: int = Field(default=0, description="Rows of this page left out.")
@@ -201,6 +205,24 @@ class ListRunsResult(BaseModel):
 
 
 _STATUS_SCAN_PAGES = 10
+
+
+def _created(run: wire.RLRun) -> float | None:
+    """A run's creation time as seconds (a time without a zone read as UTC), for ordering."""
+    at = run.created_at
+    return None if at is None else (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
+
+
+def _follows(platform: PlatformClient, team_id: str | None, inp: ListRunsInput,
+             runs: list[wire.RLRun]) -> paging.End | None:
+    """Why page ``inp.page`` cannot follow page ``inp.page - 1`` (read again: GET /rft/runs, one more
+    request), or None (:func:`tools.platform.paging.page_follows`; a page that cannot be read proves
+    nothing)."""
+    try:
+        before = platform.list_runs(team_id=team_id, page=inp.page - 1, limit=inp.limit)
+    except perr.PlatformError:
+        return None
+    return paging.page_follows(before.runs, runs, key=lambda r: r.id, order=_created)
 
 
 def _latest_steps(ctx: Context, runs: list[wire.RLRun]) -> tuple[dict[str, int | None], int]:
@@ -259,8 +281,10 @@ def list_runs(inp: ListRunsInput, ctx: Context) -> ListRunsResult:
     owner = resolve_owner(ctx, inp.team)
     platform = ctx.platform()
     complete, note = True, None
+    unreadable: list[str] = []
     if inp.status is None:
         page = platform.list_runs(team_id=owner.team_id, page=inp.page, limit=inp.limit)
+        unreadable = [u.words("row") for u in page.unreadable]
         if page.total is None:
             everything = _newest_first(page.runs)
             total, runs = len(everything), everything[(inp.page - 1) * inp.limit: inp.page * inp.limit]
@@ -269,14 +293,28 @@ def list_runs(inp: ListRunsInput, ctx: Context) -> ListRunsResult:
             if not runs and total > (inp.page - 1) * inp.limit:
                 note = (f"The platform answered page {inp.page} empty although it counts {total} run(s): its paging "
                         "misbehaves; the runs of this page are not known.")
+            elif runs and inp.page > 1 and (end := _follows(platform, owner.team_id, inp, runs)) is not None:
+                runs, complete = [], False  # rows of an earlier page: shown there
+                note = (f"Page {inp.page} is not the page after page {inp.page - 1}: {paging.why(end)}. Its runs are "
+                        f"left out and no later page is offered (the platform's paging cannot be trusted past page "
+                        f"{inp.page - 1}): filter by status, or ask for more runs per page.")
     else:
         wanted = inp.status.strip().upper()
-        scan = NumberedWalk(lambda n: platform.list_runs(team_id=owner.team_id, page=n, limit=100),
-                            rows=lambda p: p.runs, key=lambda r: r.id, total=lambda p: p.total, limit=100,
-                            max_pages=_STATUS_SCAN_PAGES)
+
+        def scanned(n: int) -> wire.RLRunPage:
+            scanned_page = platform.list_runs(team_id=owner.team_id, page=n, limit=100)
+            unreadable.extend(u.words(f"page {n} row") for u in scanned_page.unreadable)
+            return scanned_page
+
+        scan = paging.NumberedWalk(scanned, rows=lambda p: p.runs, key=lambda r: r.id, total=lambda p: p.total,
+                                   limit=100, max_pages=_STATUS_SCAN_PAGES)
         matches = [r for r in scan if r.status.upper() == wanted]
         complete, note = scan.walk.complete, scan.walk.note("scan of the runs list")
         total, runs = len(matches), matches[(inp.page - 1) * inp.limit: inp.page * inp.limit]
+    if unreadable:
+        note = " ".join(filter(None, [note, f"{len(unreadable)} row(s) the platform sent could not be read and are "
+                                            "left out (unreadable_runs says which and why); the other runs are "
+                                            "listed."]))
     rows = [_row(r) for r in runs]
     if runs:  # every page: a run looked up on page 2 needs its step as much as one on page 1
         steps, unread = _latest_steps(ctx, runs)
@@ -290,9 +328,10 @@ def list_runs(inp: ListRunsInput, ctx: Context) -> ListRunsResult:
                                                 f"runs of a page: {beyond} more show none (ask for at most "
                                                 f"{LATEST_STEP_ROWS} runs per page to see every one)."]))
     label = f"{owner.label} (from {owner.source})"
-    next_page = inp.page + 1 if total > inp.page * inp.limit else None
+    paged = complete or inp.status is not None  # a page that repeats an earlier one offers no page after it
+    next_page = inp.page + 1 if total > inp.page * inp.limit and paged else None
     last_page = max(1, -(-total // inp.limit))
-    to = next_page if runs else last_page if total and inp.page > last_page else None
+    to = next_page if runs else last_page if total and inp.page > last_page and paged else None
     same = inp.model_dump(exclude_defaults=True, exclude={"page"})  # team, limit, status: pages depend on limit
     turn = [call("mf_list_runs", **same, page=to if to > 1 else None)] if to else []
 
@@ -306,7 +345,8 @@ def list_runs(inp: ListRunsInput, ctx: Context) -> ListRunsResult:
             hint = f"Ask for {fewer} runs per page, from the first run of this page: {narrow}."
         return ListRunsResult(
             owner=label, runs=rows[:k], total=total, page=inp.page, next_page=next_page, last_page=last_page,
-            scan_complete=complete, note=note, next_calls=turn + ([narrow] if narrow else []), truncated=cut > 0,
+            scan_complete=complete, note=note, unreadable_runs=unreadable[:20],
+            next_calls=turn + ([narrow] if narrow else []), truncated=cut > 0,
             omitted=cut, narrow_hint=hint)
 
     return fit_largest(build, len(rows))
@@ -382,7 +422,9 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
     by the time left (:meth:`~tools.platform.client.PlatformClient.bound_requests`) and the
     last poll starts :data:`LAST_POLL_SECONDS` before the end.
 
-    ``next_step`` names :func:`~tools.monitor.progress.check_progress` first when a RUNNING run made no
+    A status the prime CLI does not know (``PREEMPTED``) ends the wait at once: ``next_step`` says
+    "Unknown status X" and what to read (as check-progress does). ``next_step`` names
+    :func:`~tools.monitor.progress.check_progress` first when a RUNNING run made no
     step during the wait and :func:`_concern` says why it may be in trouble (a start-up that looks
     normal does not: the agent keeps waiting without reading a digest each time).
 
@@ -421,8 +463,8 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
                 first_step = step
             if run is not None and last_error is None:
                 ctx.report(step or 0, run.max_steps, f"{run.status} step {step or 0}/{run.max_steps or '?'}")
-                if _reached(inp, run, step) or run.is_terminal():
-                    break
+                if _reached(inp, run, step) or run.is_terminal() or not wire.RunStatus.is_known(run.status):
+                    break  # an unknown status: waiting cannot tell whether it ends
             remaining = last_poll - ctx.clock()
             if remaining <= 0:
                 break
@@ -448,7 +490,9 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
     again = call("mf_wait_for_run", run_id=run.id, until="running" if inp.until == "running" else None, step=inp.step,
                  timeout_seconds=None if inp.timeout_seconds == DEFAULT_WAIT_SECONDS else inp.timeout_seconds)
     calls = [check]
-    if run.is_terminal() and run.is_sft:  # an SFT run trains on a dataset: no rollouts, no traces
+    if not wire.RunStatus.is_known(run.status):
+        advice, calls = next_step("unknown", run.id, run.status, None)
+    elif run.is_terminal() and run.is_sft:  # an SFT run trains on a dataset: no rollouts, no traces
         report = call("mf_run_report", run_id=run.id)
         advice = f"The run ended ({run.status}): {report} (an SFT run has a loss, no reward and no traces)."
         calls = [report]

@@ -7,12 +7,9 @@
   server's clock) x ``usd_per_gpu_hour`` x GPUs from the plan (else the platform's
   ``estimatedCostPerHour`` recorded at dispatch). A second, labelled figure: what the GPUs cost
   while the run held them, start-up included.
-- The plan's low/expected/high estimate comes from the local launch ledger (the plan that launched
-  or resumed into this run); a run launched from elsewhere has none, said as unknown. Plans live in
-  the state folder of the process that made them (``$MODEL_FACTORY_STATE_DIR``, else
-  ``./.model-factory``), so :func:`missing_plan` says which folder was read and how to point at the
-  right one; it looks in the default folders nearby (``.model-factory`` of the current folder and of
-  the folders above it) and, when one holds the run's plan, names the command that reads it.
+- The plan's low/expected/high estimate comes from the state store (the plan that launched or
+  resumed into this run, on this platform); a run launched from elsewhere has none, said as unknown,
+  and :func:`missing_plan` says which store was read.
 
 A warning when either figure passes the plan's high estimate. :func:`spend_so_far` is also what
 mf_check_progress shows.
@@ -21,14 +18,13 @@ mf_check_progress shows.
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.core import RUN_ID, STATE_DIR_ENV, Context, require_run, shell_command, tool
+from tools.core import RUN_ID, STATE_DIR_ENV, Context, require_run, tool
 from tools.errors import Call, call
 from tools.guardrails import confirmation as gate
-from tools.guardrails.ledger import LEDGER_FILE, Ledger
+from tools.guardrails.records import PlanCost
 from tools.monitor._clock import server_now
 from tools.platform import errors as perr
 from tools.platform import wire
@@ -59,13 +55,13 @@ class SpendSoFar(BaseModel):
     rate_source: str | None = Field(default=None, description="Where usd_per_hour comes from.")
     elapsed_x_rate_usd: float | None = Field(default=None, description=(
         "Elapsed running time x the plan's hourly rate: a second figure, not the platform's bill."))
-    plan_id: str | None = Field(default=None, description="The plan that launched the run (local ledger), if any.")
+    plan_id: str | None = Field(default=None, description="The plan that launched the run (state store), if any.")
     plan_low_usd: float | None = Field(default=None, description="The plan's low estimate.")
     plan_expected_usd: float | None = Field(default=None, description="The plan's expected estimate.")
     plan_high_usd: float | None = Field(default=None, description="The plan's high estimate.")
     over_high_estimate: bool | None = Field(default=None, description=(
         "True when either figure passes the plan's high estimate; false when a figure is known and neither does; "
-        "null (unknown) when there is no high estimate (no plan in this ledger, or its cost was unknown) or no "
+        "null (unknown) when there is no high estimate (no plan in this store, or its cost was unknown) or no "
         "figure."))
     warning: str | None = Field(default=None, description="Said when a figure passes the plan's high estimate.")
 
@@ -104,7 +100,7 @@ def _money(value: float | None) -> str:
 
 
 def spend_so_far(ctx: Context, run: wire.RLRun, now: datetime | None = None) -> SpendSoFar:
-    """The figures of :class:`SpendSoFar` for ``run`` (one GET ``/billing/runs/{id}/usage``; the ledger is local)."""
+    """The figures of :class:`SpendSoFar` for ``run`` (one GET ``/billing/runs/{id}/usage``; the store is local)."""
     platform = ctx.platform()
     spend = SpendSoFar()
     try:
@@ -123,19 +119,19 @@ def spend_so_far(ctx: Context, run: wire.RLRun, now: datetime | None = None) -> 
     if run.started_at is not None:
         end = run.completed_at if run.completed_at is not None and run.is_terminal() else now
         spend.running_seconds = max(0.0, round((end - run.started_at).total_seconds(), 1))
-    state = gate.plan_of_run(Ledger.for_context(ctx), run.id)
+    state = gate.plan_of_run(ctx.store(), run.id, platform_url=ctx.settings.base_url)
     if state is not None:
-        cost = state.plan.get("cost") if isinstance(state.plan.get("cost"), dict) else {}
+        cost = state.plan.cost or PlanCost()
         spend.plan_id = state.plan_id
-        spend.plan_low_usd, spend.plan_expected_usd = cost.get("usd_low"), cost.get("usd_expected")
-        spend.plan_high_usd = cost.get("usd_high")
-        price, gpus = cost.get("usd_per_gpu_hour"), state.plan.get("gpu_count") or run.gpu_count
-        dispatched = next((a.facts for a in reversed(state.attempts) if a.outcome in ("created", "reconciled")), {})
+        spend.plan_low_usd, spend.plan_expected_usd = cost.usd_low, cost.usd_expected
+        spend.plan_high_usd = cost.usd_high
+        price, gpus = cost.usd_per_gpu_hour, state.plan.gpu_count or run.gpu_count
+        dispatched = next((a.facts for a in reversed(state.attempts) if a.outcome in ("created", "reconciled")), None)
         if price is not None and gpus:
             spend.usd_per_hour = price * gpus
             spend.rate_source = f"plan {state.plan_id}: ${price:g} per GPU-hour x {gpus} GPUs"
-        elif dispatched.get("estimated_usd_per_hour") is not None:
-            spend.usd_per_hour = dispatched["estimated_usd_per_hour"]
+        elif dispatched is not None and dispatched.estimated_usd_per_hour is not None:
+            spend.usd_per_hour = dispatched.estimated_usd_per_hour
             spend.rate_source = "the platform's estimatedCostPerHour at dispatch"
     if spend.usd_per_hour is not None and spend.running_seconds is not None:
         spend.elapsed_x_rate_usd = round(spend.running_seconds / 3600 * spend.usd_per_hour, 2)
@@ -152,26 +148,14 @@ def spend_so_far(ctx: Context, run: wire.RLRun, now: datetime | None = None) -> 
 
 
 def missing_plan(ctx: Context, run_id: str) -> str:
-    """Why run ``run_id`` has no plan estimate here, in words: the state folder read (and where that folder
-    comes from), then how to point at the one holding its plan: a pasteable ``MODEL_FACTORY_STATE_DIR=...
-    model-factory run-report RUN`` when a default state folder nearby (``.model-factory`` of the current
-    folder or of a folder above it, other than the one in use) holds the plan, else how to find that folder.
-    Reads ledgers only (GET nothing)."""
+    """Why run ``run_id`` has no plan estimate here, in words: the state store read (and where its folder
+    comes from), and where the plan may be instead. Reads the store only (GET nothing)."""
     here = ctx.state_path().resolve()
-    cwd = (ctx.cwd or Path.cwd()).resolve()
-    source = "" if ctx.state_dir is not None else (
-        f" (from {STATE_DIR_ENV})" if ctx.env.get(STATE_DIR_ENV, "").strip() else
-        f" (./.model-factory here; {STATE_DIR_ENV} is unset)")
-    said = f"No plan for run {run_id} in the state folder {here}{source}"
-    for folder in (cwd, *cwd.parents):
-        other = folder / ".model-factory"
-        if other.resolve() != here and (other / LEDGER_FILE).is_file() and \
-                gate.plan_of_run(Ledger(other), run_id) is not None:
-            command = shell_command(["run-report", run_id], ctx.env, {STATE_DIR_ENV: str(other)})
-            return f"{said}; its plan is in {other}: `{command}` compares its cost with that plan."
-    return (f"{said}. If model-factory planned it, its plan is in the state folder it used then (the approve "
-            f"command printed for the plan names it): run this command again with {STATE_DIR_ENV} set to that "
-            "folder.")
+    source = " (given)" if ctx.state_dir is not None else (
+        f" (from {STATE_DIR_ENV})" if ctx.env.get(STATE_DIR_ENV, "").strip() else " (this user's)")
+    return (f"No plan for run {run_id} in the state store of {here}{source}: it was launched from another "
+            f"machine, user or state folder ({STATE_DIR_ENV}), or without model-factory. To compare its cost with "
+            f"a plan made elsewhere, run this command again with {STATE_DIR_ENV} set to that folder.")
 
 
 @tool
@@ -186,10 +170,18 @@ def get_spend(inp: GetSpendInput, ctx: Context) -> GetSpendResult:
             f"{_money(spend.plan_high_usd)} (low/expected/high)" if spend.plan_id else
             "the plan's estimate is unknown. " + missing_plan(ctx, run.id).rstrip("."))
     hours = f"{spend.running_seconds / 3600:.2f} h" if spend.running_seconds is not None else "not started"
-    summary = (f"Run {run.id} ({run.status}): the platform reports {_money(spend.platform_usd)} so far; running "
+    so_far = "in all" if run.is_terminal() else "so far"
+    summary = (f"Run {run.id} ({run.status}): the platform reports {_money(spend.platform_usd)} {so_far}; running "
                f"{hours} x {_money(spend.usd_per_hour)}/h = {_money(spend.elapsed_x_rate_usd)}; {plan}.")
     progress = call("mf_check_progress", run_id=run.id)
-    if spend.over_high_estimate and not run.is_terminal():
+    if run.is_terminal():  # nothing left to watch: what it cost, against the plan
+        report = call("mf_run_report", run_id=run.id)
+        advice, calls = (f"The run has ended ({run.status}); it bills no more. The end-of-run report puts its cost "
+                         f"beside the plan and the results: {report}.", [report])
+    elif run.status.upper() == "PAUSING":  # not progressing on purpose: it is saving a checkpoint to stop
+        wait = call("mf_wait_for_run", run_id=run.id)
+        advice, calls = (f"The run is pausing (saving a checkpoint) and bills until it is PAUSED: {wait}.", [wait])
+    elif spend.over_high_estimate:
         stop = call("mf_stop_run", run_id=run.id)
         advice = (f"Tell the person it has cost more than planned; ask whether to stop it ({stop}) or let it go on. "
                   f"Check it is still progressing with {progress}.")

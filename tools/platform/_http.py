@@ -264,8 +264,8 @@ def _shape_error(model: type[BaseModel], exc: ValidationError) -> str:
 def _is_transient(exc: BaseException) -> bool:
     if isinstance(exc, perr.RateLimited):
         return True
-    if isinstance(exc, perr.Unavailable):
-        return exc.status is None or exc.status in _RETRY_STATUSES
+    if isinstance(exc, perr.Unavailable):  # no answer, a 5xx worth retrying, or a 2xx read that arrived garbled
+        return exc.status is None or exc.status in _RETRY_STATUSES or 200 <= exc.status < 300
     return False
 
 
@@ -318,8 +318,9 @@ class BaseClient:
         self.root_url = root_url.rstrip("/")
         self.retry_policy = retry or RetryPolicy()
         self._api_key = settings.api_key.get_secret_value()
+        self._key_problem = settings.api_key_problem
         headers = dict(base_headers)
-        if self._api_key:
+        if self._api_key and not self._key_problem:  # an unusable key is never put in a header
             headers["Authorization"] = f"Bearer {self._api_key}"
         headers["User-Agent"] = user_agent or default_user_agent()
         self._connect_timeout = min(connect_timeout, timeout)
@@ -401,6 +402,10 @@ class BaseClient:
             raise perr.CredentialsMissing(
                 "No API key configured: set PRIME_API_KEY in this process's environment or run "
                 "`prime login`. Nothing was sent."
+            )
+        if self._key_problem:
+            raise perr.CredentialsMissing(
+                f"No usable API key: {self._key_problem}. Set PRIME_API_KEY again to the key alone. Nothing was sent."
             )
 
     def _secrets(self, body: Any) -> list[str]:
@@ -523,7 +528,11 @@ class BaseClient:
                     status=response.status_code,
                     endpoint=endpoint,
                 )
-            raise perr.InvalidRequest(message, status=response.status_code, endpoint=endpoint)
+            # Cut short or garbled on the way, as after a 5xx: a read is retried; a write that is not a create
+            # (prepare, a volume transfer route, stop, pause, restart) was sent and its answer lost: the control
+            # tools then read the run's state instead of trusting or repeating the request.
+            raise perr.Unavailable(f"{message} (cut short or garbled)", sent=True, status=response.status_code,
+                                   endpoint=endpoint)
         return data
 
     def _get(self, path: str, params: Mapping[str, Any] | None = None,

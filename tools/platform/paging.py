@@ -16,7 +16,10 @@ A cursor walk stops, and says why (:data:`End`), when the host answers:
 - or when the walk has read ``max_pages`` pages (``page_limit``; ``last_cursor`` continues it).
 
 A page-number walk stops on a page whose rows were all on earlier pages (``repeated_page``), an
-empty page before ``total`` rows were seen (``empty_page``), the last page, or ``max_pages``.
+empty page before ``total`` rows were seen (``empty_page``), the last page, or ``max_pages``. A walk
+an agent drives one page number at a time carries no memory: :func:`page_follows` judges page N by
+page N-1 (read again), which catches a page served again (``repeated_page``) and, in a newest-first
+list, pages that come round again (``out_of_order``: 1, 2, 1, 2 ...), whatever ``total`` claims.
 
 :class:`CursorTrail` is the memory of a cursor walk (short digests of the cursors sent), small
 enough to travel inside a tool's own cursor, so a walk an agent drives one call at a time ends
@@ -26,12 +29,12 @@ the same way (:mod:`tools.traces.listing`).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
 End = Literal["last_page", "empty_cursor", "repeated_cursor", "cycled_cursor", "page_limit", "repeated_page",
-              "empty_page"]
+              "empty_page", "out_of_order"]
 
 P = TypeVar("P")
 T = TypeVar("T")
@@ -49,6 +52,8 @@ _WHY: dict[str, str] = {
     "page_limit": "the walk reached its bound of {max_pages} pages",
     "repeated_page": "the platform answered a page whose rows were all on earlier pages (its paging repeats)",
     "empty_page": "the platform answered an empty page although it counts {total} row(s) and fewer were seen",
+    "out_of_order": "the platform answered a page holding rows newer than every row of the page before it (a "
+                    "newest-first list whose pages come round again)",
 }
 
 
@@ -194,3 +199,28 @@ class NumberedWalk(Generic[T]):
                 self.walk.end = end
                 return
             number += 1
+
+
+def why(end: End, *, max_pages: int = 0, total: int | None = None) -> str:
+    """The reason a walk ended with ``end``, in words (``last_page`` has none: it is the honest end)."""
+    return _WHY.get(end, "it ended").format(max_pages=max_pages, total=total)
+
+
+def page_follows(previous: Sequence[T], rows: Sequence[T], *, key: Callable[[T], Hashable],
+                 order: Callable[[T], Any] | None = None) -> End | None:
+    """Whether ``rows`` (page N of a page-number list) can be the page after ``previous`` (page N-1,
+    read just before): ``repeated_page`` when every row of ``rows`` is on ``previous``;
+    ``out_of_order`` when the list is newest first (``order``: a row's sort value, newer is larger,
+    ``None`` unknown) and a row of ``rows`` is newer than every row of ``previous``; ``None`` when it
+    may follow (rows shifted by a new row in between still do). An empty side proves nothing."""
+    if not rows or not previous:
+        return None
+    before = {key(r) for r in previous}
+    if all(key(r) in before for r in rows):
+        return "repeated_page"
+    if order is not None:
+        known_before = [v for v in map(order, previous) if v is not None]
+        known_now = [v for v in map(order, rows) if v is not None]
+        if known_before and known_now and max(known_now) > max(known_before):
+            return "out_of_order"
+    return None

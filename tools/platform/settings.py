@@ -112,8 +112,24 @@ class Settings(BaseModel):
 
     @property
     def has_api_key(self) -> bool:
-        """True when an API key was resolved (requests can be authenticated)."""
+        """True when an API key was resolved (it may still be unusable: :attr:`api_key_problem`)."""
         return bool(self.api_key.get_secret_value())
+
+    @property
+    def api_key_problem(self) -> str | None:
+        """Why the resolved key cannot be sent (``None``: it can, or there is none): a key is one
+        token of printable ASCII, so whitespace anywhere (a blank value, a trailing newline from
+        ``$(cat key.txt)``), a control character or a non-ASCII character means a pasting accident.
+        Never shows the value."""
+        key = self.api_key.get_secret_value()
+        if not key:
+            return None
+        if not key.strip():
+            return f"the API key from {self.api_key_source} is blank (only whitespace)"
+        if any(ch.isspace() or not ch.isprintable() or not ch.isascii() for ch in key):
+            return (f"the API key from {self.api_key_source} contains whitespace or control characters (value not "
+                    "shown; a trailing newline is the usual cause)")
+        return None
 
 
 def _read_json_object(path: Path) -> tuple[dict[str, Any] | None, str | None]:

@@ -24,6 +24,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SecretStr,
+    ValidationError,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
@@ -170,10 +171,49 @@ class RLRun(CamelWireModel):
         return labels
 
 
+class UnreadableRow(BaseModel):
+    """A row of a list answer that does not have its model's shape, left out of the list.
+
+    ``index``: its 0-based position in the answer's list; ``id`` and ``name``: the row's own, when
+    they are strings (else ``None``); ``problem``: the fields that failed and why (pydantic's
+    messages, never the row's values).
+    """
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    problem: str
+
+    def words(self, what: str = "row") -> str:
+        """``row 3 (id r1): status: Input should be a valid string`` (1-based position)."""
+        named = f" (id {self.id})" if self.id else ""
+        return f"{what} {self.index + 1}{named}: {self.problem}"
+
+
+def _readable_rows(model: type[BaseModel], rows: Any) -> tuple[list[Any], list[UnreadableRow]]:
+    """``rows`` split into the ones ``model`` reads and the others (:class:`UnreadableRow`)."""
+    good: list[Any] = []
+    bad: list[UnreadableRow] = []
+    for index, row in enumerate(rows):
+        try:
+            good.append(model.model_validate(row))
+        except ValidationError as exc:
+            problem = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'the row'}: {e['msg']}"
+                                for e in exc.errors(include_input=False, include_url=False)[:3])
+            keep = row if isinstance(row, dict) else {}
+            bad.append(UnreadableRow(index=index, id=keep.get("id") if isinstance(keep.get("id"), str) else None,
+                                     name=keep.get("name") if isinstance(keep.get("name"), str) else None,
+                                     problem=problem))
+    return good, bad
+
+
 class RLRunPage(WireModel):
     """GET ``/rft/runs``: ``{runs[], total?, page?, limit?, total_pages?}`` (paging keys snake_case).
 
-    ``total is None`` means an old backend that ignored paging and returned every run.
+    ``total is None`` means an old backend that ignored paging and returned every run. Read row by
+    row: a run row of the wrong shape (``status: null``, ``gpuCount: "eight"``, not an object) is
+    left out of ``runs`` and listed in ``unreadable`` (so one bad row hides no other run); a caller
+    that must see every run (a lost launch, a policy's count of active runs) checks ``unreadable``.
     """
 
     runs: list[RLRun] = Field(default_factory=list)
@@ -181,6 +221,17 @@ class RLRunPage(WireModel):
     page: int | None = None
     limit: int | None = None
     total_pages: int | None = None
+    unreadable: list[UnreadableRow] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _row_by_row(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("runs"), list):
+            runs, unreadable = _readable_rows(RLRun, data["runs"])
+            data = {**data, "runs": runs, "unreadable": unreadable}
+        elif isinstance(data, dict) and data.get("runs", []) is None:
+            data = {**data, "runs": []}
+        return data
 
 
 class RLCheckpoint(CamelWireModel):

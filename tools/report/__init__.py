@@ -2,13 +2,13 @@
 
 One markdown text, built from what the other phases already read: the run (``mf_get_run``:
 GET ``/rft/runs/{id}``), its latest step (GET ``/progress``), spend so far against the plan
-(:func:`tools.monitor.spend_so_far`: GET ``/billing/runs/{id}/usage`` and the launch ledger; with no
-plan in this state folder, :func:`tools.monitor.missing_plan` says where to point instead), the
+(:func:`tools.monitor.spend_so_far`: GET ``/billing/runs/{id}/usage`` and the state store; with no
+plan in this store, :func:`tools.monitor.missing_plan` says where to point instead), the
 learning verdict over the whole run (:func:`tools.monitor.judge`, GET ``/metrics``) with a PNG
 (``mf_plot_metrics``), the runs a resumed run continues (:func:`tools.core.predecessors`), READY checkpoints
 (``mf_list_checkpoints``), the traces (a download folder's ``manifest.jsonl`` via
 :func:`tools.traces.download_summary`, else the traces host's totals, GET ``/runs/{id}``), and
-from the local ledger the forwarded secret *names* and the approval channel.
+from the state store the forwarded secret *names* and the approval channel.
 
 Decisions where the platform is silent:
 
@@ -348,7 +348,7 @@ def run_report(inp: RunReportInput, ctx: Context) -> RunReport:
         lines.append(f"- Launch: plan {launch.plan_id}, approved via {channel or 'unknown'}; secrets forwarded "
                      f"by name: {secrets}")
     else:
-        lines.append("- Launch: not in this state folder's ledger (secret names and approval unknown here)")
+        lines.append("- Launch: not in this state store (secret names and approval unknown here)")
     next_step, calls = _next(run, progress, download if complete is not True else None, fetch)
     return RunReport(run_id=run.run_id, status=run.status, terminal=run.terminal, markdown="\n".join(lines),
                      plot_path=plot_path, traces_complete=complete, failed_episodes=traces.failed_episodes,
