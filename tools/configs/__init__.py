@@ -151,7 +151,8 @@ with warnings.catch_warnings():
             default=None,
             description="Force rl or sft (like `prime train --sft`); null = decide like the prime CLI.",
         )
-        schema: SchemaChoice = Field(default="auto", description=(
+        # The tool's argument name; it shadows pydantic's deprecated BaseModel.schema() on purpose.
+        schema: SchemaChoice = Field(default="auto", description=(  # type: ignore[assignment]
             "Which schema checks the config: auto (the real prime-rl schema when an interpreter with prime-rl is "
             "found: prime_rl_dir, PRIME_RL_DIR, the working folder's prime-rl checkout, the prime CLI's cached "
             "schema venvs, MODEL_FACTORY_SCHEMA_PYTHON; else the snapshot shipped with this package), real (falls "

@@ -341,7 +341,7 @@ def tool(fn: Callable[[Any, Context], M]) -> Callable[..., M | ToolError]:
         ctx = ctx or Context.from_environment()
         try:
             refuse_secret_values(inp, root="arguments", known_values=ctx.scrubber.known_values())
-            result: BaseModel = fn(inp, ctx)
+            result: M | ToolError = fn(inp, ctx)
         except ToolFailure as failure:
             result = failure.error
         except PlatformError as exc:

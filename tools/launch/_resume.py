@@ -125,6 +125,7 @@ def _gpu(ctx: Context, store: Store, args: ResumeRunInput, run: wire.RLRun,
          warnings: list[str]) -> tuple[str | None, str, float | None, str | None]:
     """(GPU type, where it came from, USD per GPU-hour or None, why unknown)."""
     platform = ctx.platform()
+    gpu: str | None
     if args.gpu_type:
         allowed = platform.list_gpu_types(team_id=run.team_id).gpu_types
         if allowed and args.gpu_type not in allowed:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -160,7 +160,7 @@ def _still_unresolved(ctx: Context, store: Store, run: wire.RLRun, plan_id: str)
 
 
 def _material(ctx: Context, run: wire.RLRun, action: Action, unresolved: list[Lookup]) -> dict:
-    material = {"action": action, "platform_url": ctx.settings.base_url, "account_id": ctx.account_id(),
+    material: dict[str, Any] = {"action": action, "platform_url": ctx.settings.base_url, "account_id": ctx.account_id(),
                 "run_id": run.id, "config_sha256": None, "team_id": run.team_id, "gpu_type": None,
                 "gpu_count": run.gpu_count, "volume": None, "source_ref": None, "image_tag": None, "secret_names": [],
                 "max_steps": None, "cost": None}
@@ -297,7 +297,10 @@ def _poll(ctx: Context, run_id: str, status: str, timeout: float, done: Callable
     return status, round(ctx.clock() - start, 2)
 
 
-def _untouched(cls: type[ControlResult], run: wire.RLRun, outcome: str, message: str, **extra: object) -> ControlResult:
+R = TypeVar("R", bound=ControlResult)
+
+
+def _untouched(cls: type[R], run: wire.RLRun, outcome: str, message: str, **extra: Any) -> R:
     inspect = call("mf_get_run", run_id=run.id)
     return cls(run_id=run.id, status=run.status, outcome=outcome, plan_id=None, approval_channel=None,
                waited_seconds=0.0, message=message, next_step=f"Inspect it with {inspect}.", next_calls=[inspect],
@@ -361,7 +364,7 @@ def pause_run(inp: PauseRunInput, ctx: Context) -> PauseRunResult:
     if run.is_terminal():
         return _untouched(PauseRunResult, run, "already_terminal", f"Run {run.id} is already {run.status}; nothing "
                           "was sent.")
-    sent = _send(ctx, run, "pause", inp.confirmation, lambda: ctx.platform().pause_run(run.id).status)
+    sent = _send(ctx, run, "pause", inp.confirmation, lambda: ctx.platform().pause_run(run.id).status or run.status)
     state, channel = sent.state, sent.channel
     status, waited = _poll(ctx, run.id, sent.status, inp.timeout_seconds, wire.RunStatus.is_terminal)
     upper = status.upper()

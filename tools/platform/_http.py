@@ -445,16 +445,19 @@ class BaseClient:
             delay = min(policy.backoff_max_seconds, policy.backoff_base_seconds * 2 ** (state.attempt_number - 1))
             return delay * (random.uniform(0.5, 1.5) if policy.jitter else 1.0)
 
-        def over_budget(state: tenacity.RetryCallState) -> bool:
+        attempts = tenacity.stop_after_attempt(max(1, policy.max_attempts))
+
+        def stop(state: tenacity.RetryCallState) -> bool:
+            """The last attempt, or a wait past the deadline or the total wait cap."""
             late = self.deadline is not None and state.upcoming_sleep >= self.deadline.left()
-            return late or state.idle_for + state.upcoming_sleep > policy.total_wait_cap_seconds
+            return attempts(state) or late or state.idle_for + state.upcoming_sleep > policy.total_wait_cap_seconds
 
         def before_sleep(state: tenacity.RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome else None
             log.debug("retrying %s after %.2fs: %s", self._service, state.upcoming_sleep, exc)
 
         retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(max(1, policy.max_attempts)) | over_budget,
+            stop=stop,
             wait=wait,
             retry=tenacity.retry_if_exception(_is_transient),
             sleep=policy.sleep,

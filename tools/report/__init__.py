@@ -38,7 +38,7 @@ Decisions where the platform is silent:
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -101,7 +101,10 @@ class RunReport(BaseModel):
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
 
 
-def _result(value: BaseModel | ToolError) -> BaseModel | None:
+M = TypeVar("M", bound=BaseModel)
+
+
+def _result(value: M | ToolError) -> M | None:
     return None if isinstance(value, ToolError) else value
 
 
