@@ -1,7 +1,7 @@
 """The code's shape, checked as CI checks it: the import contracts of pyproject
 ``[tool.importlinter]`` hold (and break on the violations they exist for, shown on a copy of the
-tree), ruff's rules hold on the whole tree, mypy (pyproject ``[tool.mypy]``) finds nothing, and every error code is named once
-(``tools.errors.ErrorCode``), used as named, and documented."""
+tree), ruff's rules hold on the whole tree, mypy (pyproject ``[tool.mypy]``) finds nothing, and
+every error code is named once (``tools.errors.ErrorCode``), used as named, and documented."""
 
 from __future__ import annotations
 

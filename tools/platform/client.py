@@ -39,15 +39,13 @@ from tools.platform import wire
 from tools.platform._http import (
     NOT_THE_API,
     BaseClient,
-    Deadline,
-    RetryPolicy,
-    Timeouts,
     clean_params,
     default_user_agent,
     error_from_response,
     parse_retry_after,
     path_segment,
 )
+from tools.platform.bounds import Deadline, RetryPolicy, Timeouts
 from tools.platform.files import write_atomic
 from tools.platform.paging import CursorWalk
 from tools.platform.settings import Settings
