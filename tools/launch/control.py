@@ -40,7 +40,7 @@ from tools.guardrails.records import PlanRecord
 from tools.guardrails.store import Store
 from tools.guardrails.text import shown
 from tools.launch._approval import check_unchanged, obtain_confirmation, request_from_state
-from tools.launch._dispatch import DispatchResult, new_plan_id, plan_of_token, refused
+from tools.launch._dispatch import ResumeRunResult, new_plan_id, plan_of_token, refused
 from tools.launch._plan import APPROVAL_TTL_SECONDS
 from tools.launch._reconcile import Lookup, look_for_lost_action, unresolved_action_lines
 from tools.launch._resume import ResumeRunInput, build_resume, carry_out, record
@@ -435,7 +435,7 @@ def restart_run(inp: RestartRunInput, ctx: Context) -> RestartRunResult:
 
 
 @tool
-def resume_run(inp: ResumeRunInput, ctx: Context) -> DispatchResult:
+def resume_run(inp: ResumeRunInput, ctx: Context) -> ResumeRunResult:
     """Resume a PAUSED run as a NEW billed run (POST /training/runs/{id}/resume), exactly once.
 
     Without a confirmation the plan is made (owner, GPUs, price per GPU-hour, cost of the steps
@@ -456,7 +456,7 @@ def resume_run(inp: ResumeRunInput, ctx: Context) -> DispatchResult:
     store.require_writable()
     if not inp.confirmation or not inp.confirmation.strip():
         draft = build_resume(inp, ctx, new_plan_id("resume"))
-        return carry_out(ctx, store, record(ctx, store, draft), None, draft)
+        return ResumeRunResult.of(carry_out(ctx, store, record(ctx, store, draft), None, draft))
     state = plan_of_token(store, inp.confirmation)
     if state is None or state.plan.action != "resume" or state.plan.run_id != inp.run_id:
         again = call("mf_resume_run", run_id=inp.run_id)
@@ -473,4 +473,4 @@ def resume_run(inp: ResumeRunInput, ctx: Context) -> DispatchResult:
         raise fail("bad_arguments", f"The confirmation approves plan {state.plan_id}, whose {', '.join(differ)} "
                    "differ from this call's.", f"Call {again} (the plan's own arguments apply), or resume with the "
                    "new arguments without a confirmation to get a new plan approved.", next_calls=[again])
-    return carry_out(ctx, store, state, inp.confirmation)
+    return ResumeRunResult.of(carry_out(ctx, store, state, inp.confirmation))
