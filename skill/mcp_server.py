@@ -3,11 +3,11 @@
 What a client gets:
 
 - ``tools/list``: :func:`skill.registry.mcp_tools` (name, title, description, inputSchema,
-  outputSchema, annotations).
+  annotations; no outputSchema, see there).
 - ``tools/call``: :func:`skill.registry.call_tool` in a worker thread. The result model
-  dump is ``structuredContent``; the text block carries a one-line summary and the same
-  JSON without its null fields (for clients that ignore ``structuredContent``, and most hosts
-  show the model only the text: a null says nothing a reader needs, so the text leaves it out).
+  dump is ``structuredContent``; the text block carries the same JSON without its null fields, after
+  a ``NAME failed [code]`` line when it is an error (for clients that ignore ``structuredContent``, and
+  most hosts show the model only the text: a null says nothing a reader needs, so the text leaves it out).
   A :class:`~tools.errors.ToolError` is an ``isError: true`` result, with structured content too. A tool with an
   ``image_field`` (``mf_plot_metrics``) also returns its PNG as an image block.
 - Progress: when the request carries a ``progressToken``, ``ctx.report(done, total,
@@ -72,12 +72,10 @@ MAX_IMAGE_BYTES = 4_000_000
 # -- the SDK server -----------------------------------------------------------------------
 
 
-def _summary_line(name: str, payload: dict[str, Any], error: bool) -> str:
-    """One line for people and clients that only read text."""
-    if error:  # message and fix follow in the JSON
-        return f"{name} failed [{payload.get('code')}]"
-    facts = [f"{k}={v}" for k, v in payload.items() if isinstance(v, (str, int, float, bool)) and len(str(v)) <= 40][:3]
-    return f"{name} ok" + (": " + ", ".join(facts) if facts else "")
+def _summary_line(name: str, payload: dict[str, Any]) -> str:
+    """The line in front of a failed call's JSON (its message and fix follow there). A result that is
+    not an error is its JSON alone: a line repeating its first fields would cost every call's reader."""
+    return f"{name} failed [{payload.get('code')}]\n"
 
 
 def without_nulls(value: Any) -> Any:
@@ -93,7 +91,7 @@ def result_content(name: str, spec: Any, result: Any) -> Any:
     """The MCP ``CallToolResult`` for a registry result of tool ``name`` (see module docstring)."""
     error = is_error(result)
     payload = result.model_dump(mode="json", by_alias=True)
-    text = _summary_line(name, payload, error) + "\n" + json.dumps(without_nulls(payload), separators=(",", ":"))
+    text = (_summary_line(name, payload) if error else "") + json.dumps(without_nulls(payload), separators=(",", ":"))
     content: list[Any] = [types.TextContent(text=text)]
     path = payload.get(spec.image_field) if spec and spec.image_field and not error else None
     if isinstance(path, str) and path.lower().endswith(".png"):
