@@ -49,7 +49,7 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from skill import registry
+from skill import apps, registry
 from skill.registry import is_error
 from tools.core import Context
 
@@ -216,6 +216,13 @@ def _tool_context(request_ctx: Any, params: Any, approvals: Approvals, make_cont
 
         tool_ctx.progress = progress
     if not _elicitation_declared(session):
+        if apps.client_has_apps(session) and getattr(params, "name", None) in apps.GATED_TOOLS:
+
+            def show_view(request: Any) -> bool:  # the call ends with the approval view (skill.apps)
+                raise apps.NeedsView(request)
+
+            show_view.channel = "mcp_app"  # type: ignore[attr-defined]
+            tool_ctx.approver = show_view
         return tool_ctx
     if session.can_send_request:  # handshake era: ask now, from the worker thread
 
@@ -248,13 +255,42 @@ def build_server(make_context: Callable[[], Any] | None = None) -> Any:
     ``make_context``: builds the tools Context of each call (default: one over the process
     environment); in-process harnesses pass one with their own env, folders, clock and sleep."""
     make_context = make_context or Context.from_environment
-    listing = types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in registry.mcp_tools()])
-    approvals = Approvals()
+    tools = registry.mcp_tools()
+    listing = types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in tools])
+    with_apps = types.ListToolsResult(tools=[types.Tool.model_validate(apps.linked(t)) for t in tools]
+                                      + [types.Tool.model_validate(apps.answer_tool())])
+    approvals, nonces = Approvals(), apps.ViewNonces()
 
     async def on_list_tools(ctx: Any, params: Any) -> Any:
-        return listing
+        return with_apps if apps.client_has_apps(ctx.session) else listing
+
+    async def on_list_resources(ctx: Any, params: Any) -> Any:
+        return types.ListResourcesResult(resources=[types.Resource.model_validate(apps.view_resource())])
+
+    async def on_read_resource(ctx: Any, params: Any) -> Any:
+        if str(params.uri) != apps.VIEW_URI:
+            from mcp.shared.exceptions import MCPError
+
+            raise MCPError(code=-32002, message=f"No resource {params.uri}; this server has {apps.VIEW_URI}.")
+        return types.ReadResourceResult.model_validate(apps.view_contents())
+
+    async def on_answer(ctx: Any, params: Any) -> Any:
+        from tools.errors import ToolError
+
+        if not apps.client_has_apps(ctx.session):  # the view exists only where the client renders MCP Apps
+            return result_content(params.name, None, ToolError(
+                code="unknown_tool", message=f"No tool named {params.name!r}.",
+                fix="List the tools (MCP tools/list or `model-factory tools export`)."))
+        tool_ctx = make_context()
+        try:
+            result = await anyio.to_thread.run_sync(apps.answer, params.arguments or {}, nonces, tool_ctx)
+        finally:
+            tool_ctx.close()
+        return result_content(params.name, None, result)
 
     async def on_call_tool(ctx: Any, params: Any) -> Any:
+        if params.name == apps.ANSWER_TOOL:
+            return await on_answer(ctx, params)
         try:
             spec = registry.get(params.name)
         except KeyError:
@@ -273,6 +309,16 @@ def build_server(make_context: Callable[[], Any] | None = None) -> Any:
                 message=_approval_message(needed.request), requested_schema=APPROVAL_SCHEMA))
             return types.InputRequiredResult(input_requests={"approval": form},
                                              request_state=approvals.ask(needed.request))
+        except apps.NeedsView as needed:  # the person answers in the view shown with this result
+            error = apps.view_error(params.name, needed.request)
+            recorder = make_context()
+            try:
+                registry.audit(recorder, "mcp", params.name, params.arguments or {}, error)
+            finally:
+                recorder.close()
+            shown = result_content(params.name, spec, error)
+            meta = apps.view_meta(params.name, needed.request, nonces.mint(params.name, needed.request))
+            return shown.model_copy(update={"meta": meta})
         except Exception as exc:  # noqa: BLE001 - never a traceback to the client
             LOG.exception("tools/call %s failed", params.name)
             from tools.errors import ToolError
@@ -281,8 +327,11 @@ def build_server(make_context: Callable[[], Any] | None = None) -> Any:
                 code="internal_error", message=f"{params.name} failed unexpectedly: {type(exc).__name__}",
                 fix="This is a bug in model-factory-skill; retry once, then report it with the server's stderr log."))
 
-    return Server(SERVER_NAME, version=_version(), title="Model Factory", instructions=INSTRUCTIONS,
-                  on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    server = Server(SERVER_NAME, version=_version(), title="Model Factory", instructions=INSTRUCTIONS,
+                    on_list_tools=on_list_tools, on_call_tool=on_call_tool, on_list_resources=on_list_resources,
+                    on_read_resource=on_read_resource)
+    server.extensions[apps.EXTENSION_ID] = {}  # MCP Apps: the approval view (skill.apps)
+    return server
 
 
 def _version() -> str:
