@@ -26,6 +26,7 @@ import functools
 import importlib
 import json
 import re
+import time
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -475,6 +476,17 @@ def openai_tool_message(tool_call: Any, ctx: Any = None) -> dict[str, Any]:
     """
     function = _field(tool_call, "function")
     result = call_tool(_field(function, "name", ""), _field(function, "arguments"), ctx, surface="openai")
+    return _openai_message(tool_call, result)
+
+
+async def aopenai_tool_message(tool_call: Any, ctx: Any = None) -> dict[str, Any]:
+    """:func:`openai_tool_message` for asyncio backends (through :func:`acall_tool`: cancellable)."""
+    function = _field(tool_call, "function")
+    result = await acall_tool(_field(function, "name", ""), _field(function, "arguments"), ctx, surface="openai")
+    return _openai_message(tool_call, result)
+
+
+def _openai_message(tool_call: Any, result: BaseModel) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": _field(tool_call, "id"), "content": result_json(result)}
 
 
@@ -489,6 +501,16 @@ def anthropic_tool_result(tool_use: Any, ctx: Any = None) -> dict[str, Any]:
     """Run one Anthropic ``tool_use`` block (``id``, ``name``, ``input``) and return the
     ``tool_result`` content block (``is_error`` set for a ToolError)."""
     result = call_tool(_field(tool_use, "name", ""), _field(tool_use, "input"), ctx, surface="anthropic")
+    return _anthropic_block(tool_use, result)
+
+
+async def aanthropic_tool_result(tool_use: Any, ctx: Any = None) -> dict[str, Any]:
+    """:func:`anthropic_tool_result` for asyncio backends (through :func:`acall_tool`: cancellable)."""
+    result = await acall_tool(_field(tool_use, "name", ""), _field(tool_use, "input"), ctx, surface="anthropic")
+    return _anthropic_block(tool_use, result)
+
+
+def _anthropic_block(tool_use: Any, result: BaseModel) -> dict[str, Any]:
     return {"type": "tool_result", "tool_use_id": _field(tool_use, "id"),
             "content": result_json(result), "is_error": is_error(result)}
 
@@ -732,6 +754,76 @@ def call_tool(name: str, arguments: Mapping[str, Any] | str | None = None, ctx: 
     finally:
         if own:
             ctx.close()
+
+
+class Cancelled(BaseException):
+    """Raised inside a tool run by :func:`acall_tool` at its next pause (``ctx.sleep``) once the awaiting
+    task was cancelled: a ``BaseException`` so that no tool layer turns it into a result."""
+
+
+async def acall_tool(name: str, arguments: Mapping[str, Any] | str | None = None, ctx: Any = None, *,
+                     surface: str = "python") -> BaseModel:
+    """:func:`call_tool` for asyncio (and any anyio) backends: the same argument checks, guardrails
+    (approvals, exactly-once launches, secrets by name), output budgets and audit trail, run in a worker
+    thread so that the event loop keeps serving other chats meanwhile. Returns the result model or a
+    ToolError, never raises for a tool's failure.
+
+    Cancellable: cancelling the awaiting task (``task.cancel()``, a cancel scope, a client that went
+    away) raises the cancellation in it as usual. A read-only tool (reads, ``mf_wait_for_run``'s waits)
+    stops at its next pause: no request is started after the cancellation (one already in flight ends
+    within its timeout) and ``acall_tool`` returns once it has stopped; nothing is recorded for it. A tool
+    that changes something (plan, launch, stop, pause, restart, resume, a download or an export) is not
+    cut mid-way: the cancellation returns at once and the tool runs to its end in the background, its
+    outcome recorded in the state store and the audit trail as for any call (a launch is never left
+    half-sent; ``mf_list_launches`` shows it). ``ctx``: as for :func:`call_tool`; one you pass stays in use
+    until the tool ends, and its ``sleep`` is wrapped meanwhile.
+    """
+    import threading
+
+    import anyio
+    import anyio.to_thread
+
+    from tools.core import Context
+
+    try:
+        interruptible = get(name).read_only
+    except KeyError:
+        interruptible = True
+    stop, done = threading.Event(), threading.Event()
+
+    def run() -> BaseModel:
+        own = ctx is None
+        context = ctx or Context.from_environment()
+        inner = context.sleep
+
+        def sleep(seconds: float) -> None:
+            if stop.is_set():
+                raise Cancelled
+            if inner is time.sleep:
+                stop.wait(max(0.0, seconds))
+            else:
+                inner(seconds)
+            if stop.is_set():
+                raise Cancelled
+
+        if interruptible:
+            context.sleep = sleep
+        try:
+            return call_tool(name, arguments, context, surface=surface)
+        finally:
+            context.sleep = inner
+            if own:
+                context.close()
+            done.set()
+
+    try:
+        return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+    except anyio.get_cancelled_exc_class():
+        if interruptible:
+            stop.set()
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(done.wait)
+        raise
 
 
 def _call(name: str, arguments: Mapping[str, Any] | str | None, ctx: Any) -> BaseModel:
