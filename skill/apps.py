@@ -5,7 +5,9 @@ lists ``text/html;profile=mcp-app``; see ``mcp.server.apps.client_supports_apps`
 elicitation, the MCP server (:mod:`skill.mcp_server`) offers a third human channel beside elicitation
 and the terminal:
 
-- ``tools/list`` links the gated tools (:data:`GATED_TOOLS`: ``mf_dispatch_run``, ``mf_resume_run``,
+- ``tools/list`` links ``mf_check_progress`` and ``mf_run_report`` to the run card (:data:`CARD_URI`: status,
+  verdict, learning, spend against the plan, and the metrics plot when the person clicks for it, through
+  ``mf_plot_metrics``), and the gated tools (:data:`GATED_TOOLS`: ``mf_dispatch_run``, ``mf_resume_run``,
   ``mf_stop_run``, ``mf_pause_run``, ``mf_restart_run``) to the view :data:`VIEW_URI`
   (``_meta.ui.resourceUri``) and lists :data:`ANSWER_TOOL`, whose ``_meta.ui.visibility`` is
   ``["app"]``: a host that honours MCP Apps keeps it out of the model's tool list and refuses it to the
@@ -57,29 +59,40 @@ ANSWER_TOOL = "mf_approval_answer"
 META_KEY = "model-factory/approval"
 #: The tools whose results the view renders: those gated by a person's approval.
 GATED_TOOLS = ("mf_dispatch_run", "mf_resume_run", "mf_stop_run", "mf_pause_run", "mf_restart_run")
+#: The run card: status, progress verdict, learning, spend against the plan, the metrics plot on a click.
+CARD_URI = "ui://model-factory/run-card.html"
+#: The tools whose results the run card renders.
+CARD_TOOLS = ("mf_check_progress", "mf_run_report")
 #: How long a view's nonce stays usable, in seconds (an approval minted with it then lasts 15 minutes).
 NONCE_TTL_SECONDS = 900.0
 #: Nonces kept at once; the oldest is dropped past this (each gated result mints one).
 MAX_NONCES = 256
-_VIEW_FILE = Path(__file__).resolve().parent / "views" / "approval.html"
+_VIEWS = Path(__file__).resolve().parent / "views"
+#: uri -> (file under skill/views, name, title, description) of each view.
+VIEWS = {
+    VIEW_URI: ("approval.html", "approval", "Model Factory approval",
+               "The plan a gated tool waits on, with Approve and Refuse buttons."),
+    CARD_URI: ("run-card.html", "run-card", "Model Factory run",
+               "A run at a glance: status, verdict, learning, spend against the plan, the metrics plot."),
+}
 
 
 @functools.cache
-def view_html() -> str:
-    """The view's HTML (``skill/views/approval.html``)."""
-    return _VIEW_FILE.read_text(encoding="utf-8")
+def view_html(uri: str = VIEW_URI) -> str:
+    """The HTML of the view ``uri`` (files under ``skill/views``). Raises KeyError for another URI."""
+    return (_VIEWS / VIEWS[uri][0]).read_text(encoding="utf-8")
 
 
-def view_resource() -> dict[str, Any]:
-    """The view as a ``resources/list`` item."""
-    return {"uri": VIEW_URI, "name": "approval", "title": "Model Factory approval",
-            "description": "The plan a gated tool waits on, with Approve and Refuse buttons.",
-            "mimeType": APP_MIME_TYPE}
+def view_resources() -> list[dict[str, Any]]:
+    """The views as ``resources/list`` items."""
+    return [{"uri": uri, "name": name, "title": title, "description": description, "mimeType": APP_MIME_TYPE}
+            for uri, (_, name, title, description) in VIEWS.items()]
 
 
-def view_contents() -> dict[str, Any]:
-    """The ``resources/read`` answer for :data:`VIEW_URI`: the HTML, no network needed (empty CSP domains)."""
-    return {"contents": [{"uri": VIEW_URI, "mimeType": APP_MIME_TYPE, "text": view_html(),
+def view_contents(uri: str) -> dict[str, Any]:
+    """The ``resources/read`` answer for ``uri``: the HTML, no network needed (empty CSP domains). Raises
+    KeyError for a URI that is not a view."""
+    return {"contents": [{"uri": uri, "mimeType": APP_MIME_TYPE, "text": view_html(uri),
                           "_meta": {"ui": {"csp": {}, "prefersBorder": True}}}]}
 
 
@@ -225,10 +238,12 @@ def answer_tool() -> dict[str, Any]:
 
 
 def linked(tool: dict[str, Any]) -> dict[str, Any]:
-    """A ``tools/list`` item of a gated tool linked to the view (others unchanged)."""
-    if tool["name"] not in GATED_TOOLS:
+    """A ``tools/list`` item linked to its view: a gated tool to the approval view, mf_check_progress and
+    mf_run_report to the run card (others unchanged)."""
+    uri = VIEW_URI if tool["name"] in GATED_TOOLS else CARD_URI if tool["name"] in CARD_TOOLS else None
+    if uri is None:
         return tool
-    return {**tool, "_meta": {**(tool.get("_meta") or {}), "ui": {"resourceUri": VIEW_URI}}}
+    return {**tool, "_meta": {**(tool.get("_meta") or {}), "ui": {"resourceUri": uri}}}
 
 
 def answer(arguments: Any, nonces: ViewNonces, ctx: Any) -> BaseModel:

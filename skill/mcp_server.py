@@ -265,14 +265,14 @@ def build_server(make_context: Callable[[], Any] | None = None) -> Any:
         return with_apps if apps.client_has_apps(ctx.session) else listing
 
     async def on_list_resources(ctx: Any, params: Any) -> Any:
-        return types.ListResourcesResult(resources=[types.Resource.model_validate(apps.view_resource())])
+        return types.ListResourcesResult(resources=[types.Resource.model_validate(r) for r in apps.view_resources()])
 
     async def on_read_resource(ctx: Any, params: Any) -> Any:
-        if str(params.uri) != apps.VIEW_URI:
+        if str(params.uri) not in apps.VIEWS:
             from mcp.shared.exceptions import MCPError
 
-            raise MCPError(code=-32002, message=f"No resource {params.uri}; this server has {apps.VIEW_URI}.")
-        return types.ReadResourceResult.model_validate(apps.view_contents())
+            raise MCPError(code=-32002, message=f"No resource {params.uri}; this server has {', '.join(apps.VIEWS)}.")
+        return types.ReadResourceResult.model_validate(apps.view_contents(str(params.uri)))
 
     async def on_answer(ctx: Any, params: Any) -> Any:
         from tools.errors import ToolError

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _browser import Chromium, chromium_binary, host_page
-from _helpers import cli_env, unavailable
+from _helpers import EXAMPLE, at_step, cli_env, unavailable
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client
 from mcp.client.extension import advertise
@@ -27,6 +28,7 @@ from skill import apps
 from skill.emulator import EmulatorServer
 from skill.mcp_server import build_server
 from tools.core import Context
+from tools.platform import wire
 
 pytestmark = pytest.mark.xdist_group("browser")
 
@@ -85,9 +87,10 @@ class Host:
         assert shown.is_error and apps.META_KEY in (shown.meta or {}), shown
         return arguments, shown.model_dump(mode="json", by_alias=True, exclude_none=True)
 
-    def serve(self, page: Any) -> dict[str, Any]:
+    def serve(self, page: Any, message: bool = True) -> dict[str, Any]:
         """Answer the view's next request: a tools/call (only of a tool visible to apps, as a host must) is
-        sent to the server, then the ui/message that follows is taken into the chat. The tool's result."""
+        sent to the server, then (``message``) the ui/message that follows is taken into the chat. The
+        tool's result."""
         request = page.host_request()
         assert request["method"] == "tools/call", request
         name = request["params"]["name"]
@@ -97,6 +100,8 @@ class Host:
         result = self.call(name, request["params"].get("arguments") or {})
         answer = result.model_dump(mode="json", by_alias=True, exclude_none=True)
         page.reply(request["id"], answer)
+        if not message:
+            return answer
         message = page.host_request()
         assert message["method"] == "ui/message" and message["params"]["role"] == "user", message
         self.messages.append(" ".join(block["text"] for block in message["params"]["content"]))
@@ -113,13 +118,18 @@ class Host:
 
 def open_view(browser: Chromium, host: Host, tmp_path: Path, name: str) -> tuple[Any, str, dict[str, Any]]:
     arguments, result = host.gated_result(name)
-    page_file = tmp_path / "host.html"
-    page_file.write_text(host_page(apps.view_html(), arguments, result), encoding="utf-8")
-    page = browser.page()
-    page.open(page_file)
-    view = page.frame()
+    page, view = load(browser, tmp_path, apps.VIEW_URI, arguments, result)
     page.wait_for("!document.getElementById('approval').hidden", view)
     return page, view, result
+
+
+def load(browser: Chromium, tmp_path: Path, uri: str, arguments: dict[str, Any], result: dict[str, Any]) -> Any:
+    """A new tab with the host page rendering view ``uri`` for this tool call; (page, the view's frame)."""
+    page_file = tmp_path / "host.html"
+    page_file.write_text(host_page(apps.view_html(uri), arguments, result), encoding="utf-8")
+    page = browser.page()
+    page.open(page_file)
+    return page, page.frame()
 
 
 def test_approve_clicked_in_the_view_mints_the_approval_and_the_code_reaches_the_chat(
@@ -180,3 +190,36 @@ def test_a_hostile_run_name_is_shown_as_text(browser: Chromium, host: Host, tmp_
     assert HOSTILE in result["_meta"][apps.META_KEY]["summary"] and HOSTILE in shown
     assert json.loads(elements) == {"img": 0, "scripts": 1, "pre": 0}  # the view's own script only, no markup
     assert dialogs == []
+
+
+def test_the_run_card_shows_a_running_run_and_its_plot_on_a_click(browser: Chromium, host: Host,
+                                                                  module_emulator: EmulatorServer,
+                                                                  tmp_path: Path) -> None:
+    ctx = host.context()
+    try:
+        body = wire.build_create_body(tomllib.loads(EXAMPLE.read_text()), name="card-run")
+        run_id = ctx.platform().create_run(body).run_id
+    finally:
+        ctx.close()
+    module_emulator.state.advance(at_step(6))
+    arguments = {"run_id": run_id}
+    checked = host.call("mf_check_progress", arguments)
+    assert not checked.is_error, checked.content[0].text
+    result = checked.model_dump(mode="json", by_alias=True, exclude_none=True)
+    page, view = load(browser, tmp_path, apps.CARD_URI, arguments, result)
+    try:
+        page.wait_for("!document.getElementById('card').hidden", view)
+        title = page.evaluate("document.getElementById('title').textContent", view)
+        badges = page.evaluate("document.getElementById('badges').textContent", view)
+        spend = page.evaluate("document.getElementById('spend').textContent", view)
+        page.click("#plot", view)
+        plot = host.serve(page, message=False)
+        width = page.wait_for("document.getElementById('image').complete && "
+                              "document.getElementById('image').naturalWidth", view)
+        page.screenshot(tmp_path / "run-card.png")
+    finally:
+        page.close()
+    assert title == f"Run {run_id}" and "RUNNING" in badges and checked.structured_content["verdict"] in badges
+    usd = checked.structured_content["spend"]["platform_usd"]
+    assert spend == f"So far ${usd:.2f} by the platform's usage; no plan recorded here for this run."  # made off-plan
+    assert not plot["isError"] and any(block["type"] == "image" for block in plot["content"]) and width > 100

@@ -79,7 +79,7 @@ def test_an_apps_client_gets_the_view_linked_and_the_answer_tool_marked_app_only
     async def scenario(client: Client) -> Any:
         listed = await client.list_tools()
         resources = await client.list_resources()
-        read = await client.read_resource(apps.VIEW_URI)
+        read = [await client.read_resource(uri) for uri in (apps.VIEW_URI, apps.CARD_URI)]
         return listed, resources, read
 
     listed, resources, read = with_client(env, workdir, scenario)
@@ -88,14 +88,18 @@ def test_an_apps_client_gets_the_view_linked_and_the_answer_tool_marked_app_only
     assert answer["_meta"]["ui"] == {"resourceUri": apps.VIEW_URI, "visibility": ["app"]}
     for name in apps.GATED_TOOLS:
         assert tools[name]["_meta"]["ui"] == {"resourceUri": apps.VIEW_URI}, name
+    for name in apps.CARD_TOOLS:
+        assert tools[name]["_meta"]["ui"] == {"resourceUri": apps.CARD_URI}, name
     assert "_meta" not in tools["mf_get_run"]
-    assert [r.uri for r in resources.resources] == [apps.VIEW_URI]
-    (content,) = read.contents
-    assert content.mime_type == APP_MIME_TYPE and content.text == apps.view_html()
-    html = content.text
-    # self-contained: no URL to fetch, a CSP that forbids every fetch, values only through textContent
-    assert not re.search(r"(?i)\b(src|href)\s*=|https?://|@import|url\(", html)
-    assert "default-src 'none'" in html and "innerHTML" not in html and "insertAdjacentHTML" not in html
+    assert [r.uri for r in resources.resources] == [apps.VIEW_URI, apps.CARD_URI]
+    for uri, answer in zip((apps.VIEW_URI, apps.CARD_URI), read, strict=True):
+        (content,) = answer.contents
+        assert content.mime_type == APP_MIME_TYPE and content.text == apps.view_html(uri)
+        html = content.text
+        # self-contained: no URL to fetch, a CSP that forbids every fetch, values only through textContent
+        assert not re.search(r"(?i)\b(src|href)\s*=\s*[\"'](?!data:image/png;base64,)|https?://|@import|url\(",
+                             html), uri  # the run card's plot is a data: image set from a tool result
+        assert "default-src 'none'" in html and "innerHTML" not in html and "insertAdjacentHTML" not in html, uri
 
 
 def test_a_client_without_apps_sees_no_view_and_cannot_call_the_answer_tool(env, workdir) -> None:
