@@ -617,8 +617,9 @@ def check_arguments(name: str, arguments: Mapping[str, Any] | str | None) -> Bas
     arguments = dict(arguments)
     broken = _lone_surrogates(arguments)
     if broken:
-        return _bad_arguments([FieldProblem(path=path, problem="not valid Unicode text: it holds half of a "
-                                            "surrogate pair (a cut emoji?); send the text as UTF-8")
+        return _bad_arguments([FieldProblem(path=path, problem="not valid UTF-8 text (a file name in another "
+                                            "encoding, or half of a cut emoji): rename the file to a UTF-8 name, or "
+                                            "send the text as UTF-8")
                                for path in broken], spec.name)
     properties = input_schema(spec.name)["properties"]
     for prop, schema in properties.items():
