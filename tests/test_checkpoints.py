@@ -393,3 +393,14 @@ def test_only_a_storage_read_loads_the_s3_client(emulator, mf_env, frozen_ctx, r
     for command in (["get-run", run_id], ["list-checkpoints", run_id], ["list-volumes", "--team", TEAM_RESEARCH_ID]):
         assert imported(*command).isdisjoint({"boto3", "botocore", "s3transfer"}), command
     assert {"boto3", "botocore"} <= imported("download-checkpoint", run_id, str(tmp_path / "c"))
+
+
+def test_wait_for_run_at_the_end_of_a_run_with_a_volume_offers_its_checkpoint_and_without_one_does_not(
+        frozen_ctx, emulator, rl_config):
+    with_volume = volume_run(frozen_ctx, emulator, rl_config)
+    done = ok(call(frozen_ctx, "mf_wait_for_run", run_id=with_volume, timeout_seconds=1))
+    assert done.status == "COMPLETED" and "its latest checkpoint (volume" in done.next_step
+    assert [c.tool for c in done.next_calls][-1] == "mf_download_checkpoint"
+    without = volume_run(frozen_ctx, emulator, rl_config, volume=None)
+    done = ok(call(frozen_ctx, "mf_wait_for_run", run_id=without, timeout_seconds=1))
+    assert "mf_download_checkpoint" not in [c.tool for c in done.next_calls] and "checkpoint" not in done.next_step

@@ -512,6 +512,10 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
         calls = [check, again]
     else:
         advice, calls = "Not yet: the same call again.", [again]  # next_calls holds it, run id and all
+    if run.is_terminal() and run.volume_name and wire.RunStatus.is_known(run.status):  # its weights can be fetched
+        weights = call("mf_download_checkpoint", run_id=run.id, dest=f"checkpoint-{run.id}")
+        advice = advice.rstrip(".") + f"; its latest checkpoint (volume {run.volume_name}) with {weights} when asked."
+        calls = [*calls, weights]
     return WaitForRunResult(
         run_id=run.id, status=run.status, terminal=run.is_terminal(), reached=reached, until=inp.until,
         latest_step=step, max_steps=run.max_steps, waited_seconds=round(ctx.clock() - started, 2), polls=polls,
