@@ -27,6 +27,7 @@ import io
 import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from importlib.metadata import version
 from pathlib import Path
 
 import httpx
@@ -542,7 +543,7 @@ def test_headers_timeouts_and_team_placement(tmp_path):
     assert traced.headers["x-prime-team-id"] == TEAM and "content-type" not in traced.headers
     assert traced.extensions["timeout"]["read"] == 120.0
     assert listed.headers["authorization"] == f"Bearer {API_KEY}"
-    assert listed.headers["user-agent"].startswith("model-factory-skill/0.1")
+    assert listed.headers["user-agent"].startswith(f"model-factory-skill/{version('model-factory-skill')}")
 
 
 def test_ids_are_one_path_segment(tmp_path):
