@@ -162,7 +162,7 @@ def test_verdict_progressing(frozen_ctx, emulator, launch):
     emulator.state.advance(past_step(8))
     result = progress(frozen_ctx, run_id)
     assert (result.verdict, result.latest_step, result.max_steps) == ("progressing", 8, 20)
-    assert result.percent_complete == 40.0 and result.seconds_per_step == pytest.approx(STEP, abs=0.5)
+    assert result.percent_complete == 40.0 and result.step_seconds == pytest.approx(STEP, abs=0.5)
     assert result.last_step_age_seconds == pytest.approx(1.0, abs=1.5)
     expected_reward = emulator.state.run(run_id).metrics[-1]["reward/all/mean"]
     assert (result.learning.metric, result.learning.last) == ("reward/all/mean", expected_reward)
@@ -191,8 +191,8 @@ def test_a_late_step_is_said_with_its_size_before_the_run_is_called_stalled(froz
     emulator.state.advance(357)  # 408 s: 13.6 step times, still under the 600 s floor
     late = progress(frozen_ctx, run_id)
     assert (late.verdict, late.healthy, late.step_overdue) == ("progressing", False, True)
-    assert late.evidence[0] == ("No new step for 6.8 min (13.6 x the recent step time of 30 s); it is called stalled "
-                                "after 10.0 min (stall_after_seconds to change that).")
+    assert late.evidence[0] == ("No new step for 6 min 48 s (13.6 x the recent step time of 30 s); it is called "
+                                "stalled after 10 min (stall_after_seconds to change that).")
     assert calls(late) == [("mf_summarize_logs", {"run_id": run_id}), ("mf_check_progress", {"run_id": run_id}),
                            ("mf_wait_for_run", {"run_id": run_id})]
     emulator.state.advance(200)  # 608 s: past the floor, the verdict changes as before
@@ -391,7 +391,7 @@ def test_a_wait_on_a_run_whose_step_is_long_overdue_says_so_and_names_check_prog
     assert (result.reached, result.latest_step, result.step_overdue) == (False, 2, True)
     assert result.last_step_age_seconds == pytest.approx(401, abs=1)  # 361 s before the wait, 40 s during it
     # the server's clock has one-second steps: 400 or 401 s
-    assert re.search(r"no new step for 6\.7 min \(13\.[34] x the recent step time of 30 s\)", result.next_step)
+    assert re.search(r"no new step for 6 min 4\d s \(13\.[34] x the recent step time of 30 s\)", result.next_step)
     assert result.next_calls == [tool_call("mf_check_progress", run_id=run_id),
                                  tool_call("mf_wait_for_run", run_id=run_id, step=20)]
     assert all(str(c) in result.next_step for c in result.next_calls)

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tools.core import Context, Owner, fit_largest, open_volume, resolve_owner, tool
 from tools.errors import call, fail
 from tools.platform import wire
+from tools.units import Bytes, USDPerGPUHour
 
 _TEAM = ("Owner: 'personal', a team id (see mf_list_teams), or null for the configured owner "
          "(PRIME_TEAM_ID, then ~/.prime/config.json, else personal).")
@@ -45,7 +46,7 @@ class OnDemandOffer(BaseModel):
     """A GPU type on shared on-demand capacity (``onDemand[]`` of available-fft-models)."""
 
     gpu_type: str = Field(description="GPU type, e.g. H200_141GB.")
-    usd_per_gpu_hour: float | None = Field(description="Price in USD per GPU-hour; null = unknown.")
+    usd_per_gpu_hour: USDPerGPUHour | None = Field(description="Price in USD per GPU-hour; null = unknown.")
     available_now: bool = Field(description="Coarse capacity hint; not a promise that a run starts now.")
     is_beta: bool = Field(description="On-demand capacity of this type is in beta.")
     discount_label: str | None = Field(description="Discount text shown by the platform, if any.")
@@ -129,7 +130,7 @@ class GpuInfo(BaseModel):
     """A GPU type the owner can train on."""
 
     gpu_type: str = Field(description="GPU type, e.g. H200_141GB (use as gpu_type in the TOML or plan).")
-    usd_per_gpu_hour: float | None = Field(
+    usd_per_gpu_hour: USDPerGPUHour | None = Field(
         description="On-demand price in USD per GPU-hour; null = unknown (e.g. reserved capacity, no on-demand offer).")
     capacity: str = Field(description="on_demand (priced offer) or reserved_or_unpriced (no on-demand price).")
     available_now: bool | None = Field(description="On-demand capacity hint; null when there is no on-demand offer.")
@@ -206,7 +207,7 @@ class VolumeEntry(BaseModel):
 
     name: str = Field(description="Path relative to the volume root; a folder ends in /.")
     kind: Literal["file", "folder"] = Field(description="file or folder.")
-    size_bytes: int | None = Field(default=None, description="File size in bytes (null for a folder).")
+    size_bytes: Bytes | None = Field(default=None, description="File size in bytes (null for a folder).")
     modified: datetime | None = Field(default=None, description="When the file was last written (UTC).")
 
 
@@ -217,7 +218,7 @@ class VolumeFiles(BaseModel):
     path: str = Field(description="Folder listed, relative to the volume root ('' = the root).")
     entries: list[VolumeEntry] = Field(description=f"Up to {50} entries of this page, by name.")
     next_cursor: str | None = Field(default=None, description="Pass as cursor for the next page; null: last page.")
-    bytes: int | None = Field(default=None, description="Bytes of every file under path (first page only).")
+    bytes: Bytes | None = Field(default=None, description="Bytes of every file under path (first page only).")
     files: int | None = Field(default=None, description="Files under path (first page only).")
     totals_complete: bool = Field(default=True, description=f"False when the totals stopped at {20_000} files.")
 

@@ -35,6 +35,7 @@ from tools.core import OUTPUT_BUDGET_CHARS, Context, fit_largest
 from tools.guardrails.scrubbing import secret_scrubber
 from tools.guardrails.secret_detection import FORWARDABLE, toml_env_files
 from tools.platform.settings import home_folder
+from tools.units import Seconds
 
 #: What each back-end leaves to the platform, for ``schema_note``.
 _NOTES = {
@@ -109,7 +110,7 @@ class ValidateConfigResult(BaseModel):
                                                                      "schema.")
     fallback_from: Literal["real", "prime"] | None = Field(default=None, description=(
         "Set when the back-end asked for could not run and the snapshot decided instead (a warning says why)."))
-    schema_seconds: float = Field(description="Seconds the schema check took (for a cold real back-end, including "
+    schema_seconds: Seconds = Field(description="Seconds the schema check took (for a cold real back-end, including "
                                               "the interpreter start and the prime-rl import).")
     schema_cached: bool = Field(default=False, description="The schema verdict was remembered from an earlier check "
                                                            "of the same config (memory or the state folder).")

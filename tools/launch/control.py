@@ -46,6 +46,7 @@ from tools.launch._reconcile import Lookup, look_for_lost_action, unresolved_act
 from tools.launch._resume import ResumeRunInput, build_resume, carry_out, record
 from tools.platform import errors as perr
 from tools.platform import wire
+from tools.units import Seconds
 
 POLL_SECONDS = 3.0
 MAX_WAIT_SECONDS = 300.0
@@ -101,7 +102,7 @@ class ControlResult(BaseModel):
     status: str = Field(description="Its last status as read after the request.")
     plan_id: str | None = Field(description="The control plan (state store), when a request was sent.")
     approval_channel: str | None = Field(description="How it was approved (terminal, host_callback, mcp_elicitation).")
-    waited_seconds: float = Field(description="Seconds spent polling.")
+    waited_seconds: Seconds = Field(description="Seconds spent polling.")
     message: str = Field(description="What happened, in words.")
     next_step: str = Field(description="What to call next.")
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")

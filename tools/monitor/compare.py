@@ -34,6 +34,7 @@ from tools.monitor._series import metric_key, numeric_keys, points, step_seconds
 from tools.monitor.metrics import MAX_PANELS, _metric_names, _select, png_target, records_of, render_png
 from tools.monitor.spend import spend_so_far
 from tools.platform import errors as perr
+from tools.units import USD, usd
 
 #: Config paths that differ, listed at most (the rest are counted).
 MAX_DIFF_PATHS = 30
@@ -72,8 +73,8 @@ class RunSide(BaseModel):
     steps_to_50: int | None = Field(default=None, description="Steps until 50% of its change (null: no change).")
     steps_to_90: int | None = Field(default=None, description="Steps until 90% of its change.")
     steps_per_hour: float | None = Field(default=None, description="Training pace (median step time).")
-    platform_usd: float | None = Field(default=None, description="The platform's usage figure so far.")
-    plan_expected_usd: float | None = Field(default=None, description=(
+    platform_usd: USD | None = Field(default=None, description="The platform's usage figure so far.")
+    plan_expected_usd: USD | None = Field(default=None, description=(
         "The plan's expected cost (null: no plan for it in this state folder)."))
     problems: list[str] | None = Field(default=None, description="Findings to act on (mf_check_progress has them).")
 
@@ -159,10 +160,6 @@ def _side(ctx: Context, run_id: str) -> tuple[RunSide, list[dict], dict[str, Any
     return side, records, run.run_config
 
 
-def _money(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:,.2f}"
-
-
 def _summary(sides: list[RunSide], differences: list[ConfigDifference]) -> str:
     """Who learned faster (per kind), what differs in their configs, and what each cost."""
     sentences = []
@@ -186,7 +183,7 @@ def _summary(sides: list[RunSide], differences: list[ConfigDifference]) -> str:
     if differences:
         paths = ", ".join(d.path for d in differences[:3]) + (", ..." if len(differences) > 3 else "")
         sentences.append(f"Their configs differ in {len(differences)} key path(s): {paths}")
-    costs = ", ".join(f"{s.run_id} {_money(s.platform_usd)}" + (f" (plan {_money(s.plan_expected_usd)})"
+    costs = ", ".join(f"{s.run_id} {usd(s.platform_usd)}" + (f" (plan {usd(s.plan_expected_usd)})"
                                                                   if s.plan_expected_usd is not None else "")
                       for s in sides)
     sentences.append(f"Cost (the platform's usage figure, so far for a run still going): {costs}")

@@ -108,10 +108,6 @@ def _result(value: M | ToolError) -> M | None:
     return None if isinstance(value, ToolError) else value
 
 
-def _money(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:,.2f}"
-
-
 def _outcome(run: monitor.GetRunResult, step: int | None) -> str:
     steps = f"{step if step is not None else 0} of {run.max_steps if run.max_steps else 'an unlimited number of'} steps"
     status = run.status.upper()

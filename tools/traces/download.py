@@ -39,6 +39,7 @@ from tools.platform.files import is_partial, write_atomic
 from tools.platform.paging import CursorWalk, Walk
 from tools.traces._manifest import LEGACY_MANIFEST, MANIFEST, MAX_ERROR_CHARS, Record, is_manifest_partial
 from tools.traces._scope import PAGE_LIMIT, TRACES_RUN_ID, platform_run
+from tools.units import Bytes
 
 _UNSAFE_NAME = re.compile(r'[/\\<>:"|?*\x00-\x1f\x7f]')
 MAX_ID_CHARS = 200
@@ -131,7 +132,7 @@ class DownloadTracesResult(BaseModel):
     episodes_downloaded: int = Field(description="Episode envelopes fetched by this call.")
     skipped_existing: int = Field(description="Files already present with a matching sha256 (not fetched again).")
     refetched_corrupted: int = Field(description="Files present whose sha256 did not match: fetched again.")
-    bytes_written: int = Field(description="Bytes written by this call.")
+    written_bytes: Bytes = Field(description="Bytes written by this call.")
     traces_on_disk: int = Field(description="Trace files of this run in dest after the call.")
     episodes_on_disk: int = Field(description="Episode files in dest after the call.")
     expected_trace_count: int | None = Field(default=None, description=(
@@ -590,7 +591,7 @@ def download_traces(inp: DownloadTracesInput, ctx: Context) -> DownloadTracesRes
     return DownloadTracesResult(
         run_id=inp.run_id, dest=str(job.dest), manifest_path=str(job.record.path), traces_downloaded=c.downloaded,
         episodes_downloaded=c.episodes_downloaded, skipped_existing=c.kept, refetched_corrupted=c.refetched,
-        bytes_written=c.nbytes, traces_on_disk=c.traces_on_disk, episodes_on_disk=c.episodes_on_disk,
+        written_bytes=c.nbytes, traces_on_disk=c.traces_on_disk, episodes_on_disk=c.episodes_on_disk,
         expected_trace_count=summary.trace_count if summary else None,
         expected_episode_count=summary.episode_count if summary else None, complete=complete,
         stopped_at_max=stopped, listing_complete=walk_note is None, skipped_for_safety=c.skipped,
