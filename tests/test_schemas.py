@@ -274,6 +274,21 @@ def test_every_amount_in_a_result_has_its_unit_in_its_type_and_at_the_end_of_its
     assert {"type": "number", "x-unit": "s"} in plan["running_seconds"]["anyOf"]
 
 
+def test_every_result_that_can_be_cut_says_so_in_one_shape() -> None:
+    """``truncated: bool``, ``omitted: int`` (how many were left out) and ``narrow_hint`` (how to see them),
+    together, wherever a result or a part of one can be cut."""
+    wrong = []
+    for model in _result_models().values():
+        fields = model.model_fields
+        present = {"truncated", "omitted", "narrow_hint"} & set(fields)
+        if not present:
+            continue
+        shape = {name: fields[name].annotation for name in present}
+        if shape != {"truncated": bool, "omitted": int, "narrow_hint": str | None}:
+            wrong.append(f"{model.__name__}: {shape}")
+    assert not wrong, "\n".join(wrong)
+
+
 def _metadata(annotation: Any) -> list[Any]:
     out = list(getattr(annotation, "__metadata__", ()))
     for arg in typing.get_args(annotation):

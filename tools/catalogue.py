@@ -78,7 +78,7 @@ class ListModelsResult(BaseModel):
     on_demand_beta_access: bool | None = Field(
         description="true/false as the platform says; null = unknown (not a denial).")
     truncated: bool = Field(description="true when models were left out to fit the output budget.")
-    omitted: str | None = Field(description="What was left out, when truncated.")
+    omitted: int = Field(description="Entries left out (0 unless truncated).")
     narrow_hint: str | None = Field(description="How to ask for less, when truncated.")
 
 
@@ -120,8 +120,8 @@ def list_models(inp: ListModelsInput, ctx: Context) -> ListModelsResult:
         return ListModelsResult(
             owner=owner, models=models[:k], total_models=len(models), on_demand=offers,
             on_demand_beta_access=data.on_demand_beta_access, truncated=cut > 0,
-            omitted=f"{cut} of {len(models)} models (the last ones in platform order)." if cut else None,
-            narrow_hint="Search for part of the model name (e.g. Qwen3) to list fewer models." if cut else None)
+            omitted=cut, narrow_hint=f"The last {cut} of {len(models)} models (platform order) are not shown: search "
+            "for part of the model name (e.g. Qwen3) to list fewer models." if cut else None)
 
     return fit_largest(build, len(models))
 
@@ -231,7 +231,7 @@ class ListVolumesResult(BaseModel):
     volumes: list[VolumeInfo] = Field(description="Volumes, possibly cut to the budget.")
     total: int = Field(description="Number of volumes the platform returned.")
     truncated: bool = Field(description="true when volumes were left out to fit the output budget.")
-    omitted: str | None = Field(description="What was left out, when truncated.")
+    omitted: int = Field(description="Entries left out (0 unless truncated).")
     narrow_hint: str | None = Field(description="How to ask for less, when truncated.")
 
 
@@ -282,7 +282,7 @@ def list_volumes(inp: ListVolumesInput, ctx: Context) -> ListVolumesResult:
     def build(k: int) -> ListVolumesResult:
         cut = len(volumes) - k
         return ListVolumesResult(owner=owner, listing=listing, volumes=volumes[:k], total=len(volumes),
-                                 truncated=cut > 0, omitted=f"{cut} of {len(volumes)} volumes." if cut else None,
+                                 truncated=cut > 0, omitted=cut,
                                  narrow_hint="Search for part of the volume name." if cut else None)
 
     return fit_largest(build, len(volumes))
@@ -346,7 +346,7 @@ class ListTeamsResult(BaseModel):
         description="true when no team is configured but the key has teams: mf_plan_run stops until a team is named.")
     note: str = Field(description="What to do with this list.")
     truncated: bool = Field(description="true when teams were left out to fit the output budget.")
-    omitted: str | None = Field(description="What was left out, when truncated.")
+    omitted: int = Field(description="Entries left out (0 unless truncated).")
     narrow_hint: str | None = Field(description="How to ask for less, when truncated.")
 
 
@@ -390,8 +390,7 @@ def list_teams(inp: ListTeamsInput, ctx: Context) -> ListTeamsResult:
         cut = len(entries) - k
         return ListTeamsResult(teams=entries[:k], total=len(entries), selected=owner, selected_is_member=member,
                                launch_would_stop_ambiguous=ambiguous, note=note, truncated=cut > 0,
-                               omitted=f"{cut} of {len(entries)} teams." if cut else None,
-                               narrow_hint="Search for part of the team name." if cut else None)
+                               omitted=cut, narrow_hint="Search for part of the team name." if cut else None)
 
 
     return fit_largest(build, len(entries))

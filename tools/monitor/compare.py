@@ -98,6 +98,7 @@ class CompareRunsResult(BaseModel):
     plotted: list[str] = Field(default_factory=list, description="Metrics plotted, one panel each.")
     truncated: bool = Field(default=False, description="True when config differences were left out.")
     omitted: int = Field(default=0, description="Config differences left out.")
+    narrow_hint: str | None = Field(default=None, description="How to see the differences left out, when truncated.")
     next_step: str = Field(description="What to do next.")
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
 
@@ -257,4 +258,6 @@ def compare_runs(inp: CompareRunsInput, ctx: Context) -> CompareRunsResult:
         summary=_summary(sides, differences), runs=sides, config_differences=shown, config_same_paths=same,
         not_compared=not_compared, plot_path=plot_path, plotted=plotted,
         truncated=len(differences) > len(shown), omitted=len(differences) - len(shown), next_step=step,
+        narrow_hint="Compare two runs at a time, or read each run's config with mf_get_run."
+        if len(differences) > len(shown) else None,
         next_calls=[nxt])

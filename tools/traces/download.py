@@ -107,6 +107,7 @@ class MissingReport(BaseModel):
         "Listed traces whose download answered 404 (deleted meanwhile)."))
     truncated: bool = Field(default=False, description=f"True when lists were cut; {MANIFEST} has the full report.")
     omitted: int = Field(default=0, description=f"List items left out here (all are in {MANIFEST}).")
+    narrow_hint: str | None = Field(default=None, description=f"Where the full lists are ({MANIFEST}), when truncated.")
 
 
 class EarlierRun(BaseModel):
@@ -677,5 +678,6 @@ def _missing_report(ctx: Context, inp: DownloadTracesInput, run: wire.RLRun | No
         summary=text, trace_count_gap=trace_gap, episode_count_gap=episode_gap,
         steps_without_traces=without[:_SHOW["steps_without_traces"]], steps_short=short[:_SHOW["steps_short"]],
         episodes_with_missing_traces=gaps[:_SHOW["episodes_with_missing_traces"]],
-        gone_trace_ids=c.gone_ids, truncated=omitted > 0, omitted=omitted)
+        gone_trace_ids=c.gone_ids, truncated=omitted > 0, omitted=omitted,
+        narrow_hint=f"Every missing id is in {MANIFEST} in the download folder." if omitted else None)
     return report, full
