@@ -47,6 +47,7 @@ from tools import units
 from tools.core import PROGRAM, program, quote
 from tools.errors import Call, call
 from tools.guardrails.text import shown
+from tools.platform import wire
 
 #: Fields that only say what the output budget left out: shown only when they say something.
 _BOOKKEEPING = ("truncated", "omitted", "narrow_hint")
@@ -522,10 +523,10 @@ def _dispatch(r: Any, v: View) -> None:
 def _get_run(r: Any, v: View) -> None:
     where = f", {r.runs_ahead} runs ahead" if r.runs_ahead else ""
     v.opening = [f"Run {r.run_id} is {r.status}{where}."]
-    if r.status.upper() in ("RUNNING", "QUEUED", "PENDING"):
+    if wire.RunStatus.of(r.status) in ("RUNNING", "QUEUED", "PENDING"):
         nxt = call("mf_check_progress", run_id=r.run_id)
         v.hint(f"Is it progressing? {nxt}.", nxt)
-    elif r.status.upper() == "FAILED":
+    elif wire.RunStatus.of(r.status) == "FAILED":
         nxt = call("mf_summarize_logs", run_id=r.run_id)
         v.hint(f"Why it failed: {nxt}.", nxt)
     elif r.terminal:

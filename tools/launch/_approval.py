@@ -226,7 +226,7 @@ def plan_request(plan_id: str, ctx: Context, *, now: datetime | None = None) -> 
 def _no_longer_applies(action: str, status: str) -> str | None:
     """Why a stop, pause or restart of a run in ``status`` would do nothing, as the tools decide
     before sending (stop: the run ended or paused; pause: also PAUSING; restart: not RUNNING)."""
-    upper = status.upper()
+    upper = wire.RunStatus.of(status)
     if action == "restart":
         return None if upper == "RUNNING" else "only a RUNNING run can be restarted"
     if wire.RunStatus.is_terminal(upper) or (action == "pause" and upper == "PAUSING"):

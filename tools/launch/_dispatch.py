@@ -157,7 +157,7 @@ def count_active(ctx: Context, team_id: str | None) -> int | None:
         return None
     if page.unreadable:
         return None
-    return sum(1 for r in page.runs if (r.status or "").upper() in _ACTIVE)
+    return sum(1 for r in page.runs if wire.RunStatus.of(r.status) in _ACTIVE)
 
 
 def refused(exc: perr.PlatformError, plan_id: str, action: str) -> ToolFailure:

@@ -93,7 +93,7 @@ class ResumeDraft:
 
 
 def _check_resumable(run: wire.RLRun) -> None:
-    status = (run.status or "").upper()
+    status = wire.RunStatus.of(run.status)
     if status == "PAUSED":
         return
     if status == "PAUSING":

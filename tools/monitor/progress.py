@@ -284,7 +284,7 @@ def check_progress(inp: CheckProgressInput, ctx: Context) -> CheckProgressResult
     """
     platform = ctx.platform()
     run = require_run(ctx, inp.run_id)
-    status = run.status.upper()
+    status = wire.RunStatus.of(run.status)
     fa = run.failure_analysis
     result = CheckProgressResult(
         run_id=run.id, status=run.status, terminal=run.is_terminal(), verdict="unknown", healthy=False,

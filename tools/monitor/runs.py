@@ -254,7 +254,7 @@ def _latest_steps(ctx: Context, runs: list[wire.RLRun]) -> tuple[dict[str, int |
 
 def _started(runs: list[wire.RLRun]) -> list[wire.RLRun]:
     """The runs that have started (a start time, or a status past QUEUED and PENDING): those with steps."""
-    return [r for r in runs if r.started_at is not None or r.status.upper() not in ("QUEUED", "PENDING")]
+    return [r for r in runs if r.started_at is not None or wire.RunStatus.of(r.status) not in ("QUEUED", "PENDING")]
 
 
 def _row(run: wire.RLRun) -> RunRow:
@@ -300,7 +300,7 @@ def list_runs(inp: ListRunsInput, ctx: Context) -> ListRunsResult:
                         f"left out and no later page is offered (the platform's paging cannot be trusted past page "
                         f"{inp.page - 1}): filter by status, or ask for more runs per page.")
     else:
-        wanted = inp.status.strip().upper()
+        wanted = wire.RunStatus.of(inp.status)
 
         def scanned(n: int) -> wire.RLRunPage:
             scanned_page = platform.list_runs(team_id=owner.team_id, page=n, limit=100)
@@ -309,7 +309,7 @@ def list_runs(inp: ListRunsInput, ctx: Context) -> ListRunsResult:
 
         scan = paging.NumberedWalk(scanned, rows=lambda p: p.runs, key=lambda r: r.id, total=lambda p: p.total,
                                    limit=100, max_pages=_STATUS_SCAN_PAGES)
-        matches = [r for r in scan if r.status.upper() == wanted]
+        matches = [r for r in scan if wire.RunStatus.of(r.status) == wanted]
         complete, note = scan.walk.complete, scan.walk.note("scan of the runs list")
         total, runs = len(matches), matches[(inp.page - 1) * inp.limit: inp.page * inp.limit]
     if unreadable:
@@ -412,7 +412,7 @@ def _reached(inp: WaitForRunInput, run: wire.RLRun, step: int | None) -> bool:
     if inp.until == "terminal":
         return run.is_terminal()
     if inp.until == "running":
-        return run.status.upper() == "RUNNING" or run.started_at is not None
+        return wire.RunStatus.of(run.status) == "RUNNING" or run.started_at is not None
     return step is not None and step >= (inp.step or 0)
 
 
@@ -451,7 +451,7 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
             try:
                 client.bound_requests(deadline - ctx.clock())
                 run = client.get_run(inp.run_id)
-                if run.started_at is not None or run.status.upper() not in ("QUEUED", "PENDING"):
+                if run.started_at is not None or wire.RunStatus.of(run.status) not in ("QUEUED", "PENDING"):
                     client.bound_requests(deadline - ctx.clock())
                     progress = client.get_progress(inp.run_id)
                     step = progress.latest_step
@@ -473,7 +473,7 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
             interval = min(interval * 1.5, MAX_POLL_SECONDS)
         concern = late = None
         if run is not None and last_error is None and not run.is_terminal() and not _reached(inp, run, step) \
-                and run.status.upper() == "RUNNING":
+                and wire.RunStatus.of(run.status) == "RUNNING":
             if step is not None and progress is not None:
                 late = _late_step(ctx, client, run.id, progress, deadline)
             if late is None and step == first_step:

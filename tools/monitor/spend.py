@@ -175,7 +175,7 @@ def get_spend(inp: GetSpendInput, ctx: Context) -> GetSpendResult:
         report = call("mf_run_report", run_id=run.id)
         advice, calls = (f"The run has ended ({run.status}); it bills no more. The end-of-run report puts its cost "
                          f"beside the plan and the results: {report}.", [report])
-    elif run.status.upper() == "PAUSING":  # not progressing on purpose: it is saving a checkpoint to stop
+    elif wire.RunStatus.of(run.status) == "PAUSING":  # not progressing on purpose: it is saving a checkpoint to stop
         wait = call("mf_wait_for_run", run_id=run.id)
         advice, calls = (f"The run is pausing (saving a checkpoint) and bills until it is PAUSED: {wait}.", [wait])
     elif spend.over_high_estimate:

@@ -110,7 +110,7 @@ def _result(value: M | ToolError) -> M | None:
 
 def _outcome(run: monitor.GetRunResult, step: int | None) -> str:
     steps = f"{step if step is not None else 0} of {run.max_steps if run.max_steps else 'an unlimited number of'} steps"
-    status = run.status.upper()
+    status = wire.RunStatus.of(run.status)
     words = {"COMPLETED": f"completed ({steps})", "STOPPED": f"stopped after {steps}",
              "PAUSED": f"paused after {steps}", "FAILED": f"failed after {steps}"}
     text = words.get(status, f"still {run.status} ({steps} so far)")
