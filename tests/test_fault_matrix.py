@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks._proof import world
-from benchmarks._proof.matrix import FAULTS, bad_files, judge, misclassified, render, run_matrix
 from skill import registry
+from tests._proof import world
+from tests._proof.matrix import FAULTS, bad_files, judge, misclassified, render, run_matrix
 from tools.errors import ToolError
 
 #: Every tool against these: a status, a reset mid-body, truncated JSON and (for writes) commit-then-timeout.
