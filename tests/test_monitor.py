@@ -328,6 +328,36 @@ def test_plot_writes_a_png(frozen_ctx, emulator, launch, tmp_path):
     assert not list((tmp_path / "out").glob(".*partial"))
 
 
+@pytest.fixture
+def no_matplotlib(monkeypatch):
+    """This process as one without the plot extra: importing matplotlib (or any of its modules) fails as an
+    absent package does (a ``None`` entry in ``sys.modules`` makes ``import`` raise ModuleNotFoundError)."""
+    import sys
+
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")] + [
+            "matplotlib", "matplotlib.backends.backend_agg", "matplotlib.figure", "matplotlib.ticker"]:
+        monkeypatch.setitem(sys.modules, name, None)
+    with pytest.raises(ImportError):
+        import matplotlib.figure  # noqa: F401
+
+
+def test_without_the_plot_extra_plots_say_dependency_missing_and_the_rest_works(frozen_ctx, emulator, launch,
+                                                                               tmp_path, no_matplotlib):
+    run_id, other = launch(), launch()
+    emulator.state.advance(past_step(4))
+    error = call(frozen_ctx, "mf_plot_metrics", run_id=run_id)
+    assert isinstance(error, ToolError) and error.code == "dependency_missing", error
+    assert "uv sync --extra plot" in error.fix and "model-factory-skill[plot]" in error.fix
+    assert [c.tool for c in error.next_calls] == ["mf_get_metrics"]
+    assert len(ok(call(frozen_ctx, "mf_get_metrics", run_id=run_id)).rows) == 4  # the numbers are still there
+    compared = ok(call(frozen_ctx, "mf_compare_runs", run_ids=[run_id, other]))  # no picture, the comparison stands
+    assert compared.plot_path is None and compared.plotted == [] and len(compared.runs) == 2
+    asked = call(frozen_ctx, "mf_compare_runs", run_ids=[run_id, other], plot_path=str(tmp_path / "c.png"))
+    assert isinstance(asked, ToolError) and asked.code == "dependency_missing" and not (tmp_path / "c.png").exists()
+    report = ok(call(frozen_ctx, "mf_run_report", run_id=run_id, plot=True))
+    assert report.plot_path is None and report.markdown.startswith(f"## Run {run_id}")
+
+
 def test_plot_never_replaces_a_non_png(frozen_ctx, emulator, launch, tmp_path):
     run_id = launch()
     emulator.state.advance(past_step(2))

@@ -94,7 +94,8 @@ class CompareRunsResult(BaseModel):
     config_differences: list[ConfigDifference] = Field(description="runConfig paths whose values differ.")
     config_same_paths: int = Field(description="runConfig paths equal in every run.")
     not_compared: str | None = Field(default=None, description="What the runs do not share (RL vs SFT).")
-    plot_path: str | None = Field(default=None, description="The PNG (null: no run has metrics yet).")
+    plot_path: str | None = Field(default=None, description=(
+        "The PNG (null: no run has metrics yet, or the plot extra is not installed)."))
     plotted: list[str] = Field(default_factory=list, description="Metrics plotted, one panel each.")
     truncated: bool = Field(default=False, description="True when config differences were left out.")
     omitted: int = Field(default=0, description="Config differences left out.")
@@ -219,8 +220,11 @@ def _plot(ctx: Context, inp: CompareRunsInput, sides: list[RunSide],
     try:
         render_png(target, "runs by step (circles: 50% and 90% of each run's change)", panels, marks)
     except ImportError:
+        if inp.plot_path is None:  # the comparison stands without its picture
+            return None, []
         raise fail("dependency_missing", "matplotlib is not installed, so no plot can be drawn.",
-                   "Install the project's dependencies (`uv sync`, or `pip install matplotlib`).") from None
+                   "Install the plot extra (`uv sync --extra plot`, or `pip install 'model-factory-skill[plot]'`), "
+                   "or compare without a plot path.") from None
     return str(target), list(panels)
 
 
@@ -228,7 +232,8 @@ def _plot(ctx: Context, inp: CompareRunsInput, sides: list[RunSide],
 def compare_runs(inp: CompareRunsInput, ctx: Context) -> CompareRunsResult:
     """Compare 2-8 runs (module doc): learning verdicts and milestones of the metric each optimises, pace,
     cost, config differences by key path, and one PNG aligned by step. Errors: ``bad_arguments`` (a run given
-    twice, plot_path, names), ``not_found`` (a run), ``dependency_missing`` (matplotlib), the platform codes."""
+    twice, plot_path, names), ``not_found`` (a run), ``dependency_missing`` (a plot_path given without the plot extra's
+    matplotlib; without a plot_path the comparison comes without its PNG), the platform codes."""
     repeated = sorted({r for r in inp.run_ids if inp.run_ids.count(r) > 1})
     if repeated:
         raise fail("bad_arguments", f"Run {', '.join(repeated)} is given more than once.", "Give each run once.",

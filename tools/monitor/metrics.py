@@ -286,7 +286,8 @@ def plot_metrics(inp: PlotMetricsInput, ctx: Context) -> PlotMetricsResult:
 
     except ImportError:
         raise fail("dependency_missing", "matplotlib is not installed, so no plot can be drawn.",
-                   "Install the project's dependencies (`uv sync`, or `pip install matplotlib`), or read the numbers "
+                   "Install the plot extra (`uv sync --extra plot`, or `pip install 'model-factory-skill[plot]'`), or "
+                   "read the numbers "
                    f"with {numbers}.", next_calls=[numbers]) from None
     steps = sorted({s for points in series.values() for s, _ in points})
     return PlotMetricsResult(run_id=inp.run_id, path=str(target), size_bytes=size, metrics=chosen, steps=len(steps),
