@@ -30,8 +30,11 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import shutil
+import signal
 import sys
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TextIO
@@ -297,9 +300,6 @@ def ask(prompt: str, *, fd: int | None = None, out: TextIO | None = None) -> str
     (backspace, Ctrl-U) applies, as with ``input()`` without readline. Outside the main thread (no signal
     handlers there): plain ``input()``. ``fd`` / ``out``: read from that descriptor and write the prompt there
     instead of standard input and output (the controlling terminal, ``/dev/tty``)."""
-    import select
-    import signal
-    import threading
 
     if threading.current_thread() is not threading.main_thread() and fd is None:
         try:

@@ -14,6 +14,7 @@ GPU-hour, usage pricing is USD per million tokens.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -401,8 +402,6 @@ class LocalValidationPreparation(WireModel):
 
     def contract_problems(self) -> list[str]:
         """Violations of the CLI's strict contract (empty list = usable for local compile)."""
-        import re
-
         hex40 = re.compile(r"^[0-9a-f]{40}$")
         problems: list[str] = []
         if self.contract_version != 1:
