@@ -19,6 +19,7 @@ from _helpers import (
     CLI,
     EXAMPLE,
     approved_launch,
+    at_step,
     cli,
     cli_json,
     emulator_banner,
@@ -796,3 +797,13 @@ def test_the_readme_shows_the_export_line_the_emulator_prints():
     block = readme.split("model-factory emulator --port 8765", 1)[1].split("```", 1)[0]
     shown = " ".join(block.replace("\\\n", " ").split("\n", 1)[1].split())
     assert shown == export_line("http://127.0.0.1:8765"), shown
+
+
+def test_a_stop_waiting_for_a_person_prints_its_plan_summary_line_by_line(launch, mf_env):
+    run_id = launch(after=at_step(2))
+    proc = cli("stop-run", run_id, env=mf_env)
+    assert proc.returncode == 4, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert "\\n" not in proc.stderr, proc.stderr
+    assert any(line.startswith("  Stop plan stop_") for line in lines), lines
+    assert any(line.strip().startswith("Owner:") for line in lines), lines

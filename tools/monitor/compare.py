@@ -34,6 +34,7 @@ from tools.monitor._series import metric_key, numeric_keys, points, step_seconds
 from tools.monitor.metrics import MAX_PANELS, _metric_names, _select, png_target, records_of, render_png
 from tools.monitor.spend import spend_so_far
 from tools.platform import errors as perr
+from tools.platform import wire
 from tools.units import USD, usd
 
 #: Config paths that differ, listed at most (the rest are counted).
@@ -172,13 +173,21 @@ def _summary(sides: list[RunSide], differences: list[ConfigDifference]) -> str:
         fast = [s for s in group if s.steps_to_50 is not None]
         better = max if mode == "rl" else min
         ends = better(group, key=lambda s: s.last if s.last is not None else (-1e300 if mode == "rl" else 1e300))
-        text = (f"{ends.run_id} ends best ({ends.metric} {ends.last:.4g})" if ends.last is not None else "")
+        text = ""
+        if ends.last is not None:
+            level = [s for s in group if s.last is not None and f"{s.last:.4g}" == f"{ends.last:.4g}"]
+            who = f"{' and '.join(s.run_id for s in level)} end level" if len(level) > 1 else f"{ends.run_id} ends best"
+            text = f"{who} ({ends.metric} {ends.last:.4g})"
         if fast:
-            quick = min(fast, key=lambda s: (s.steps_to_50, s.steps_to_90 if s.steps_to_90 is not None else 1e9))
+            def pace(s: RunSide) -> tuple[float, float]:
+                return (s.steps_to_50 or 0, s.steps_to_90 if s.steps_to_90 is not None else 1e9)
+            quick = min(fast, key=pace)
+            tied = [s for s in fast if pace(s) == pace(quick)]
             others = ", ".join(f"{s.run_id} {s.steps_to_50 if s.steps_to_50 is not None else 'never'}"
-                               for s in group if s is not quick)
-            text += ("; " if text else "") + (f"{quick.run_id} learned fastest: 50% of its change in "
-                                              f"{quick.steps_to_50} steps ({others})")
+                               for s in group if s not in tied)
+            who = (f"{' and '.join(s.run_id for s in tied)} learned equally fast: 50% of their change in "
+                   if len(tied) > 1 else f"{quick.run_id} learned fastest: 50% of its change in ")
+            text += ("; " if text else "") + who + f"{quick.steps_to_50} steps" + (f" ({others})" if others else "")
         else:
             text += ("; " if text else "") + "none of them changed beyond the noise"
         sentences.append(text)
@@ -188,7 +197,9 @@ def _summary(sides: list[RunSide], differences: list[ConfigDifference]) -> str:
     costs = ", ".join(f"{s.run_id} {usd(s.platform_usd)}" + (f" (plan {usd(s.plan_expected_usd)})"
                                                                   if s.plan_expected_usd is not None else "")
                       for s in sides)
-    sentences.append(f"Cost (the platform's usage figure, so far for a run still going): {costs}")
+    going = any(not wire.RunStatus.is_terminal(s.status) for s in sides)
+    sentences.append(f"Cost (the platform's usage figure{', so far for a run still going' if going else ''}): "
+                     f"{costs}")
     return ". ".join(sentences) + "."
 
 
