@@ -192,7 +192,8 @@ def test_a_late_step_is_said_with_its_size_before_the_run_is_called_stalled(froz
     late = progress(frozen_ctx, run_id)
     assert (late.verdict, late.healthy, late.step_overdue) == ("progressing", False, True)
     assert re.fullmatch(r"No new step for 6 min 4\d s \(13\.[56] x the recent step time of 30 s\); it is called "
-                        r"stalled after 10 min \(stall_after_seconds to change that\)\.", late.evidence[0]), late.evidence[0]
+                        r"stalled after 10 min \(stall_after_seconds to change that\)\.", late.evidence[0]), \
+        late.evidence[0]
     assert calls(late) == [("mf_summarize_logs", {"run_id": run_id}), ("mf_check_progress", {"run_id": run_id}),
                            ("mf_wait_for_run", {"run_id": run_id})]
     emulator.state.advance(200)  # 608 s: past the floor, the verdict changes as before
