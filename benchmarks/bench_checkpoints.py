@@ -35,8 +35,8 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._conformance import envs  # noqa: E402
 from benchmarks._emulator import CONFIG, KEY  # noqa: E402
+from tests._conformance import envs  # noqa: E402
 
 TEAM = "cteam00000000000000000001"
 MIB = 2**20

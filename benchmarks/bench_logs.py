@@ -14,7 +14,7 @@ requests or commands it took, and the wall time:
    what a person who knows where to look runs (the issue's best case).
 
 A signature counts as found when the output holds its message up to the first varying number.
-prime 0.18.0 runs from its own environment (benchmarks/_conformance/envs.py builds it with uv
+prime 0.18.0 runs from its own environment (tests/_conformance/envs.py builds it with uv
 when missing). Nothing leaves loopback.
 """
 
@@ -32,10 +32,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._conformance import envs  # noqa: E402
 from benchmarks._emulator import Emulator  # noqa: E402
 from skill import registry  # noqa: E402
 from skill.emulator.logvolume import SIGNATURES  # noqa: E402
+from tests._conformance import envs  # noqa: E402
 from tools.core import Context  # noqa: E402
 from tools.monitor import normalise  # noqa: E402
 

@@ -65,7 +65,7 @@ def child_ours(url: str, run_id: str, dest: Path, concurrency: int, episodes: bo
     if data.get("error"):
         raise SystemExit(f"download failed: {data}")
     files = data["traces_on_disk"] + data["episodes_on_disk"]
-    return {"seconds": seconds, "bytes": data["bytes_written"], "files": files, "complete": data["complete"]}
+    return {"seconds": seconds, "bytes": data["written_bytes"], "files": files, "complete": data["complete"]}
 
 
 def _pages(client: httpx.Client, path: str, run_id: str) -> Iterator[str]:

@@ -4,7 +4,7 @@
     uv run python benchmarks/fault_matrix.py --tools mf_get_run mf_dispatch_run --faults 503 commit
 
 Exit status 0 when every cell passed (no unhandled error, duplicate run, partial file or hang,
-and every tool has a working set-up), 1 otherwise. See benchmarks/_proof/matrix.py for what a
+and every tool has a working set-up), 1 otherwise. See tests/_proof/matrix.py for what a
 cell does and benchmarks/README.md for the figures.
 """
 
@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks._proof.matrix import FAULTS, render, run_matrix
+from tests._proof.matrix import FAULTS, render, run_matrix
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,12 +2,12 @@
 
     uv run python benchmarks/validation_conformance.py [--fuzz N] [--seed S] [--configs DIR] [--no-real] [--show N]
 
-The corpus (benchmarks/_conformance/corpus.py): the ten bundled examples and their mutations,
+The corpus (tests/_conformance/corpus.py): the ten bundled examples and their mutations,
 seeded random mutations (``--fuzz``), and every ``*.toml`` under ``--configs DIR`` (configs this
 corpus has not seen). Each config goes through the reference -- prime 0.18.0's own
 ``_hosted_config`` and ``training_schema_worker`` on the fixture's prime-rl 559b447 (provenance
 check skipped), then the full schema with the environment sources kept, as the platform checks
-at run start (benchmarks/_conformance/reference.py) -- and, written to a file, through
+at run start (tests/_conformance/reference.py) -- and, written to a file, through
 mf_validate_config (the registry, as every surface calls it) with each of our back-ends:
 
 - ``real``: ``schema="real"``, prime-rl in the fixture's schema environment (with the tasksets),
@@ -26,7 +26,7 @@ back-end (cold = worker start with the prime-rl import and the check; warm = the
 running; cached = the same config again). Goals: real agrees on every config; the snapshot on
 at least 95%.
 
-The environments are built when missing (benchmarks/_conformance/envs.py): the fixture's
+The environments are built when missing (tests/_conformance/envs.py): the fixture's
 schema venv with ``build-venv.sh --with-tasksets`` and prime 0.18.0 from PyPI; the build time
 is printed. Needs ``../shared/fixtures/prime-rl-schema``.
 """
@@ -47,9 +47,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._conformance import corpus, envs  # noqa: E402
-from benchmarks._conformance.compare import Tally, summary_rows, validate, write_table  # noqa: E402
-from benchmarks._conformance.reference import Reference  # noqa: E402
+from tests._conformance import corpus, envs  # noqa: E402
+from tests._conformance.compare import Tally, summary_rows, validate, write_table  # noqa: E402
+from tests._conformance.reference import Reference  # noqa: E402
 from tools.configs import EXAMPLES_DIR, close_schema_workers  # noqa: E402
 from tools.core import Context  # noqa: E402
 

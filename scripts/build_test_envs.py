@@ -5,7 +5,7 @@
 - ``prime`` 0.18.0 from PyPI (the interop tests and the conformance reference).
 
 Each is cached under ``~/.cache/model-factory-skill`` (``MF_SCHEMA_CACHE``) and built only when missing
-or changed (benchmarks/_conformance/envs.py); built here, it costs no test its time bound. Prints what it
+or changed (tests/_conformance/envs.py); built here, it costs no test its time bound. Prints what it
 found or built and how long it took; exits 1 when one cannot be built (the tests would then fail where
 ``MF_REQUIRE_SCHEMA`` / ``MF_REQUIRE_INTEROP`` are set, and skip elsewhere).
 
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks._conformance import envs  # noqa: E402
+from tests._conformance import envs  # noqa: E402
 
 
 def main() -> int:

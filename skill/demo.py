@@ -78,6 +78,7 @@ from tools.core import STATE_DIR_ENV
 from tools.errors import Call, ToolError, call
 from tools.guardrails.store import state_folder
 from tools.guardrails.text import shown
+from tools.units import usd
 
 DEMO_CONFIG = EXAMPLES_DIR / "basic" / "reverse-text" / "rl.toml"
 SFT_CONFIG = EXAMPLES_DIR / "basic" / "wordle" / "sft.toml"
@@ -494,7 +495,7 @@ def _workflow(ctx: Any, say: Any, emu: _Emulator, dest: Path | None, outcome: Ou
 
     plan = _call("plan", "mf_plan_run", {"config_path": str(config), "team": "personal"}, ctx)
     cost = plan.cost
-    money = f"${cost.usd_low:.2f} to ${cost.usd_high:.2f}" if cost.usd_low is not None else "cost unknown"
+    money = f"{usd(cost.usd_low)} to {usd(cost.usd_high)}" if cost.usd_low is not None else "cost unknown"
     say(f"3. Plan {plan.plan_id}: {plan.gpu_count}x {plan.gpu_type}, {plan.max_steps} steps, {money} "
         "(nothing spent yet).")
     outcome.plan_id = plan.plan_id

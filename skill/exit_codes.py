@@ -17,6 +17,7 @@ Imports nothing from ``skill`` (every command module may use it) and nothing hea
 
 from __future__ import annotations
 
+import signal
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -46,7 +47,6 @@ class Terminated(KeyboardInterrupt):
 def interrupt_for(signum: int) -> KeyboardInterrupt:
     """The exception a signal handler raises for ``signum``: :class:`Terminated` for SIGTERM, else a plain
     KeyboardInterrupt (SIGINT)."""
-    import signal
 
     return Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 

@@ -22,6 +22,7 @@ import sys
 from datetime import datetime, timedelta, timezone
 
 from skill.exit_codes import EXIT_OK, EXIT_USAGE
+from tools.units import usd
 
 _AGO = re.compile(r"\A(\d+)\s*([mhdw])\Z")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -42,8 +43,8 @@ def parse_since(text: str, now: datetime | None = None) -> datetime | None:
 
 
 def _money(approved: float | None, spent: float | None) -> str:
-    parts = [f"approved ${approved:,.2f}" if approved is not None else "",
-             f"spent ${spent:,.2f}" if spent is not None else ""]
+    parts = [f"approved {usd(approved)}" if approved is not None else "",
+             f"spent {usd(spent)}" if spent is not None else ""]
     return ", ".join(p for p in parts if p)
 
 

@@ -27,10 +27,13 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import sys
 import tempfile
+import tomllib
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, distribution, version
 from pathlib import Path
 from typing import Literal, TextIO
 
@@ -90,7 +93,6 @@ def source_checkout(source: Path | None = None) -> Path | None:
 
 
 def _installed_from() -> Path | None:
-    from importlib.metadata import PackageNotFoundError, distribution
     from urllib.parse import urlparse
     from urllib.request import url2pathname
 
@@ -103,8 +105,6 @@ def _installed_from() -> Path | None:
 
 
 def _is_checkout(folder: Path) -> bool:
-    import tomllib
-
     try:
         project = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8")).get("project", {})
     except (OSError, ValueError):
@@ -161,8 +161,6 @@ def skills_folder(agent: str, project: bool = False, cwd: Path | None = None) ->
 
 
 def _marker(files: dict[str, bytes], checkout: Path | None) -> bytes:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         ours = version("model-factory-skill")
     except PackageNotFoundError:
@@ -275,7 +273,6 @@ class HookChange:
 def hook_command(state: Path) -> str:
     """The command the host runs: this installation's Python, isolated (``-I``: no user site, no
     current folder on the path), on :mod:`skill.hostguard`, with the state folder to guard."""
-    import shlex
 
     script = _PACKAGE_DIR / HOOK_SCRIPT
     return " ".join(shlex.quote(w) for w in (sys.executable, "-I", str(script), "--state", str(state)))
@@ -390,7 +387,6 @@ def mcp_entry(agent: str) -> str:
     ``[mcp_servers.model-factory]`` table of ``config.toml``; claude-desktop:
     ``claude_desktop_config.json`` (the state store is per user: the app's server and a person's
     ``approve`` find the same one from any folder)."""
-    import shlex
 
     command, *args = server_command()
     if agent == "claude-code":

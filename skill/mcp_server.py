@@ -52,6 +52,7 @@ from mcp.server.stdio import stdio_server
 from skill import apps, registry
 from skill.registry import is_error
 from tools.core import Context
+from tools.units import usd
 
 SERVER_NAME = "model-factory"
 INSTRUCTIONS = (
@@ -113,7 +114,7 @@ def _approval_message(request: Any) -> str:
     else:
         high = getattr(request, "usd_high", None)
         head = f"Approve launching plan {plan_id} on Model Factory?"
-        money = (f" It may cost up to about ${high:,.2f}." if isinstance(high, (int, float))
+        money = (f" It may cost up to about {usd(high)}." if isinstance(high, (int, float))
                  else " Its cost could not be estimated.") + " This spends money on the paying account."
     return (f"{head}\n\n{summary}\n\nTick 'approve' and submit to approve exactly this plan; decline to "
             f"refuse.{money} Nothing secret is asked here.")

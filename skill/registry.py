@@ -25,6 +25,7 @@ import copy
 import functools
 import importlib
 import json
+import logging
 import re
 import time
 import typing
@@ -32,7 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from tools.errors import FieldProblem, ToolError
 
@@ -396,7 +397,6 @@ def output_schema(name: str) -> dict[str, Any]:
     (the Inspector, and hosts built on it) validate ``structuredContent`` against the output
     schema even on ``isError`` results.
     """
-    from pydantic import TypeAdapter
 
     union_type: Any = get(name).output_model | ToolError  # a union built at run time: no static type form
     union = TypeAdapter(union_type).json_schema(mode="serialization")
@@ -850,8 +850,6 @@ def _call(name: str, arguments: Mapping[str, Any] | str | None, ctx: Any) -> Bas
             return _within_a_call(spec, parsed, ctx)
         return spec.function(parsed, ctx)
     except Exception as exc:  # noqa: BLE001 - surfaces must never show a traceback
-        import logging
-
         logging.getLogger("model_factory").debug("%s failed", spec.name, exc_info=True)
         return _scrubbed(ToolError(
             code="internal_error",

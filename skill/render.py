@@ -43,9 +43,11 @@ from typing import Any, TextIO, cast
 from pydantic import BaseModel
 
 from skill import registry, terminal
+from tools import units
 from tools.core import PROGRAM, program, quote
 from tools.errors import Call, call
 from tools.guardrails.text import shown
+from tools.platform import wire
 
 #: Fields that only say what the output budget left out: shown only when they say something.
 _BOOKKEEPING = ("truncated", "omitted", "narrow_hint")
@@ -119,21 +121,17 @@ def for_people(text: str, calls: Iterable[Call] = ()) -> str:
 
 
 def display(key: str, value: Any) -> str:
-    """A value as a person reads it ('' for nothing): sizes in GB/MB, durations in words, money
-    in dollars, yes/no, 4 significant digits, times to the second in UTC (``2026-12-01 10:00:00 UTC``)."""
+    """A value as a person reads it ('' for nothing): an amount in the unit its field name says, written
+    by that unit's one formatter (:mod:`tools.units`: ``$1.80``, ``3 min 20 s``, ``1.5 GB``), yes/no,
+    4 significant digits, times to the second in UTC (``2026-12-01 10:00:00 UTC``)."""
     if value is None or value == "" or value == [] or value == {}:
         return ""
     if isinstance(value, BaseModel):
         value = value.model_dump()
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, (int, float)) and (key.endswith("_bytes") or key.startswith("bytes_")):
-
-        return terminal.size(value)
-    if isinstance(value, (int, float)) and (key.endswith("_seconds") or key.startswith("seconds_")):
-        return terminal.duration(value)
-    if isinstance(value, (int, float)) and key.startswith("usd"):
-        return f"${value:,.2f}"
+    if isinstance(value, (int, float)) and (text := units.text_for_field(key, value)) is not None:
+        return text
     if isinstance(value, float):
         return f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:.4g}"
     if isinstance(value, datetime):  # in UTC, and saying so (the platform's times are UTC; one without a zone too)
@@ -532,10 +530,10 @@ def _dispatch(r: Any, v: View) -> None:
 def _get_run(r: Any, v: View) -> None:
     where = f", {r.runs_ahead} runs ahead" if r.runs_ahead else ""
     v.opening = [f"Run {r.run_id} is {r.status}{where}."]
-    if r.status.upper() in ("RUNNING", "QUEUED", "PENDING"):
+    if wire.RunStatus.of(r.status) in ("RUNNING", "QUEUED", "PENDING"):
         nxt = call("mf_check_progress", run_id=r.run_id)
         v.hint(f"Is it progressing? {nxt}.", nxt)
-    elif r.status.upper() == "FAILED":
+    elif wire.RunStatus.of(r.status) == "FAILED":
         nxt = call("mf_summarize_logs", run_id=r.run_id)
         v.hint(f"Why it failed: {nxt}.", nxt)
     elif r.terminal:
@@ -619,7 +617,7 @@ def learning_lines(learning: Any) -> list[str]:
 def _wait(r: Any, v: View) -> None:
     step = f", step {r.latest_step}/{r.max_steps or '?'}" if r.latest_step is not None else ""
     what = "reached" if r.reached else "not reached"
-    v.opening = [f"Run {r.run_id}: {r.status}{step}; {r.until} {what} after {terminal.duration(r.waited_seconds)}."]
+    v.opening = [f"Run {r.run_id}: {r.status}{step}; {r.until} {what} after {units.duration(r.waited_seconds)}."]
 
 
 def _logs(r: Any, v: View) -> None:
@@ -635,7 +633,7 @@ def _logs(r: Any, v: View) -> None:
 
 
 def _checkpoints(r: Any, v: View) -> None:
-    v.opening = [f"{_count(r.total, 'checkpoint')} of run {r.run_id}, {terminal.size(r.total_size_bytes)}"
+    v.opening = [f"{_count(r.total, 'checkpoint')} of run {r.run_id}, {units.size(r.total_size_bytes)}"
                  + (f"; latest ready: step {r.latest_ready_step}" if r.latest_ready_step is not None else "") + "."]
     v.drop("run_id", "total")
     table = v.table("checkpoints")
@@ -647,7 +645,7 @@ def _checkpoints(r: Any, v: View) -> None:
 
 def _download_checkpoint(r: Any, v: View) -> None:
     only = f", {r.size_verified_only} by size only (no checksum on the volume)" if r.size_verified_only else ""
-    v.opening = [f"Checkpoint step {r.step} of run {r.run_id}: {_count(r.files, 'file')}, {terminal.size(r.bytes)} "
+    v.opening = [f"Checkpoint step {r.step} of run {r.run_id}: {_count(r.files, 'file')}, {units.size(r.bytes)} "
                  f"in {r.dest}, verified ({r.md5_verified} by MD5{only}).", r.format]
     v.drop("run_id", "step", "dest", "files", "bytes", "format", "md5_verified", "size_verified_only")
     v.facts = [(k, val) for k, val in v.facts if val != 0]
@@ -658,7 +656,7 @@ def _volumes(r: Any, v: View) -> None:
     v.facts = [(k, val) for k, val in v.facts if not k.startswith("listing.")]
     if listing is None:
         return
-    under = (f"; {_count(listing.files, 'file')}, {terminal.size(listing.bytes)} under it"
+    under = (f"; {_count(listing.files, 'file')}, {units.size(listing.bytes)} under it"
              + ("" if listing.totals_complete else " (counted up to the first 20,000 files)")
              if listing.files is not None else "")
     v.opening = [f"{_count(len(listing.entries), 'item')} in {listing.volume}:/{listing.path}{under}."]
@@ -680,13 +678,13 @@ def _list_traces(r: Any, v: View) -> None:
 
 
 def _download(r: Any, v: View) -> None:
-    v.opening = [f"{_count(r.traces_downloaded, 'trace')} downloaded ({terminal.size(r.bytes_written)}) to "
+    v.opening = [f"{_count(r.traces_downloaded, 'trace')} downloaded ({units.size(r.written_bytes)}) to "
                  f"{r.dest}; {r.traces_on_disk} on disk."]
     if r.missing.summary:
         v.opening.append(r.missing.summary)
     if r.note:
         v.opening.append(r.note)
-    v.drop("run_id", "dest", "complete", "bytes_written", "traces_downloaded", "note")
+    v.drop("run_id", "dest", "complete", "written_bytes", "traces_downloaded", "note")
     v.tables = [t for t in v.tables if t.name not in ("earlier_runs", "next_calls")]
     v.facts = [(k, val) for k, val in v.facts if val not in (0, False) or k == "traces_on_disk"]
     if r.complete:
@@ -704,7 +702,7 @@ def _download(r: Any, v: View) -> None:
 
 def _summarize_logs(r: Any, v: View) -> None:
     errors = sum(s.error_lines for s in r.streams)
-    back = f", {terminal.duration(r.looked_back_seconds)} back" if r.looked_back_seconds else ""
+    back = f", {units.duration(r.looked_back_seconds)} back" if r.looked_back_seconds else ""
     whole = "the whole run" if r.covers_whole_run else "not the whole run (see caps)"
     v.opening = [f"Logs of run {r.run_id} ({r.status}): {_count(len(r.errors), 'distinct error')} in "
                  f"{_count(errors, 'error line')}, {_count(len(r.streams), 'component')}{back}; {whole}."]
@@ -771,7 +769,7 @@ def _cost(spent: float | None, planned: float | None) -> str:
     """``$0.70/$1.50``: the platform's figure and the plan's expected cost (``-`` for one not known)."""
     if spent is None and planned is None:
         return ""
-    return "/".join("-" if v is None else f"${v:,.2f}" for v in (spent, planned))
+    return "/".join("-" if v is None else units.usd(v) for v in (spent, planned))
 
 
 #: Tools whose result is a list (an empty one says so).

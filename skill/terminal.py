@@ -30,8 +30,11 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import shutil
+import signal
 import sys
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TextIO
@@ -286,32 +289,6 @@ def _vertical(columns: list[str], rows: list[list[str]], term: Terminal) -> list
     return lines
 
 
-# -- sizes and durations --------------------------------------------------------------------
-
-
-def size(n_bytes: int | float | None) -> str:
-    """Bytes for people: ``1.2 GB``, ``340 MB``, ``12 kB``, ``512 B`` (decimal units)."""
-    if n_bytes is None:
-        return ""
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(n_bytes) >= scale:
-            value = n_bytes / scale
-            return f"{value:.1f} {unit}" if value < 100 else f"{value:.0f} {unit}"
-    return f"{int(n_bytes)} B"
-
-
-def duration(seconds: float | None) -> str:
-    """Seconds for people: ``45 s``, ``3 min 20 s``, ``2 h 5 min``."""
-    if seconds is None:
-        return ""
-    s = int(round(seconds))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min" + (f" {s % 60} s" if s % 60 else "")
-    return f"{s // 3600} h" + (f" {s % 3600 // 60} min" if s % 3600 // 60 else "")
-
-
 def ask(prompt: str, *, fd: int | None = None, out: TextIO | None = None) -> str | None:
     """``input(prompt)`` that Ctrl-C (or SIGTERM, or any signal whose handler raises) always ends: the line typed
     at the terminal without its line end, or None at the end of input (Ctrl-D).
@@ -323,9 +300,6 @@ def ask(prompt: str, *, fd: int | None = None, out: TextIO | None = None) -> str
     (backspace, Ctrl-U) applies, as with ``input()`` without readline. Outside the main thread (no signal
     handlers there): plain ``input()``. ``fd`` / ``out``: read from that descriptor and write the prompt there
     instead of standard input and output (the controlling terminal, ``/dev/tty``)."""
-    import select
-    import signal
-    import threading
 
     if threading.current_thread() is not threading.main_thread() and fd is None:
         try:

@@ -2,7 +2,7 @@
 and mf_validate_config on a parsed table.
 
 Use them from a test module with ``pytest_plugins = ["_schema_env"]``. The environments are
-built once and cached (benchmarks/_conformance/envs.py: the fixture's ``build-venv.sh
+built once and cached (tests/_conformance/envs.py: the fixture's ``build-venv.sh
 --with-tasksets`` under ``~/.cache/model-factory-skill/prime-rl-schema-<hash>``, about 15 s
 with a warm package cache; prime 0.18.0 from PyPI, shared with tests/test_prime_cli_interop.py).
 Without ``../shared/fixtures/prime-rl-schema``, uv or the package registry the tests skip and
@@ -21,8 +21,8 @@ import pytest
 import tomlkit
 from _helpers import unavailable
 
-from benchmarks._conformance import envs
 from skill.registry import call_tool
+from tests._conformance import envs
 from tools.configs import EXAMPLES_DIR, ValidateConfigResult
 from tools.core import Context
 

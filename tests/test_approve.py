@@ -192,7 +192,7 @@ def test_terminal_approval_of_a_second_resume_shows_its_cost_and_the_earlier_run
     code, out = in_terminal([CLI, "approve", resume_plan], setup["env"], setup["cwd"], CHALLENGE)
     assert code == 0 and "RESUME this run as a NEW run" in out, out
     for shown in (f"already resumed as run {first.run_id}", "Owner (pays):  personal account", "Cost estimate: low $",
-                  "per GPU-hour", "GPUs:"):
+                  "/GPU-hour", "GPUs:"):
         assert shown in out, shown
     command = printed_command(out, "resume-run")
     done = pasted(command, setup["env"], setup["cwd"], timeout=60)

@@ -18,6 +18,7 @@ import pytest
 from skill import registry
 from tools.errors import ErrorCode
 from tools.platform import errors as perr
+from tools.platform import wire
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHITECTURE = ROOT / "docs" / "ARCHITECTURE.md"
@@ -108,6 +109,16 @@ def test_the_type_checker_is_clean():
     done = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("Success: no issues found"), done.stdout
+
+
+def test_run_statuses_are_normalised_in_one_place():
+    """A run status is compared after ``wire.RunStatus.of`` (upper case, trimmed), never a local ``.upper()``."""
+    local = re.compile(r"(?<![\w.])(?:\w+\.)?status\.upper\(\)")  # (checkpoints and volumes have statuses of their own)
+    found = [f"{p.relative_to(ROOT)}:{n}" for p in source_files()
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if local.search(line)]
+    assert not found, found
+    assert wire.RunStatus.of(" paused\n") == "PAUSED" and wire.RunStatus.of(None) == ""
+    assert wire.RunStatus.is_terminal("Completed") and not wire.RunStatus.is_terminal("pausing")
 
 
 def test_the_architecture_doc_lists_every_error_code_and_no_other():

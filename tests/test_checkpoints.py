@@ -93,7 +93,7 @@ def test_download_puts_every_file_in_place_verified_with_its_mtime_and_a_manifes
     dest = tmp_path / "ckpt"
     assert on_disk(dest) == served(emulator, run_id)
     assert (result.step, result.volume, result.path) == (20, "research-data", f"runs/{run_id}/checkpoints/step_20/")
-    assert result.files == result.files_downloaded == result.md5_verified == 5 and result.bytes == result.bytes_fetched
+    assert result.files == result.files_downloaded == result.md5_verified == 5 and result.bytes == result.fetched_bytes
     assert "DCP" in result.format and "dcp_to_hf" in result.format
     assert not list((dest / ck.STATE_DIR / "partial").iterdir())  # nothing half-written is left
     lines = [json.loads(line) for line in (dest / ck.MANIFEST).read_text().splitlines()]
@@ -109,7 +109,7 @@ def test_a_second_call_fetches_nothing_and_checks_every_file_again(frozen_ctx, e
     ok(call(frozen_ctx, "mf_download_checkpoint", run_id=run_id, dest=str(tmp_path / "c")))
     before = len(s3_gets(recorder))
     again = ok(call(frozen_ctx, "mf_download_checkpoint", run_id=run_id, dest=str(tmp_path / "c")))
-    assert (again.files_kept, again.files_downloaded, again.bytes_fetched, again.md5_verified) == (5, 0, 0, 5)
+    assert (again.files_kept, again.files_downloaded, again.fetched_bytes, again.md5_verified) == (5, 0, 0, 5)
     assert len(s3_gets(recorder)) == before  # no object read again
 
 
@@ -215,7 +215,7 @@ def test_a_file_changed_on_disk_is_fetched_again_and_only_it(frozen_ctx, emulato
     before = len(s3_gets(recorder))
     result = ok(call(frozen_ctx, "mf_download_checkpoint", run_id=run_id, dest=str(dest)))
     assert (result.refetched, result.files_downloaded, result.files_kept) == (1, 1, 4)
-    assert result.bytes_fetched == len(data) and len(s3_gets(recorder)) - before == 1
+    assert result.fetched_bytes == len(data) and len(s3_gets(recorder)) - before == 1
     assert on_disk(dest) == served(emulator, run_id)
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks._proof import world
-from benchmarks._proof.matrix import FAULTS, bad_files, judge, misclassified, render, run_matrix
 from skill import registry
+from tests._proof import world
+from tests._proof.matrix import FAULTS, bad_files, judge, misclassified, render, run_matrix
 from tools.errors import ToolError
 
 #: Every tool against these: a status, a reset mid-body, truncated JSON and (for writes) commit-then-timeout.

@@ -5,7 +5,7 @@ Arguments come from each tool's portable input schema (the JSON Schema agents se
 compatible, through hypothesis-jsonschema), mixed field by field with hostile values (control
 characters, very long strings, path-like strings, unicode and lone surrogates, fake secrets in
 several key formats, out-of-range and wrong-typed numbers) and with the valid values of the tool's
-set-up (benchmarks/_proof/world.py), so that examples also reach the tools' bodies.
+set-up (tests/_proof/world.py), so that examples also reach the tools' bodies.
 
 Every example must give a result or a typed ToolError (never an exception, a traceback or
 ``internal_error``), must not echo a secret (in the result or error JSON, or in any file written),
@@ -34,10 +34,10 @@ from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 from pydantic import BaseModel
 
-from benchmarks._proof.matrix import bad_files
-from benchmarks._proof.world import FAKE_SECRETS, Stage, arguments
 from skill import registry
 from skill.emulator import EmulatorServer
+from tests._proof.matrix import bad_files
+from tests._proof.world import FAKE_SECRETS, Stage, arguments
 from tools.errors import ErrorCode, ToolError
 
 EXAMPLES = int(os.environ.get("MF_FUZZ_EXAMPLES", "50"))

@@ -132,7 +132,7 @@ def test_filters_level_search_regex_since(frozen_ctx, emulator, launch):
     assert [ln.message.split(" |")[0] for ln in recent.lines] == ["Step 13/20", "Step 14/20"]
     none = call(frozen_ctx, "mf_get_logs", run_id=run_id, search="no such text anywhere", since_seconds=3600)
     assert none.lines == [] and none.window_seconds == 3600 and none.note.startswith("No log lines matched in the "
-                                                                                      "last 60.0 min")
+                                                                                      "last 1 h")
 
 
 @pytest.mark.parametrize("arguments, path", [
@@ -189,9 +189,9 @@ def test_a_filtered_read_after_the_run_ended_says_the_window_that_applied_and_ho
     emulator.state.advance(past_step(20) + 10 + 3600)  # COMPLETED an hour ago
     result = call(frozen_ctx, "mf_get_logs", run_id=run_id, level="WARNING")
     assert result.lines == [] and result.window_seconds == 900
-    assert ("No log lines matched in the last 15.0 min (the window of filtered reads, the server's default)"
+    assert ("No log lines matched in the last 15 min (the window of filtered reads, the server's default)"
             in result.note)
-    assert "The run ended 60.0 min ago, before this window." in result.note
+    assert "The run ended 1 h ago, before this window." in result.note
     [wider] = result.next_calls
     assert wider.tool == "mf_get_logs" and wider.arguments["level"] == "WARNING"
     assert wider.arguments["since_seconds"] >= 3600 + 20 * STEP and str(wider) in result.note

@@ -165,7 +165,7 @@ def test_an_interrupted_export_resumes_keeping_the_files_it_finished(frozen_ctx,
     (dest / "trainer.log").write_text("edited\n")  # a file changed since: read again, never trusted
     again = ok(call(frozen_ctx, "mf_export_logs", run_id=run_id, dest=str(dest)))
     assert [s.kept_from_earlier for s in again.streams] == [True, False, True, True]
-    assert (dest / "trainer.log").read_text() != "edited\n" and again.bytes_written == again.streams[1].bytes
+    assert (dest / "trainer.log").read_text() != "edited\n" and again.written_bytes == again.streams[1].bytes
 
 
 def test_export_refuses_a_folder_it_did_not_write(frozen_ctx, long_run, tmp_path):

@@ -279,7 +279,7 @@ def test_piped_check_progress_holds_the_same_facts_whether_or_not_the_result_has
         facts[run_id] = {row[0] for row in sections[0]}
         tables = [s[0] for s in sections[1:]]
         assert (["env_name", "status", "pod_name"] in tables) == (run_id == looping), done.stdout
-    assert {"last_step_age_seconds", "seconds_per_step"} <= facts[world["run_id"]] & facts[looping]
+    assert {"last_step_age_seconds", "step_seconds"} <= facts[world["run_id"]] & facts[looping]
 
 
 def test_piped_validate_config_prints_its_facts_on_stdout_with_or_without_errors(world, tmp_path):

@@ -4,7 +4,7 @@
 built once (``uv venv`` + ``uv pip install prime==0.18.0``) under
 ``~/.cache/model-factory-skill/prime-0.18.0`` (override with ``MF_PRIME_VENV``) and reused, by
 the one builder the schema tests and the conformance benchmark use too
-(benchmarks/_conformance/envs.py).
+(tests/_conformance/envs.py).
 Without uv, or when the install fails (no package registry), the tests skip and say why,
 unless ``MF_REQUIRE_INTEROP=1`` (set by ``.ci/run``), which turns that into a failure.
 The CLI runs with a temporary ``HOME``, ``PRIME_DISABLE_VERSION_CHECK=1`` and the emulator's
@@ -25,9 +25,9 @@ import pytest
 from _helpers import emulator_env, unavailable
 from conftest import Recorder
 
-from benchmarks._conformance import envs
 from skill.emulator import TEAM_RESEARCH_ID, EmulatorServer, Timing
 from skill.registry import call_tool
+from tests._conformance import envs
 from tools.configs import ValidateConfigResult
 from tools.core import Context
 from tools.platform import wire

@@ -164,7 +164,7 @@ def test_resume_over_the_budget_policy_shows_its_cost_and_waits_for_a_person(ctx
     run_id = paused(ctx, emulator)
     write_policy(ctx.home, "max_usd_per_run = 0.01\n")
     required = err(resume_run(ResumeRunInput(run_id=run_id), ctx), "confirmation_required")
-    for shown in ("Resume plan", "Owner (pays):  personal account", "Cost estimate: low $", "per GPU-hour", "GPUs:",
+    for shown in ("Resume plan", "Owner (pays):  personal account", "Cost estimate: low $", "/GPU-hour", "GPUs:",
                   "does not cover it"):
         assert shown in required.message, shown
     assert len(emulator.state.runs) == 1

@@ -2,7 +2,7 @@
 
 The reference is prime 0.18.0's code run unchanged (its ``_hosted_config`` in the prime
 environment, its ``training_schema_worker`` on the fixture's prime-rl, then the full schema
-with sources kept, as at run start): benchmarks/_conformance/reference.py. Each config is
+with sources kept, as at run start): tests/_conformance/reference.py. Each config is
 written to a file and validated by mf_validate_config with ``schema="real"`` and
 ``schema="snapshot"``. "Agree" is the same verdict and the same first error key path. The real
 back-end must agree on every config (the corpus and seeded random mutations of the examples);
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks._conformance import corpus, envs
-from benchmarks._conformance.compare import Tally, validate, write_table
-from benchmarks._conformance.reference import Reference, RefVerdict
+from tests._conformance import corpus, envs
+from tests._conformance.compare import Tally, validate, write_table
+from tests._conformance.reference import Reference, RefVerdict
 from tools.core import Context
 
 #: One worker runs this module: its module fixture is costly, and xdist would otherwise build it once per worker.

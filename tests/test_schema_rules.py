@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from _schema_env import example, first_error, validate_table
 
-from benchmarks._conformance import corpus
+from tests._conformance import corpus
 from tools.configs import (
     FIELD_BEFORE,
     IN_SCHEMA,

@@ -18,7 +18,7 @@ import pytest
 from _schema_env import example, first_error, validate_table
 from jsonschema import Draft202012Validator
 
-from benchmarks._conformance import envs
+from tests._conformance import envs
 from tools.configs import (
     EXAMPLES_DIR,
     SCHEMA_SNAPSHOT_DIR,

@@ -8,6 +8,7 @@ each linter really catches the mistakes it is there for.
 from __future__ import annotations
 
 import re
+import typing
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field
 
 from skill import registry
+from tools import units
 
 # -- OpenAI strict mode ---------------------------------------------------------------------
 
@@ -233,6 +235,74 @@ def test_every_tool_takes_its_input_and_returns_its_own_result_model() -> None:
             wrong.append(f"{spec.name}: {spec.input_model.__name__} -> {spec.output_model.__name__}")
     assert not wrong, "\n".join(wrong)
     assert len({spec.output_model for spec in registry.TOOLS}) == len(registry.TOOLS)
+
+
+def _result_models() -> dict[str, type[BaseModel]]:
+    """Every model an agent reads in a tool result (nested ones included), by name."""
+    found: dict[str, type[BaseModel]] = {}
+
+    def walk(annotation: Any) -> None:
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            if annotation.__name__ not in found:
+                found[annotation.__name__] = annotation
+                for info in annotation.model_fields.values():
+                    walk(info.annotation)
+        for arg in typing.get_args(annotation):
+            walk(arg)
+
+    for spec in registry.TOOLS:
+        walk(spec.output_model)
+    return found
+
+
+def test_every_amount_in_a_result_has_its_unit_in_its_type_and_at_the_end_of_its_name() -> None:
+    """``plan_high_usd: USD``, ``waited_seconds: Seconds``: the name says the unit the type carries into the
+    schema (``x-unit``) and the renderer formats; a unit named but not typed (or typed under another name) is
+    listed. The plan's cost estimate keeps its unit-first names (``usd_high``) until the plan's one record."""
+    wrong = []
+    for model in _result_models().values():
+        for name, info in model.model_fields.items():
+            typed = next((m for m in [*info.metadata, *_metadata(info.annotation)] if isinstance(m, units.Unit)), None)
+            named = units.unit_of_field(name)
+            numeric = any(t in (int, float) for t in _leaves(info.annotation))
+            if numeric and typed != named:
+                wrong.append(f"{model.__name__}.{name}: named {named and named.symbol}, typed {typed and typed.symbol}")
+            if typed is not None and named is not None and not name.endswith(named.suffix) \
+                    and not name.startswith(("usd_", "seconds_per_step_")):
+                wrong.append(f"{model.__name__}.{name}: the unit is not at the end of the name")
+    assert not wrong, "\n".join(wrong)
+    plan = registry.output_schema("mf_get_spend")["$defs"]["GetSpendResult"]["properties"]
+    assert {"type": "number", "x-unit": "USD"} in plan["plan_high_usd"]["anyOf"]
+    assert {"type": "number", "x-unit": "s"} in plan["running_seconds"]["anyOf"]
+
+
+def test_every_result_that_can_be_cut_says_so_in_one_shape() -> None:
+    """``truncated: bool``, ``omitted: int`` (how many were left out) and ``narrow_hint`` (how to see them),
+    together, wherever a result or a part of one can be cut."""
+    wrong = []
+    for model in _result_models().values():
+        fields = model.model_fields
+        present = {"truncated", "omitted", "narrow_hint"} & set(fields)
+        if not present:
+            continue
+        shape = {name: fields[name].annotation for name in present}
+        if shape != {"truncated": bool, "omitted": int, "narrow_hint": str | None}:
+            wrong.append(f"{model.__name__}: {shape}")
+    assert not wrong, "\n".join(wrong)
+
+
+def _metadata(annotation: Any) -> list[Any]:
+    out = list(getattr(annotation, "__metadata__", ()))
+    for arg in typing.get_args(annotation):
+        out += _metadata(arg)
+    return out
+
+
+def _leaves(annotation: Any) -> list[Any]:
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _leaves(typing.get_args(annotation)[0])
+    args = typing.get_args(annotation)
+    return [leaf for arg in args for leaf in _leaves(arg)] if args else [annotation]
 
 
 # -- the linters catch what they are for --------------------------------------------------------

@@ -11,10 +11,15 @@ emulator timing: 60 s queued, 90 s start-up of which 45 s pods Pending, 30 s per
 
 from __future__ import annotations
 
+import io
+import re
+
 import pytest
 from _helpers import EXAMPLE, approved_launch, call, ok, progress
 
+from skill import render, terminal
 from skill.emulator.logs import make_line
+from tools import units
 from tools.core import Context
 from tools.monitor.progress import (
     IMAGE_PULL_GRACE_SECONDS,
@@ -35,12 +40,12 @@ def test_pending_is_normal_start_up_for_its_allowance_then_stalled(frozen_ctx, e
     early = progress(frozen_ctx, run_id)
     assert (early.status, early.verdict, early.healthy, early.startup_phase) == ("PENDING", "pending", True, "pending")
     assert early.phase_allowance_seconds == PENDING_GRACE_SECONDS and abs(early.phase_seconds - 120) <= 1
-    assert "normal for up to 10.0 min" in early.evidence[0] and "nothing is billed" in early.evidence[0]
+    assert "normal for up to 10 min" in early.evidence[0] and "nothing is billed" in early.evidence[0]
     assert early.spend is None
     emulator.state.advance(PENDING_GRACE_SECONDS)
     late = progress(frozen_ctx, run_id)
     assert (late.verdict, late.healthy) == ("stalled", False)
-    assert "longer than the 10.0 min the platform normally takes" in late.evidence[0]
+    assert "longer than the 10 min the platform normally takes" in late.evidence[0]
 
 
 def test_pods_pending_are_normal_scheduling_then_stalled(frozen_ctx, emulator, launch):
@@ -51,10 +56,11 @@ def test_pods_pending_are_normal_scheduling_then_stalled(frozen_ctx, emulator, l
     early = progress(frozen_ctx, run_id)
     assert (early.verdict, early.startup_phase) == ("starting", "scheduling") and abs(early.phase_seconds - 60) <= 1
     assert {e.status for e in early.env_servers} == {"Pending"}
-    assert "env server pods Pending (no node assigned yet)" in early.evidence[-1] and "15.0 min" in early.evidence[-1]
+    assert "env server pods Pending (no node assigned yet)" in early.evidence[-1]
+    assert "normal for up to 15 min" in early.evidence[-1]
     emulator.state.advance(POD_SCHEDULING_GRACE_SECONDS)
     late = progress(frozen_ctx, run_id)
-    assert late.verdict == "stalled" and "longer than the 15.0 min" in late.evidence[-1]
+    assert late.verdict == "stalled" and "longer than the 15 min" in late.evidence[-1]
 
 
 def test_an_image_still_pulling_is_normal_start_up_measured_from_the_pull_then_stalled(frozen_ctx, emulator, launch):
@@ -64,13 +70,13 @@ def test_an_image_still_pulling_is_normal_start_up_measured_from_the_pull_then_s
     assert (early.verdict, early.healthy, early.startup_phase) == ("starting", True, "pulling_image")
     assert abs(early.phase_seconds - 300) <= 1 and early.phase_allowance_seconds == IMAGE_PULL_GRACE_SECONDS
     assert {e.status for e in early.env_servers} == {"ContainerCreating"}
-    assert "ghcr.io/primeintellect-ai/prime-rl:" in early.evidence[-1] and "normal for up to 20.0 min" in \
+    assert "ghcr.io/primeintellect-ai/prime-rl:" in early.evidence[-1] and "normal for up to 20 min" in \
         early.evidence[-1] and "tens of GB" in early.evidence[-1]
     assert early.recent_error_lines == 0
     emulator.state.advance(IMAGE_PULL_GRACE_SECONDS)
     late = progress(frozen_ctx, run_id)
     assert (late.verdict, late.startup_phase) == ("stalled", "pulling_image")
-    assert "longer than the 20.0 min that is normal" in late.evidence[-1]
+    assert "longer than the 20 min that is normal" in late.evidence[-1]
 
 
 def test_a_pull_without_pod_events_is_measured_from_the_start_at_most(frozen_ctx, emulator, launch):
@@ -135,7 +141,7 @@ def test_a_wait_asks_for_a_progress_check_once_start_up_outlasts_the_shortest_ph
     emulator.state.advance(QUEUE)
     hints, verdicts = watch(frozen_ctx, run_id, waits=80)
     first = next(i for i, h in enumerate(hints) if "mf_check_progress" in h)
-    assert "no step yet after 15." in hints[first] and "min of start-up" in hints[first]
+    assert re.search(r"no step yet after 15 min( \d+ s)? of start-up", hints[first]), hints[first]
     assert 40 * first < POD_SCHEDULING_GRACE_SECONDS <= 40 * (first + 1)  # the first wait to end past 15 min
     assert verdicts[0] == "starting" and verdicts[-1] == "stalled"
 
@@ -226,3 +232,48 @@ def test_a_run_without_a_plan_in_the_store_shows_the_estimate_as_unknown(frozen_
     assert spend.plan_id is None and spend.plan_high_usd is None and spend.elapsed_x_rate_usd is None
     assert spend.platform_usd > 0 and not spend.over_high_estimate
     assert f"the plan's estimate is unknown. No plan for run {run_id} in the state store of" in spend.summary
+
+
+# -- amounts and durations as a person reads them --------------------------------------------------
+
+_MONEY = re.compile(r"\$\d{1,3}(?:,\d{3})*\.\d\d(?:/h|/GPU-hour)?")
+_DURATION = re.compile(r"\b\d[\d,]* (?:h(?: \d+ min)?|min(?: \d+ s)?|s)\b")
+
+
+def _at_terminal(name: str, result: object) -> str:
+    out, errs = io.StringIO(), io.StringIO()
+    render.show(render.view_of(name, result), terminal.Terminal(out, 80, colour=False),
+                terminal.Terminal(errs, 80, colour=False))
+    return out.getvalue() + errs.getvalue()
+
+
+def _amounts_and_durations(text: str) -> tuple[list[str], list[str]]:
+    """Every line naming money (usd, cost, $) and every duration-like figure; fails on another shape."""
+    money = []
+    for line in text.splitlines():
+        if re.search(r"\busd\b|\$", line):
+            found = _MONEY.findall(line)
+            assert found, line  # an amount that is not $x.xx
+            assert not re.search(r"(?<![\w$.,])\d+\.\d+(?![\d%])(?! (?:steps?|GB|MB))", _MONEY.sub("", line)), line
+            money += found
+    assert not re.search(r"\d+\.\d+ (?:min|h)\b", text), text  # the other duration shape (12.3 min, 0.06 h)
+    return money, _DURATION.findall(text)
+
+
+def test_get_spend_and_dispatch_run_print_every_amount_in_dollars_and_every_duration_one_way(frozen_ctx, emulator,
+                                                                                             dispatched):
+    run_id, plan = dispatched()
+    emulator.state.advance(QUEUE + STARTUP + 4 * STEP + 1)
+    spend = ok(call(frozen_ctx, "mf_get_spend", run_id=run_id))
+    text = _at_terminal("mf_get_spend", spend)
+    money, durations = _amounts_and_durations(text)
+    for value in (spend.platform_usd, spend.elapsed_x_rate_usd, spend.plan_low_usd, spend.plan_high_usd):
+        assert units.usd(value) in money, (value, text)
+    assert units.usd_per_hour(spend.usd_per_hour) in money and units.duration(spend.running_seconds) in durations
+    assert re.fullmatch(r"3 min 3\d s", units.duration(spend.running_seconds))  # 211 s, read to the second
+
+    again = ok(call(frozen_ctx, "mf_dispatch_run", plan_id=plan.plan_id))  # carried out before: the same facts
+    text = _at_terminal("mf_dispatch_run", again)
+    money, _ = _amounts_and_durations(text)
+    assert units.usd_per_gpu_hour(again.usd_per_gpu_hour) in money, text
+    assert units.usd_per_hour(again.estimated_usd_per_hour) in money, text

@@ -13,6 +13,7 @@ import pytest
 from skill import registry, terminal
 from skill.cli import tool_parser
 from skill.render import command, for_people
+from tools import units
 from tools.core import PROGRAM, program
 from tools.errors import call
 
@@ -154,9 +155,9 @@ def test_piped_tables_and_facts_are_tab_separated_without_padding():
 
 
 def test_sizes_and_durations_read_as_people_say_them():
-    assert [terminal.size(n) for n in (512, 12_300, 340_000_000, 1_234_000_000)] == \
+    assert [units.size(n) for n in (512, 12_300, 340_000_000, 1_234_000_000)] == \
         ["512 B", "12.3 kB", "340 MB", "1.2 GB"]
-    assert [terminal.duration(s) for s in (45, 200, 7500)] == ["45 s", "3 min 20 s", "2 h 5 min"]
+    assert [units.duration(s) for s in (45, 200, 7500)] == ["45 s", "3 min 20 s", "2 h 5 min"]
 
 
 def test_no_color_and_pipes_get_no_escape_codes(monkeypatch):

@@ -204,7 +204,7 @@ def test_download_writes_every_trace_with_a_true_manifest(frozen_ctx, emulator, 
         envelope = json.loads((dest / entry["file"]).read_bytes())
         assert hashlib.sha256((dest / entry["file"]).read_bytes()).hexdigest() == entry["sha256"]
         assert len(envelope["traces"]) == 4
-    assert result.bytes_written == total + sum(e["bytes"] for e in manifest["episodes"])
+    assert result.written_bytes == total + sum(e["bytes"] for e in manifest["episodes"])
     assert len(files(dest)) == 320 + 80 + 1
     assert reports[-1] == (320, 320) and len(reports) == 320
 
@@ -214,7 +214,7 @@ def test_resume_skips_everything_then_refetches_a_corrupted_file(frozen_ctx, lau
     dest = tmp_path / "dl"
     ok(call(frozen_ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
     again = ok(call(frozen_ctx, "mf_download_traces", run_id=run_id, dest=str(dest)))
-    assert (again.traces_downloaded, again.episodes_downloaded, again.bytes_written) == (0, 0, 0)
+    assert (again.traces_downloaded, again.episodes_downloaded, again.written_bytes) == (0, 0, 0)
     assert again.skipped_existing == 400 and again.complete
     manifest = read_manifest(dest)
     corrupted, deleted = (dest / manifest["traces"][0]["file"]), (dest / manifest["traces"][1]["file"])

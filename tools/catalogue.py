@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tools.core import Context, Owner, fit_largest, open_volume, resolve_owner, tool
 from tools.errors import call, fail
 from tools.platform import wire
+from tools.units import Bytes, USDPerGPUHour
 
 _TEAM = ("Owner: 'personal', a team id (see mf_list_teams), or null for the configured owner "
          "(PRIME_TEAM_ID, then ~/.prime/config.json, else personal).")
@@ -45,7 +46,7 @@ class OnDemandOffer(BaseModel):
     """A GPU type on shared on-demand capacity (``onDemand[]`` of available-fft-models)."""
 
     gpu_type: str = Field(description="GPU type, e.g. H200_141GB.")
-    usd_per_gpu_hour: float | None = Field(description="Price in USD per GPU-hour; null = unknown.")
+    usd_per_gpu_hour: USDPerGPUHour | None = Field(description="Price in USD per GPU-hour; null = unknown.")
     available_now: bool = Field(description="Coarse capacity hint; not a promise that a run starts now.")
     is_beta: bool = Field(description="On-demand capacity of this type is in beta.")
     discount_label: str | None = Field(description="Discount text shown by the platform, if any.")
@@ -77,7 +78,7 @@ class ListModelsResult(BaseModel):
     on_demand_beta_access: bool | None = Field(
         description="true/false as the platform says; null = unknown (not a denial).")
     truncated: bool = Field(description="true when models were left out to fit the output budget.")
-    omitted: str | None = Field(description="What was left out, when truncated.")
+    omitted: int = Field(description="Entries left out (0 unless truncated).")
     narrow_hint: str | None = Field(description="How to ask for less, when truncated.")
 
 
@@ -119,8 +120,8 @@ def list_models(inp: ListModelsInput, ctx: Context) -> ListModelsResult:
         return ListModelsResult(
             owner=owner, models=models[:k], total_models=len(models), on_demand=offers,
             on_demand_beta_access=data.on_demand_beta_access, truncated=cut > 0,
-            omitted=f"{cut} of {len(models)} models (the last ones in platform order)." if cut else None,
-            narrow_hint="Search for part of the model name (e.g. Qwen3) to list fewer models." if cut else None)
+            omitted=cut, narrow_hint=f"The last {cut} of {len(models)} models (platform order) are not shown: search "
+            "for part of the model name (e.g. Qwen3) to list fewer models." if cut else None)
 
     return fit_largest(build, len(models))
 
@@ -129,7 +130,7 @@ class GpuInfo(BaseModel):
     """A GPU type the owner can train on."""
 
     gpu_type: str = Field(description="GPU type, e.g. H200_141GB (use as gpu_type in the TOML or plan).")
-    usd_per_gpu_hour: float | None = Field(
+    usd_per_gpu_hour: USDPerGPUHour | None = Field(
         description="On-demand price in USD per GPU-hour; null = unknown (e.g. reserved capacity, no on-demand offer).")
     capacity: str = Field(description="on_demand (priced offer) or reserved_or_unpriced (no on-demand price).")
     available_now: bool | None = Field(description="On-demand capacity hint; null when there is no on-demand offer.")
@@ -206,7 +207,7 @@ class VolumeEntry(BaseModel):
 
     name: str = Field(description="Path relative to the volume root; a folder ends in /.")
     kind: Literal["file", "folder"] = Field(description="file or folder.")
-    size_bytes: int | None = Field(default=None, description="File size in bytes (null for a folder).")
+    size_bytes: Bytes | None = Field(default=None, description="File size in bytes (null for a folder).")
     modified: datetime | None = Field(default=None, description="When the file was last written (UTC).")
 
 
@@ -217,7 +218,7 @@ class VolumeFiles(BaseModel):
     path: str = Field(description="Folder listed, relative to the volume root ('' = the root).")
     entries: list[VolumeEntry] = Field(description=f"Up to {50} entries of this page, by name.")
     next_cursor: str | None = Field(default=None, description="Pass as cursor for the next page; null: last page.")
-    bytes: int | None = Field(default=None, description="Bytes of every file under path (first page only).")
+    bytes: Bytes | None = Field(default=None, description="Bytes of every file under path (first page only).")
     files: int | None = Field(default=None, description="Files under path (first page only).")
     totals_complete: bool = Field(default=True, description=f"False when the totals stopped at {20_000} files.")
 
@@ -230,7 +231,7 @@ class ListVolumesResult(BaseModel):
     volumes: list[VolumeInfo] = Field(description="Volumes, possibly cut to the budget.")
     total: int = Field(description="Number of volumes the platform returned.")
     truncated: bool = Field(description="true when volumes were left out to fit the output budget.")
-    omitted: str | None = Field(description="What was left out, when truncated.")
+    omitted: int = Field(description="Entries left out (0 unless truncated).")
     narrow_hint: str | None = Field(description="How to ask for less, when truncated.")
 
 
@@ -281,7 +282,7 @@ def list_volumes(inp: ListVolumesInput, ctx: Context) -> ListVolumesResult:
     def build(k: int) -> ListVolumesResult:
         cut = len(volumes) - k
         return ListVolumesResult(owner=owner, listing=listing, volumes=volumes[:k], total=len(volumes),
-                                 truncated=cut > 0, omitted=f"{cut} of {len(volumes)} volumes." if cut else None,
+                                 truncated=cut > 0, omitted=cut,
                                  narrow_hint="Search for part of the volume name." if cut else None)
 
     return fit_largest(build, len(volumes))
@@ -345,7 +346,7 @@ class ListTeamsResult(BaseModel):
         description="true when no team is configured but the key has teams: mf_plan_run stops until a team is named.")
     note: str = Field(description="What to do with this list.")
     truncated: bool = Field(description="true when teams were left out to fit the output budget.")
-    omitted: str | None = Field(description="What was left out, when truncated.")
+    omitted: int = Field(description="Entries left out (0 unless truncated).")
     narrow_hint: str | None = Field(description="How to ask for less, when truncated.")
 
 
@@ -389,8 +390,7 @@ def list_teams(inp: ListTeamsInput, ctx: Context) -> ListTeamsResult:
         cut = len(entries) - k
         return ListTeamsResult(teams=entries[:k], total=len(entries), selected=owner, selected_is_member=member,
                                launch_would_stop_ambiguous=ambiguous, note=note, truncated=cut > 0,
-                               omitted=f"{cut} of {len(entries)} teams." if cut else None,
-                               narrow_hint="Search for part of the team name." if cut else None)
+                               omitted=cut, narrow_hint="Search for part of the team name." if cut else None)
 
 
     return fit_largest(build, len(entries))

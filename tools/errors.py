@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from tools.platform import errors as perr
+from tools.units import Seconds
 
 #: Every ``ToolError.code``. A new code goes here and in docs/ARCHITECTURE.md ("Error codes"); the
 #: CLI's exit code for it is 3 unless skill.exit_codes maps it to another.
@@ -93,7 +94,8 @@ class ToolError(BaseModel):
     next_calls: list[Call] = Field(default_factory=list,
                                    description="The tool calls the fix names, each with its complete arguments.")
     fields: list[FieldProblem] = Field(default_factory=list, description="Per-field problems, when the input was bad.")
-    retry_after_seconds: float | None = Field(default=None, description="Seconds to wait before retrying, when known.")
+    retry_after_seconds: Seconds | None = Field(default=None,
+                                                description="Seconds to wait before retrying, when known.")
 
 
 class ToolFailure(Exception):

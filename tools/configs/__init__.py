@@ -66,6 +66,7 @@ from tools.configs._toml import MAX_CONFIG_BYTES, load_toml, parse_document, rea
 from tools.core import MAX_STEPS, Context, tool
 from tools.errors import ToolFailure, call
 from tools.guardrails.secret_detection import refuse_secret_values, toml_env_files
+from tools.units import Bytes
 
 __all__ = [
     "CLI_ONLY_KEYS",
@@ -213,7 +214,7 @@ class PrepareConfigResult(BaseModel):
     source: str = Field(description="Example id or source path it was copied from (never modified).")
     mode: Mode = Field(description="rl or sft.")
     sha256: str = Field(description="sha256 (hex) of the written file.")
-    size_bytes: int = Field(description="Size of the written file in bytes.")
+    size_bytes: Bytes = Field(description="Size of the written file in bytes.")
     changes: list[Change] = Field(description="Edits made to the copy; comments and key order are kept.")
     created_folders: list[str] | None = Field(default=None, description=(
         "Folders created for dest, outermost first, as mkdir -p would; null when its folder existed."))

@@ -35,6 +35,7 @@ from tools.core import OUTPUT_BUDGET_CHARS, Context, fit_largest
 from tools.guardrails.scrubbing import secret_scrubber
 from tools.guardrails.secret_detection import FORWARDABLE, toml_env_files
 from tools.platform.settings import home_folder
+from tools.units import Seconds
 
 #: What each back-end leaves to the platform, for ``schema_note``.
 _NOTES = {
@@ -109,13 +110,13 @@ class ValidateConfigResult(BaseModel):
                                                                      "schema.")
     fallback_from: Literal["real", "prime"] | None = Field(default=None, description=(
         "Set when the back-end asked for could not run and the snapshot decided instead (a warning says why)."))
-    schema_seconds: float = Field(description="Seconds the schema check took (for a cold real back-end, including "
+    schema_seconds: Seconds = Field(description="Seconds the schema check took (for a cold real back-end, including "
                                               "the interpreter start and the prime-rl import).")
     schema_cached: bool = Field(default=False, description="The schema verdict was remembered from an earlier check "
                                                            "of the same config (memory or the state folder).")
     schema_note: str = Field(description="What the check covered and what is left to the platform.")
     truncated: bool = Field(default=False, description="true when issues were left out to fit the output budget.")
-    omitted: str | None = Field(default=None, description="How many errors/warnings were left out, when truncated.")
+    omitted: int = Field(default=0, description="Errors and warnings left out (0 unless truncated).")
     narrow_hint: str | None = Field(default=None, description="How to see the rest, when truncated.")
 
 
@@ -246,9 +247,10 @@ def fit_budget(report: ValidateConfigResult, budget: int = OUTPUT_BUDGET_CHARS) 
         kept_e, kept_w = errors[:k], warnings[:max(0, k - len(errors))]
         return report.model_copy(update={
             "errors": kept_e, "warnings": kept_w, "truncated": True,
-            "omitted": (f"{len(errors) - len(kept_e)} of {len(errors)} errors and "
-                        f"{len(warnings) - len(kept_w)} of {len(warnings)} warnings."),
-            "narrow_hint": "Fix the errors shown and validate again; the remaining issues will then be listed."})
+            "omitted": len(errors) - len(kept_e) + len(warnings) - len(kept_w),
+            "narrow_hint": (f"{len(errors) - len(kept_e)} of {len(errors)} errors and {len(warnings) - len(kept_w)} "
+                            f"of {len(warnings)} warnings are not shown: fix the errors shown and validate again; "
+                            "the remaining issues will then be listed.")})
 
     return fit_largest(build, issues, budget)
 

@@ -33,6 +33,7 @@ from tools.guardrails.scrubbing import Scrubber, argument_scrubber
 from tools.guardrails.secret_detection import refuse_secret_values
 from tools.platform.bounds import Deadline, RetryPolicy, Timeouts
 from tools.platform.errors import PlatformError
+from tools.platform.settings import home_folder, resolve_settings
 
 if TYPE_CHECKING:
     from tools.guardrails.store import Store
@@ -111,8 +112,6 @@ class Context:
     def settings(self) -> Settings:
         """Resolved credentials and URLs, with the ``prime`` CLI's precedence (read-only)."""
         if self._settings is None:
-            from tools.platform.settings import resolve_settings
-
             self._settings = resolve_settings(env=self.env, home=self.home)
         return self._settings
 
@@ -221,7 +220,6 @@ class Context:
         if self.state_dir is not None:
             return Path(self.state_dir)
         from tools.guardrails.store import state_folder
-        from tools.platform.settings import home_folder
 
         return state_folder(self.env, home_folder(self.env, self.home))
 

@@ -19,13 +19,11 @@ Its callers (the trace download, the report, the learning verdict) read the chai
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from tools.core._context import Context
 from tools.platform import errors as perr
-
-if TYPE_CHECKING:
-    from tools.platform import wire
+from tools.platform import wire
 
 #: Runs a chain is followed back at most (each resume is a pause a person asked for).
 MAX_CHAIN = 8
@@ -85,7 +83,7 @@ def _inferred(ctx: Context, run: wire.RLRun, first: int) -> wire.RLRun | None:
         except perr.PlatformError:
             return None
         for other in listed.runs:
-            if (other.id != run.id and other.name == run.name and other.status.upper() == "PAUSED"
+            if (other.id != run.id and other.name == run.name and wire.RunStatus.of(other.status) == "PAUSED"
                     and other.team_id == run.team_id
                     and (run.created_at is None or other.created_at is None or other.created_at <= run.created_at)
                     and _latest_step(ctx, other.id) == first - 1):

@@ -15,6 +15,7 @@ from pydantic import Field
 from tools.core._context import Context
 from tools.errors import call, fail
 from tools.platform import errors as perr
+from tools.platform.settings import DEFAULT_BASE_URL, DEFAULT_FRONTEND_URL
 
 if TYPE_CHECKING:  # annotations only: importing this module stays cheap (no httpx)
     from tools.platform import wire
@@ -67,7 +68,6 @@ def dashboard_url(ctx: Context, run_id: str) -> str | None:
     local emulator, a staging host) while the frontend URL is still the real dashboard's default,
     which does not have this run. The emulator serves the page at the same path, so with
     ``PRIME_FRONTEND_URL`` set to the emulator's URL the link is its page."""
-    from tools.platform.settings import DEFAULT_BASE_URL, DEFAULT_FRONTEND_URL
 
     settings = ctx.settings
     frontend = settings.frontend_url.rstrip("/")

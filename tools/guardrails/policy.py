@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tools.platform.settings import home_folder
+from tools.units import USD, usd
 
 if TYPE_CHECKING:
     from tools.core import Context
@@ -84,7 +85,7 @@ class PlanFacts(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    usd_high: float | None = Field(default=None, description="High cost estimate of the run, USD.")
+    usd_high: USD | None = Field(default=None, description="High cost estimate of the run, USD.")
     gpu_count: int | None = None
     gpu_type: str | None = None
     model: str | None = Field(default=None, description="Model name, e.g. Qwen/Qwen3-4B.")
@@ -205,8 +206,8 @@ def evaluate(policy: Policy, facts: PlanFacts) -> PolicyDecision:
         failed.append("The cost of the run is unknown, so the policy cannot cover it.")
     else:
         check(facts.usd_high <= lim.max_usd_per_run,
-              f"high cost estimate ${facts.usd_high:.2f} <= max_usd_per_run ${lim.max_usd_per_run:.2f}",
-              f"high cost estimate ${facts.usd_high:.2f} exceeds max_usd_per_run ${lim.max_usd_per_run:.2f}")
+              f"high cost estimate {usd(facts.usd_high)} <= max_usd_per_run {usd(lim.max_usd_per_run)}",
+              f"high cost estimate {usd(facts.usd_high)} exceeds max_usd_per_run {usd(lim.max_usd_per_run)}")
     if lim.max_gpus is not None:
         if facts.gpu_count is None:
             failed.append("GPU count is unknown; the policy limits max_gpus.")

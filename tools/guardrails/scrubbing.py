@@ -30,6 +30,7 @@ from tools.guardrails.secret_detection import (
     raw_env_values,
     secret_texts,
 )
+from tools.platform.settings import resolve_settings
 
 if TYPE_CHECKING:
     from tools.core import Context
@@ -79,8 +80,6 @@ class Scrubber:
         try:
             scrubber.add(LAUNCH_KEY, _plain(ctx.settings.api_key))
             if ctx.env.get(LAUNCH_KEY):  # the env key hides the file's key in settings: read it too
-                from tools.platform.settings import resolve_settings
-
                 file_env = {k: v for k, v in ctx.env.items() if k != LAUNCH_KEY}
                 scrubber.add(LAUNCH_KEY, _plain(resolve_settings(env=file_env, home=ctx.home).api_key))
         except Exception:  # noqa: BLE001 - a broken config file must not break scrubbing

@@ -81,6 +81,7 @@ from tools.launch.control import (
     stop_run,
 )
 from tools.platform import wire
+from tools.units import USD, USDPerGPUHour, USDPerHour, WholeSeconds
 
 __all__ = [
     "ApprovalRequest",
@@ -136,8 +137,8 @@ class PlanRunResult(BaseModel):
     gpu_type: str | None = Field(description="GPU type sent (null: the platform picks).")
     gpu_type_source: str = Field(description="argument, config, or the default rule used.")
     gpu_count: int = Field(description="GPUs the run asks for ([deployment]).")
-    usd_per_gpu_hour: float | None = Field(description="On-demand price, USD per GPU-hour; null = unknown.")
-    usd_per_hour: float | None = Field(description="usd_per_gpu_hour x gpu_count; null = unknown.")
+    usd_per_gpu_hour: USDPerGPUHour | None = Field(description="On-demand price, USD per GPU-hour; null = unknown.")
+    usd_per_hour: USDPerHour | None = Field(description="usd_per_gpu_hour x gpu_count; null = unknown.")
     cost: CostEstimate = Field(description="Low/expected/high USD with assumptions and unknowns.")
     run_kind: Literal["smoke", "full"] = Field(description="smoke or full.")
     max_steps: int | None = Field(description="Step cap sent in the config; null = runs until stopped.")
@@ -150,7 +151,7 @@ class PlanRunResult(BaseModel):
     runtime: RuntimeInfo | None = Field(description="What prepare said about the prime-rl build.")
     validation: Validation = Field(description="Which schema checked the config (mf_validate_config, schema auto).")
     warnings: list[str] = Field(description="Things the user should know before approving.")
-    approval_ttl_seconds: int = Field(description="How long an approval of this plan stays valid.")
+    approval_ttl_seconds: WholeSeconds = Field(description="How long an approval of this plan stays valid.")
     approve_command: str = Field(description="The command a person runs in their terminal to approve this plan "
                                              "(it prints the confirmation code and the command that launches it).")
     policy_approves: bool = Field(default=False, description=(
@@ -303,8 +304,8 @@ class LaunchEntry(BaseModel):
     run_name: str | None = Field(description="Run name with fingerprint (launch plans).")
     gpu_type: str | None = Field(description="GPU type.")
     gpu_count: int | None = Field(description="GPU count.")
-    usd_per_gpu_hour: float | None = Field(description="Price per GPU-hour at planning.")
-    usd_high: float | None = Field(description="High cost estimate at planning, USD.")
+    usd_per_gpu_hour: USDPerGPUHour | None = Field(description="Price per GPU-hour at planning.")
+    usd_high: USD | None = Field(description="High cost estimate at planning, USD.")
     secret_names: list[str] = Field(default_factory=list, description=(
         "Env names the plan forwards to the run (names only, never values)."))
     approval_channel: str | None = Field(description="Channel of the latest approval.")

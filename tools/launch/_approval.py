@@ -58,6 +58,7 @@ from tools.launch._plan import APPROVAL_TTL_SECONDS, Draft, PlanRunInput, build_
 from tools.launch._reconcile import Lookup, unresolved_failure
 from tools.platform import errors as perr
 from tools.platform import wire
+from tools.units import USD, WholeSeconds
 
 #: A plan older than this (seconds since it was recorded) is not approved: its prices and
 #: summary may be stale. The person asks the agent to plan again.
@@ -74,8 +75,8 @@ class ApprovalRequest(BaseModel):
         "restart: act on a run."))
     summary: str = Field(description="The plan in words: owner, GPUs, price, cost, steps, secrets, warnings.")
     owner: str = Field(description="Who pays / whose run: 'personal' or a team id.")
-    usd_high: float | None = Field(default=None, description="High cost estimate, USD (launch); null = unknown.")
-    ttl_seconds: int = Field(default=APPROVAL_TTL_SECONDS, description="How long an approval stays valid.")
+    usd_high: USD | None = Field(default=None, description="High cost estimate, USD (launch); null = unknown.")
+    ttl_seconds: WholeSeconds = Field(default=APPROVAL_TTL_SECONDS, description="How long an approval stays valid.")
     approve_command: str = Field(description="The terminal command a person runs to approve.")
     run_id: str | None = Field(default=None, description="The run a stop, pause, restart or resume plan acts on "
                                                          "(None for a launch).")
@@ -228,7 +229,7 @@ def plan_request(plan_id: str, ctx: Context, *, now: datetime | None = None) -> 
 def _no_longer_applies(action: str, status: str) -> str | None:
     """Why a stop, pause or restart of a run in ``status`` would do nothing, as the tools decide
     before sending (stop: the run ended or paused; pause: also PAUSING; restart: not RUNNING)."""
-    upper = status.upper()
+    upper = wire.RunStatus.of(status)
     if action == "restart":
         return None if upper == "RUNNING" else "only a RUNNING run can be restarted"
     if wire.RunStatus.is_terminal(upper) or (action == "pause" and upper == "PAUSING"):

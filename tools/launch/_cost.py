@@ -14,6 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from tools.units import USD, Seconds, USDPerGPUHour, USDPerHour, usd
+
 #: Assumed seconds per training step (low, expected, high) when the user gives none.
 #: An ASSUMPTION for the estimate, not platform data: small RL runs of the bundled examples
 #: take tens of seconds per step; bigger deployments train bigger models, slower.
@@ -39,14 +41,14 @@ _SIZE_LABEL = {"small": "<=2-GPU", "node": "single-node (<=8 GPUs)", "multi": "m
 class CostEstimate(BaseModel):
     """The money side of a plan. USD throughout; ``None`` means unknown (reason in ``unknown``)."""
 
-    usd_per_gpu_hour: float | None = Field(description="On-demand price per GPU-hour (GET "
+    usd_per_gpu_hour: USDPerGPUHour | None = Field(description="On-demand price per GPU-hour (GET "
                                                        "/training/available-fft-models onDemand[]); null = unknown.")
     gpu_count: int = Field(description="GPUs the run asks for ([deployment]).")
-    usd_per_hour: float | None = Field(description="usd_per_gpu_hour x gpu_count.")
+    usd_per_hour: USDPerHour | None = Field(description="usd_per_gpu_hour x gpu_count.")
     steps: int | None = Field(description="Step cap used for the estimate; null = runs until stopped.")
-    seconds_per_step_low: float = Field(description="Assumed seconds per step, low.")
-    seconds_per_step_expected: float = Field(description="Assumed seconds per step, expected.")
-    seconds_per_step_high: float = Field(description="Assumed seconds per step, high.")
+    seconds_per_step_low: Seconds = Field(description="Assumed seconds per step, low.")
+    seconds_per_step_expected: Seconds = Field(description="Assumed seconds per step, expected.")
+    seconds_per_step_high: Seconds = Field(description="Assumed seconds per step, high.")
     seconds_per_step_source: Literal["argument", "default"] = Field(
         description="argument: the user's seconds_per_step; default: STEP_SECONDS by mode and size.")
     startup_minutes_low: float = Field(description="Assumed start-up before step 1, minutes, low.")
@@ -55,9 +57,9 @@ class CostEstimate(BaseModel):
     hours_low: float | None = Field(description="(steps x s/step + start-up) / 3600, low; null when steps unknown.")
     hours_expected: float | None = Field(description="Hours, expected.")
     hours_high: float | None = Field(description="Hours, high.")
-    usd_low: float | None = Field(description="usd_per_hour x hours_low, rounded to cents.")
-    usd_expected: float | None = Field(description="usd_per_hour x hours_expected.")
-    usd_high: float | None = Field(description="usd_per_hour x hours_high (what a budget policy compares).")
+    usd_low: USD | None = Field(description="usd_per_hour x hours_low, rounded to cents.")
+    usd_expected: USD | None = Field(description="usd_per_hour x hours_expected.")
+    usd_high: USD | None = Field(description="usd_per_hour x hours_high (what a budget policy compares).")
     assumptions: str = Field(description="The assumptions in words (they are not platform data).")
     unknown: list[str] = Field(default_factory=list, description="Why a figure is unknown.")
 
@@ -112,7 +114,7 @@ def magnitude_warnings(cost: CostEstimate) -> list[str]:
     :data:`LARGE_USD_HIGH` USD, a step cap above :data:`LARGE_MAX_STEPS`. No limit is enforced."""
     warnings: list[str] = []
     if cost.usd_high is not None and cost.usd_high > LARGE_USD_HIGH:
-        warnings.append(f"The high cost estimate is ${cost.usd_high:,.2f} (over ${LARGE_USD_HIGH:,.0f}): "
+        warnings.append(f"The high cost estimate is {usd(cost.usd_high)} (over {usd(LARGE_USD_HIGH)}): "
                         f"double-check the step cap ({cost.steps:,} steps), the GPU count ({cost.gpu_count}) and "
                         "the price before approving; nothing stops the run at this figure.")
     if cost.steps is not None and cost.steps > LARGE_MAX_STEPS:

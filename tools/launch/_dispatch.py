@@ -38,6 +38,7 @@ from tools.guardrails.store import Store
 from tools.launch._reconcile import doubtful_failure, look_before_create, look_for_lost_run
 from tools.platform import errors as perr
 from tools.platform import wire
+from tools.units import USDPerGPUHour, USDPerHour
 
 #: A confirmation code: ``mfc_<plan_id>_<40 hex>`` (:func:`tools.guardrails.confirmation.mint`).
 TOKEN = re.compile(r"\Amfc_(.+)_[0-9a-f]{40}\Z")
@@ -72,8 +73,10 @@ class DispatchRunResult(BaseModel):
     dashboard_url: str | None = Field(description="{frontend_url}/dashboard/training/{run_id}; " + NO_DASHBOARD + ".")
     approval_channel: str | None = Field(description="terminal | host_callback | mcp_elicitation | mcp_app | policy.")
     gpu_type: str | None = Field(description="GPU type (the platform's answer when on-demand, else the plan's).")
-    usd_per_gpu_hour: float | None = Field(description="Price per GPU-hour (platform's answer, else the plan's).")
-    estimated_usd_per_hour: float | None = Field(description="The platform's estimatedCostPerHour (on-demand runs).")
+    usd_per_gpu_hour: USDPerGPUHour | None = Field(
+        description="Price per GPU-hour (platform's answer, else the plan's).")
+    estimated_usd_per_hour: USDPerHour | None = Field(
+        description="The platform's estimatedCostPerHour (on-demand runs).")
     message: str = Field(description="What happened, in words.")
     next_step: str = Field(description="What to call next.")
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
@@ -154,7 +157,7 @@ def count_active(ctx: Context, team_id: str | None) -> int | None:
         return None
     if page.unreadable:
         return None
-    return sum(1 for r in page.runs if (r.status or "").upper() in _ACTIVE)
+    return sum(1 for r in page.runs if wire.RunStatus.of(r.status) in _ACTIVE)
 
 
 def refused(exc: perr.PlatformError, plan_id: str, action: str) -> ToolFailure:

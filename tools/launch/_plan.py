@@ -38,6 +38,7 @@ from tools.guardrails.text import display_problem, shown
 from tools.launch._cost import CostEstimate, estimate_cost, magnitude_warnings
 from tools.launch._reconcile import Lookup, check_unresolved, parse_plan_ids, unresolved_lines
 from tools.platform import errors as perr
+from tools.units import duration, usd, usd_per_gpu_hour, usd_per_hour
 
 #: Step cap of a smoke run unless the user asks otherwise.
 SMOKE_MAX_STEPS = 20
@@ -531,10 +532,6 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     return draft
 
 
-def usd(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:,.2f}"
-
-
 def summary_text(d: Draft, *, policy: str | None = None, policy_reasons: list[str] | None = None) -> str:
     """The plan for a person: every fact a launch decision needs, unknowns shown as unknown; when
     the budget policy file ``policy`` covers the plan (``policy_reasons``: the checks it passed),
@@ -545,11 +542,12 @@ def summary_text(d: Draft, *, policy: str | None = None, policy_reasons: list[st
     account = f" {d.account_id}" if d.owner.team_id is None and d.account_id else ""  # whose personal account
     owner = f"{d.owner.label}{account} (from {d.owner.source})" + (f". Note: {d.owner.note}" if d.owner.note else "")
     gpu = f"{d.gpu_type or 'chosen by the platform'} x {d.gpu_count} ({d.gpu_type_source})"
-    price = (f"{usd(c.usd_per_gpu_hour)} per GPU-hour -> {usd(c.usd_per_hour)}/hour"
+    price = (f"{usd_per_gpu_hour(c.usd_per_gpu_hour)} -> {usd_per_hour(c.usd_per_hour)}"
              if c.usd_per_gpu_hour is not None else "unknown per GPU-hour")
     cost = f"low {usd(c.usd_low)} / expected {usd(c.usd_expected)} / high {usd(c.usd_high)}"
     if c.hours_expected is not None:
-        cost += f" (~{c.hours_low:,.2f}/{c.hours_expected:,.2f}/{c.hours_high:,.2f} h)"
+        cost += " (~" + "/".join(duration(h * 3600) for h in (c.hours_low, c.hours_expected, c.hours_high)
+                                 if h is not None) + ")"
     runtime = d.runtime.note if d.runtime else "runtime not re-checked"
     lines = [
         f"Plan {d.plan_id}: nothing launched, nothing spent yet.",

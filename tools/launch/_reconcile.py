@@ -192,7 +192,7 @@ def look_for_lost_action(ctx: Context, store: Store, state: gate.LaunchState) ->
         run = ctx.platform().get_run(str(state.plan.run_id))
     except perr.PlatformError as exc:
         return Lookup(state=state, problem=exc.message)
-    status, action = run.status.upper(), state.plan.action
+    status, action = wire.RunStatus.of(run.status), state.plan.action
     took = wire.RunStatus.is_terminal(status) if action == "stop" else \
         (status in ("PAUSING", "PAUSED") or wire.RunStatus.is_terminal(status)) if action == "pause" else False
     last = open_attempts[-1].attempt_id

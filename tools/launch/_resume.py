@@ -38,10 +38,11 @@ from tools.guardrails.text import shown
 from tools.launch._approval import check_unchanged, obtain_confirmation, request_from_state
 from tools.launch._cost import CostEstimate, estimate_cost, magnitude_warnings
 from tools.launch._dispatch import DispatchRunResult, already, count_active, reconcile, send_create
-from tools.launch._plan import APPROVAL_TTL_SECONDS, SECRETS_HELP, DisplayText, SecretNames, forwarded_names, usd
+from tools.launch._plan import APPROVAL_TTL_SECONDS, SECRETS_HELP, DisplayText, SecretNames, forwarded_names
 from tools.launch._reconcile import look_for_lost_run
 from tools.platform import errors as perr
 from tools.platform import wire
+from tools.units import usd, usd_per_gpu_hour, usd_per_hour
 
 
 class ResumeRunInput(BaseModel):
@@ -92,7 +93,7 @@ class ResumeDraft:
 
 
 def _check_resumable(run: wire.RLRun) -> None:
-    status = (run.status or "").upper()
+    status = wire.RunStatus.of(run.status)
     if status == "PAUSED":
         return
     if status == "PAUSING":
@@ -217,7 +218,7 @@ def summary(d: ResumeDraft) -> str:
         said = f"as run {new}" if new else "(its answer was lost and no new run was found yet; one may exist)"
         lines.append(f"  ALREADY RESUMED: run {run.id} was already resumed {said}, plan {pid}. Approving this "
                      "starts ANOTHER run from the same pause; a budget policy never approves it.")
-    price = (f"{usd(c.usd_per_gpu_hour)} per GPU-hour -> {usd(c.usd_per_hour)}/hour"
+    price = (f"{usd_per_gpu_hour(c.usd_per_gpu_hour)} -> {usd_per_hour(c.usd_per_hour)}"
              if c.usd_per_gpu_hour is not None else "unknown per GPU-hour")
     cost = f"low {usd(c.usd_low)} / expected {usd(c.usd_expected)} / high {usd(c.usd_high)}"
     paused = f"step {d.paused_step}" if d.paused_step is not None else "an unknown step"

@@ -46,6 +46,7 @@ from tools.launch._reconcile import Lookup, look_for_lost_action, unresolved_act
 from tools.launch._resume import ResumeRunInput, build_resume, carry_out, record
 from tools.platform import errors as perr
 from tools.platform import wire
+from tools.units import Seconds
 
 POLL_SECONDS = 3.0
 MAX_WAIT_SECONDS = 300.0
@@ -102,7 +103,7 @@ class ControlResult(BaseModel):
     plan_id: str | None = Field(description="The control plan (state store), when a request was sent.")
     approval_channel: str | None = Field(description="How it was approved (terminal, host_callback, mcp_elicitation, "
                                                       "mcp_app).")
-    waited_seconds: float = Field(description="Seconds spent polling.")
+    waited_seconds: Seconds = Field(description="Seconds spent polling.")
     message: str = Field(description="What happened, in words.")
     next_step: str = Field(description="What to call next.")
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
@@ -289,7 +290,7 @@ def _poll(ctx: Context, run_id: str, status: str, timeout: float, done: Callable
     """GET the run every :data:`POLL_SECONDS` until ``done(status)`` or ``timeout`` seconds; a failed read ends it."""
     start = ctx.clock()
     deadline = start + timeout
-    while not done(status.upper()) and ctx.clock() < deadline:
+    while not done(wire.RunStatus.of(status)) and ctx.clock() < deadline:
         ctx.sleep(min(POLL_SECONDS, max(0.0, deadline - ctx.clock())))
         try:
             status = ctx.platform().get_run(run_id).status
@@ -328,7 +329,7 @@ def stop_run(inp: StopRunInput, ctx: Context) -> StopRunResult:
     sent = _send(ctx, run, "stop", inp.confirmation, lambda: ctx.platform().stop_run(run.id).status)
     state, channel = sent.state, sent.channel
     status, waited = _poll(ctx, run.id, sent.status, inp.timeout_seconds, wire.RunStatus.is_terminal)
-    upper = status.upper()
+    upper = wire.RunStatus.of(status)
     note = _settle(ctx, ctx.store(), sent, run, "stop", status, wire.RunStatus.is_terminal(upper) or "STOPP" in upper)
     if upper == "STOPPED":
         outcome, message = "stopped", f"Run {run.id} stopped."
@@ -358,7 +359,7 @@ def pause_run(inp: PauseRunInput, ctx: Context) -> PauseRunResult:
     4xx. Never approved by a budget policy.
     """
     run = require_run(ctx, inp.run_id)
-    upper = run.status.upper()
+    upper = wire.RunStatus.of(run.status)
     if upper in ("PAUSING", "PAUSED"):
         return _untouched(PauseRunResult, run, "already_paused", f"Run {run.id} is already {run.status}; nothing "
                           "was sent.")
@@ -368,7 +369,7 @@ def pause_run(inp: PauseRunInput, ctx: Context) -> PauseRunResult:
     sent = _send(ctx, run, "pause", inp.confirmation, lambda: ctx.platform().pause_run(run.id).status or run.status)
     state, channel = sent.state, sent.channel
     status, waited = _poll(ctx, run.id, sent.status, inp.timeout_seconds, wire.RunStatus.is_terminal)
-    upper = status.upper()
+    upper = wire.RunStatus.of(status)
     note = _settle(ctx, ctx.store(), sent, run, "pause", status,
                    upper in ("PAUSING", "PAUSED") or wire.RunStatus.is_terminal(upper))
     inspect, wait, resume = (call("mf_get_run", run_id=run.id), call("mf_wait_for_run", run_id=run.id),
@@ -404,7 +405,7 @@ def restart_run(inp: RestartRunInput, ctx: Context) -> RestartRunResult:
     if run.is_terminal():
         return _untouched(RestartRunResult, run, "already_terminal", f"Run {run.id} is already {run.status}; "
                           "nothing was sent (a paused run is continued with mf_resume_run).")
-    if run.status.upper() != "RUNNING":
+    if wire.RunStatus.of(run.status) != "RUNNING":
         wait = call("mf_wait_for_run", run_id=run.id)
         raise fail("conflict", f"Run {run.id} is {run.status}; only a RUNNING run can be restarted.",
                    f"Nothing was sent. Wait until it runs ({wait}) and check it before restarting.", retryable=True,
@@ -416,7 +417,7 @@ def restart_run(inp: RestartRunInput, ctx: Context) -> RestartRunResult:
     status, waited = _poll(ctx, run.id, sent.status, inp.timeout_seconds,
                            lambda s: s == "RUNNING" or wire.RunStatus.is_terminal(s))
     note = sent.note
-    upper = status.upper()
+    upper = wire.RunStatus.of(status)
     latest = None
     if upper == "RUNNING":
         try:

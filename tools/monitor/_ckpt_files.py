@@ -31,6 +31,7 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -155,8 +156,6 @@ class Journal:
 
 
 def _now() -> str:
-    from datetime import UTC, datetime
-
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
@@ -231,7 +230,7 @@ class Counts:
     refetched: int = 0
     parts_fetched: int = 0
     parts_resumed: int = 0
-    bytes_fetched: int = 0
+    fetched_bytes: int = 0
     md5_verified: int = 0
     size_only: int = 0
     retries: int = 0
@@ -338,7 +337,7 @@ class Transfer:
             job.done.add(index)
         job.fetched_parts += 1
         self.counts.parts_fetched += 1
-        self.counts.bytes_fetched += nbytes
+        self.counts.fetched_bytes += nbytes
         self.done_bytes += nbytes
         self.journal.write({"kind": "part", "file": job.rel, "etag": job.obj.etag, "index": index})
         self._wake(job)

@@ -1,5 +1,5 @@
 """Pieces of the run views that several monitor tools show: server texts clipped, the platform's
-failure analysis, durations in words.
+failure analysis.
 """
 
 from __future__ import annotations
@@ -8,16 +8,6 @@ from pydantic import BaseModel, Field
 
 from tools.monitor._logtext import excerpt
 from tools.platform import wire
-
-
-def minutes(seconds: float | None) -> str:
-    """``seconds`` in words: ``"85 s"`` below 90 s, ``"12.3 min"`` below 90 minutes, else
-    ``"10.1 h"`` (``"1,234.5 h"``); ``"?"`` when unknown."""
-    if seconds is None:
-        return "?"
-    if seconds >= 90 * 60:
-        return f"{seconds / 3600:,.1f} h"
-    return f"{seconds / 60:.1f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
 
 class FailureAnalysisView(BaseModel):

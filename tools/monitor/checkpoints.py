@@ -45,6 +45,7 @@ from tools.guardrails.text import shown
 from tools.monitor import _ckpt_files as cf
 from tools.platform import errors as perr
 from tools.platform import wire
+from tools.units import Bytes
 
 if TYPE_CHECKING:  # annotations only: boto3 loads when a reader is built
     from tools.platform.storage import VolumeReader
@@ -85,11 +86,11 @@ class CheckpointRow(BaseModel):
     checkpoint_id: str = Field(description="Checkpoint id.")
     step: int | None = Field(default=None, description="Training step it was saved at.")
     status: str | None = Field(default=None, description="READY | PENDING | UPLOADING | FAILED | other.")
-    size_bytes: int | None = Field(default=None, description="Size in bytes, when known.")
+    size_bytes: Bytes | None = Field(default=None, description="Size in bytes, when known.")
     storage_url: str | None = Field(default=None, description="Where the platform says it is stored.")
     path: str | None = Field(default=None, description="Its folder on the run's volume (null: no volume).")
     files: int | None = Field(default=None, description="Files on the volume (with files=true; 0 = not synced yet).")
-    stored_bytes: int | None = Field(default=None, description="Bytes of those files (with files=true).")
+    stored_bytes: Bytes | None = Field(default=None, description="Bytes of those files (with files=true).")
     created_at: datetime | None = Field(default=None, description="When it was saved (UTC).")
     uploaded_at: datetime | None = Field(default=None, description="When its upload finished (UTC).")
 
@@ -103,7 +104,7 @@ class ListCheckpointsResult(BaseModel):
     checkpoints: list[CheckpointRow] = Field(description="Checkpoints, highest step first.")
     total: int = Field(description="Checkpoints matching the filter.")
     latest_ready_step: int | None = Field(default=None, description="Highest step with a READY checkpoint.")
-    total_size_bytes: int = Field(description="Sum of known sizes, in bytes.")
+    total_size_bytes: Bytes = Field(description="Sum of known sizes, in bytes.")
     files_note: str | None = Field(default=None, description="Why files were not counted, when asked and not.")
     next_calls: list[Call] = Field(default_factory=list, description="The download of the latest READY one.")
     truncated: bool = Field(default=False, description="True when older checkpoints were left out to fit the budget.")
@@ -187,13 +188,13 @@ class DownloadCheckpointResult(BaseModel):
     manifest_path: str = Field(description=(
         "dest/.model-factory/manifest.jsonl: header, one line per file (file, bytes, etag, md5, verified), state."))
     files: int = Field(description="Files of the checkpoint, all on disk and verified.")
-    bytes: int = Field(description="Their total size in bytes.")
+    bytes: Bytes = Field(description="Their total size in bytes.")
     files_downloaded: int = Field(description="Files fetched (whole or their missing parts) by this call.")
     files_kept: int = Field(description="Files already in dest that matched their checksum (not fetched).")
     refetched: int = Field(description="Files fetched again because a copy did not match its checksum.")
     parts_fetched: int = Field(description="Parts (up to 64 MiB each) fetched by this call.")
     parts_resumed: int = Field(description="Parts an interrupted call had fetched, kept.")
-    bytes_fetched: int = Field(description="Bytes fetched by this call.")
+    fetched_bytes: Bytes = Field(description="Bytes fetched by this call.")
     md5_verified: int = Field(description="Files whose MD5 matched the store's checksum.")
     size_verified_only: int = Field(description="Files the store gives no checksum for: checked by size only.")
     credential_refreshes: int = Field(description="Times the storage credentials were renewed during the call.")
@@ -275,7 +276,7 @@ def download_checkpoint(inp: DownloadCheckpointInput, ctx: Context) -> DownloadC
         run_id=run.id, step=step, volume=run.volume_name, path=path, dest=str(dest),
         manifest_path=str(dest / cf.MANIFEST), files=len(objects), bytes=total,
         files_downloaded=counts.files_fetched, files_kept=counts.files_kept, refetched=counts.refetched,
-        parts_fetched=counts.parts_fetched, parts_resumed=counts.parts_resumed, bytes_fetched=counts.bytes_fetched,
+        parts_fetched=counts.parts_fetched, parts_resumed=counts.parts_resumed, fetched_bytes=counts.fetched_bytes,
         md5_verified=sum(r.get("verified") == "md5" for r in rows),
         size_verified_only=sum(r.get("verified") == "size" for r in rows), credential_refreshes=refreshes,
         format=DCP_NOTE,

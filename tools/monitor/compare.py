@@ -35,6 +35,7 @@ from tools.monitor.metrics import MAX_PANELS, _metric_names, _select, png_target
 from tools.monitor.spend import spend_so_far
 from tools.platform import errors as perr
 from tools.platform import wire
+from tools.units import USD, usd
 
 #: Config paths that differ, listed at most (the rest are counted).
 MAX_DIFF_PATHS = 30
@@ -73,8 +74,8 @@ class RunSide(BaseModel):
     steps_to_50: int | None = Field(default=None, description="Steps until 50% of its change (null: no change).")
     steps_to_90: int | None = Field(default=None, description="Steps until 90% of its change.")
     steps_per_hour: float | None = Field(default=None, description="Training pace (median step time).")
-    platform_usd: float | None = Field(default=None, description="The platform's usage figure so far.")
-    plan_expected_usd: float | None = Field(default=None, description=(
+    platform_usd: USD | None = Field(default=None, description="The platform's usage figure so far.")
+    plan_expected_usd: USD | None = Field(default=None, description=(
         "The plan's expected cost (null: no plan for it in this state folder)."))
     problems: list[str] | None = Field(default=None, description="Findings to act on (mf_check_progress has them).")
 
@@ -94,10 +95,12 @@ class CompareRunsResult(BaseModel):
     config_differences: list[ConfigDifference] = Field(description="runConfig paths whose values differ.")
     config_same_paths: int = Field(description="runConfig paths equal in every run.")
     not_compared: str | None = Field(default=None, description="What the runs do not share (RL vs SFT).")
-    plot_path: str | None = Field(default=None, description="The PNG (null: no run has metrics yet).")
+    plot_path: str | None = Field(default=None, description=(
+        "The PNG (null: no run has metrics yet, or the plot extra is not installed)."))
     plotted: list[str] = Field(default_factory=list, description="Metrics plotted, one panel each.")
     truncated: bool = Field(default=False, description="True when config differences were left out.")
     omitted: int = Field(default=0, description="Config differences left out.")
+    narrow_hint: str | None = Field(default=None, description="How to see the differences left out, when truncated.")
     next_step: str = Field(description="What to do next.")
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
 
@@ -160,10 +163,6 @@ def _side(ctx: Context, run_id: str) -> tuple[RunSide, list[dict], dict[str, Any
     return side, records, run.run_config
 
 
-def _money(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:,.2f}"
-
-
 def _summary(sides: list[RunSide], differences: list[ConfigDifference]) -> str:
     """Who learned faster (per kind), what differs in their configs, and what each cost."""
     sentences = []
@@ -195,7 +194,7 @@ def _summary(sides: list[RunSide], differences: list[ConfigDifference]) -> str:
     if differences:
         paths = ", ".join(d.path for d in differences[:3]) + (", ..." if len(differences) > 3 else "")
         sentences.append(f"Their configs differ in {len(differences)} key path(s): {paths}")
-    costs = ", ".join(f"{s.run_id} {_money(s.platform_usd)}" + (f" (plan {_money(s.plan_expected_usd)})"
+    costs = ", ".join(f"{s.run_id} {usd(s.platform_usd)}" + (f" (plan {usd(s.plan_expected_usd)})"
                                                                   if s.plan_expected_usd is not None else "")
                       for s in sides)
     going = any(not wire.RunStatus.is_terminal(s.status) for s in sides)
@@ -232,8 +231,11 @@ def _plot(ctx: Context, inp: CompareRunsInput, sides: list[RunSide],
     try:
         render_png(target, "runs by step (circles: 50% and 90% of each run's change)", panels, marks)
     except ImportError:
+        if inp.plot_path is None:  # the comparison stands without its picture
+            return None, []
         raise fail("dependency_missing", "matplotlib is not installed, so no plot can be drawn.",
-                   "Install the project's dependencies (`uv sync`, or `pip install matplotlib`).") from None
+                   "Install the plot extra (`uv sync --extra plot`, or `pip install 'model-factory-skill[plot]'`), "
+                   "or compare without a plot path.") from None
     return str(target), list(panels)
 
 
@@ -241,7 +243,8 @@ def _plot(ctx: Context, inp: CompareRunsInput, sides: list[RunSide],
 def compare_runs(inp: CompareRunsInput, ctx: Context) -> CompareRunsResult:
     """Compare 2-8 runs (module doc): learning verdicts and milestones of the metric each optimises, pace,
     cost, config differences by key path, and one PNG aligned by step. Errors: ``bad_arguments`` (a run given
-    twice, plot_path, names), ``not_found`` (a run), ``dependency_missing`` (matplotlib), the platform codes."""
+    twice, plot_path, names), ``not_found`` (a run), ``dependency_missing`` (a plot_path given without the plot extra's
+    matplotlib; without a plot_path the comparison comes without its PNG), the platform codes."""
     repeated = sorted({r for r in inp.run_ids if inp.run_ids.count(r) > 1})
     if repeated:
         raise fail("bad_arguments", f"Run {', '.join(repeated)} is given more than once.", "Give each run once.",
@@ -271,4 +274,6 @@ def compare_runs(inp: CompareRunsInput, ctx: Context) -> CompareRunsResult:
         summary=_summary(sides, differences), runs=sides, config_differences=shown, config_same_paths=same,
         not_compared=not_compared, plot_path=plot_path, plotted=plotted,
         truncated=len(differences) > len(shown), omitted=len(differences) - len(shown), next_step=step,
+        narrow_hint="Compare two runs at a time, or read each run's config with mf_get_run."
+        if len(differences) > len(shown) else None,
         next_calls=[nxt])

@@ -34,6 +34,7 @@ from tools.monitor.logs import Component
 from tools.platform import errors as perr
 from tools.platform import wire
 from tools.platform.files import is_partial, write_atomic
+from tools.units import Bytes, WholeSeconds
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "model-factory-logs/1"
@@ -60,7 +61,7 @@ class ExportedStream(BaseModel):
     component: str = Field(description="orchestrator, trainer, inference or env-server/<name>.")
     file: str | None = Field(default=None, description="File name in dest; null when nothing could be read.")
     lines: int = Field(default=0, description="Lines in the file.")
-    bytes: int = Field(default=0, description="Size of the file in bytes.")
+    bytes: Bytes = Field(default=0, description="Size of the file in bytes.")
     sha256: str | None = Field(default=None, description="sha256 of the file.")
     first_timestamp: str | None = Field(default=None, description="Oldest line's timestamp (UTC).")
     last_timestamp: str | None = Field(default=None, description="Newest line's timestamp (UTC).")
@@ -81,12 +82,12 @@ class ExportLogsResult(BaseModel):
     status: str = Field(description="Run status when exported.")
     dest: str = Field(description="Absolute folder written.")
     manifest_path: str = Field(description=f"dest/{MANIFEST}: the files, their sha256 and where caps cut them.")
-    looked_back_seconds: int | None = Field(default=None, description=(
+    looked_back_seconds: WholeSeconds | None = Field(default=None, description=(
         "How far back the reads looked (seconds before now, at most 86400); null when only the newest lines of each "
         "component could be read."))
     streams: list[ExportedStream] = Field(description="One file per component and env server.")
     lines_written: int = Field(description="Lines in all files.")
-    bytes_written: int = Field(description="Bytes written by this call (files kept from earlier not counted).")
+    written_bytes: Bytes = Field(description="Bytes written by this call (files kept from earlier not counted).")
     complete: bool = Field(description="True when every file is complete.")
     next_step: str = Field(description="What to do next.")
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
@@ -228,7 +229,7 @@ def _result(run: wire.RLRun, dest: Path, manifest: Path, window: int, ended_long
             calls: list[Call]) -> ExportLogsResult:
     return ExportLogsResult(run_id=run.id, status=run.status, dest=str(dest), manifest_path=str(manifest),
                             looked_back_seconds=None if ended_long_ago else window, streams=streams,
-                            lines_written=sum(s.lines for s in streams), bytes_written=written, complete=complete,
+                            lines_written=sum(s.lines for s in streams), written_bytes=written, complete=complete,
                             next_step=advice, next_calls=calls)
 
 

@@ -28,9 +28,9 @@ from tools.monitor._logreads import (
     window_seconds,
 )
 from tools.monitor._logtext import Signature, Signatures, excerpt, head, parse_logs, traceback_end
-from tools.monitor._views import minutes
 from tools.platform import errors as perr
 from tools.platform import wire
+from tools.units import WholeSeconds, duration
 
 Component = Literal["orchestrator", "trainer", "inference", "env-server"]
 Level = Literal["ERROR", "WARNING", "SUCCESS", "INFO", "DEBUG"]
@@ -94,7 +94,7 @@ class GetLogsResult(BaseModel):
     component: str = Field(description="Component read.")
     env_name: str | None = Field(default=None, description="Environment of an env-server read.")
     available: bool = Field(description="False when the run has not started yet (no logs exist).")
-    window_seconds: int | None = Field(default=None, description=(
+    window_seconds: WholeSeconds | None = Field(default=None, description=(
         "The time window that applied: filtered reads (search, level, since) see only the last N seconds (900 when "
         "since_seconds is not given; at most 86400). Null: an unfiltered read, the newest lines of any age."))
     note: str | None = Field(default=None, description=(
@@ -114,10 +114,10 @@ def _window_note(inp: GetLogsInput, run: wire.RLRun | None, now: datetime, windo
     ended = run.completed_at if run is not None else None
     wider = min(MAX_SINCE, max(window * 4, window_seconds(run.started_at if run else None, now)))
     again = call("mf_get_logs", **{**inp.model_dump(exclude_defaults=True), "since_seconds": wider})
-    text = (f"No log lines matched in the last {minutes(window)} (the window of filtered reads"
+    text = (f"No log lines matched in the last {duration(window)} (the window of filtered reads"
             + ("" if inp.since_seconds else ", the server's default") + ").")
     if ended is not None and (now - ended).total_seconds() > window:
-        text += f" The run ended {minutes((now - ended).total_seconds())} ago, before this window."
+        text += f" The run ended {duration((now - ended).total_seconds())} ago, before this window."
     if window >= MAX_SINCE:
         text += (" This is the widest window the logs API searches (24 h); older lines are reached only unfiltered "
                  "(the newest lines of any age), or were kept by mf_export_logs.")
@@ -195,11 +195,11 @@ def get_logs(inp: GetLogsInput, ctx: Context) -> GetLogsResult:
     elif not lines:
         note = "No log lines yet."
     elif received >= inp.tail_lines:
-        where = f" of the last {minutes(window)}" if window else ""
+        where = f" of the last {duration(window)}" if window else ""
         note = (f"The read was capped at tail_lines={inp.tail_lines}: these are the newest lines{where}; older ones "
                 "were not returned. mf_summarize_logs finds every distinct error of the run.")
     elif window is not None:
-        note = f"Filters applied to the last {minutes(window)} only (since_seconds up to 86400 widens it)."
+        note = f"Filters applied to the last {duration(window)} only (since_seconds up to 86400 widens it)."
 
     def build(k: int) -> GetLogsResult:
         cut = len(lines) - k
@@ -258,7 +258,7 @@ class SummarizeLogsResult(BaseModel):
 
     run_id: str = Field(description="Run id.")
     status: str = Field(description="Run status when read.")
-    looked_back_seconds: int | None = Field(default=None, description=(
+    looked_back_seconds: WholeSeconds | None = Field(default=None, description=(
         "How far back the search looked (seconds before now, at most 86400); null when only the newest lines "
         "could be read."))
     looked_back_to: str | None = Field(default=None, description="The oldest time searched (UTC).")
@@ -324,11 +324,11 @@ def summarize_logs(inp: SummarizeLogsInput, ctx: Context) -> SummarizeLogsResult
     looked_back: int | None = None if ended_long_ago else window
     if run.started_at is not None and not ended_long_ago and inp.since_seconds is None and \
             (now - run.started_at).total_seconds() > MAX_SINCE:
-        caps.append(f"The run started {minutes((now - run.started_at).total_seconds())} ago: lines older than 24 h "
+        caps.append(f"The run started {duration((now - run.started_at).total_seconds())} ago: lines older than 24 h "
                     f"(before {(now - timedelta(seconds=MAX_SINCE)).isoformat(timespec='seconds')}) are beyond the "
                     "logs API's search window.")
     if run.completed_at is not None and ended_long_ago:
-        caps.append(f"The run ended {minutes((now - run.completed_at).total_seconds())} ago, more than the 24 h the "
+        caps.append(f"The run ended {duration((now - run.completed_at).total_seconds())} ago, more than the 24 h the "
                     "logs API searches: only the newest 5,000 lines of each component were read (the orchestrator's "
                     "200).")
     outage: perr.PlatformError | None = None  # the logs API did not answer: the other streams are not tried

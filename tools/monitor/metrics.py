@@ -20,6 +20,7 @@ from tools.errors import FieldProblem, call, fail
 from tools.monitor._series import is_number, merge_steps, reward_key
 from tools.platform.client import PlatformClient
 from tools.platform.files import write_atomic
+from tools.units import Bytes
 
 #: Columns shown by default when a run logs more metrics than this.
 DEFAULT_METRIC_COLUMNS = 6
@@ -177,7 +178,7 @@ class PlotMetricsResult(BaseModel):
 
     run_id: str = Field(description="Run id.")
     path: str = Field(description="Absolute path of the PNG written.")
-    size_bytes: int = Field(description="Size of the PNG in bytes.")
+    size_bytes: Bytes = Field(description="Size of the PNG in bytes.")
     mime_type: str = Field(default="image/png", description="Always image/png.")
     metrics: list[str] = Field(description="Metrics plotted, one panel each, in order.")
     steps: int = Field(description="Steps plotted.")
@@ -285,7 +286,8 @@ def plot_metrics(inp: PlotMetricsInput, ctx: Context) -> PlotMetricsResult:
 
     except ImportError:
         raise fail("dependency_missing", "matplotlib is not installed, so no plot can be drawn.",
-                   "Install the project's dependencies (`uv sync`, or `pip install matplotlib`), or read the numbers "
+                   "Install the plot extra (`uv sync --extra plot`, or `pip install 'model-factory-skill[plot]'`), or "
+                   "read the numbers "
                    f"with {numbers}.", next_calls=[numbers]) from None
     steps = sorted({s for points in series.values() for s, _ in points})
     return PlotMetricsResult(run_id=inp.run_id, path=str(target), size_bytes=size, metrics=chosen, steps=len(steps),

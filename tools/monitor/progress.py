@@ -36,11 +36,12 @@ from tools.monitor._learning import TREND_WINDOW_STEPS, Learning, judge
 from tools.monitor._logreads import Target, fetch, targets, window_seconds
 from tools.monitor._logtext import parse_logs
 from tools.monitor._series import OVERDUE_STEP_MULTIPLE, merge_steps, overdue_multiple, step_seconds
-from tools.monitor._views import FailureAnalysisView, clip, failure_analysis_view, minutes
+from tools.monitor._views import FailureAnalysisView, clip, failure_analysis_view
 from tools.monitor.spend import SpendSoFar, spend_so_far
 from tools.platform import errors as perr
 from tools.platform import wire
 from tools.platform.client import PlatformClient
+from tools.units import Seconds, duration
 
 Verdict = Literal["pending", "queued", "starting", "progressing", "stalled", "failing", "image_pull_failing",
                   "crash_looping", "completed", "failed", "stopped", "paused", "unknown"]
@@ -103,20 +104,20 @@ class CheckProgressResult(BaseModel):
     startup_phase: str | None = Field(default=None, description=(
         "While starting: pending, queued, scheduling (pods Pending), pulling_image (ContainerCreating) or loading "
         "(pods Running, no step yet)."))
-    phase_seconds: float | None = Field(default=None, description="How long the start-up phase has lasted so far.")
-    phase_allowance_seconds: float | None = Field(default=None, description=(
+    phase_seconds: Seconds | None = Field(default=None, description="How long the start-up phase has lasted so far.")
+    phase_allowance_seconds: Seconds | None = Field(default=None, description=(
         "How long that phase is normal before it is reported as a problem."))
     latest_step: int | None = Field(default=None, description="Latest step with results (GET /progress latestStep).")
     max_steps: int | None = Field(default=None, description="Steps planned.")
     percent_complete: float | None = Field(default=None, description="latest_step / max_steps x 100.")
-    last_step_age_seconds: float | None = Field(default=None, description=(
+    last_step_age_seconds: Seconds | None = Field(default=None, description=(
         "Seconds since the latest step was recorded (progress lastUpdatedAt vs the server's clock)."))
-    stall_threshold_seconds: float | None = Field(default=None, description=(
+    stall_threshold_seconds: Seconds | None = Field(default=None, description=(
         "No new step for longer than this means stalled."))
-    seconds_per_step: float | None = Field(default=None, description=(
+    step_seconds: Seconds | None = Field(default=None, description=(
         "Median step time of the recent steps (metric timestamps)."))
     step_overdue: bool | None = Field(default=None, description=(
-        f"True when a RUNNING run's latest step is older than {OVERDUE_STEP_MULTIPLE} x seconds_per_step but not "
+        f"True when a RUNNING run's latest step is older than {OVERDUE_STEP_MULTIPLE} x step_seconds but not "
         "yet past stall_threshold_seconds: the verdict is still progressing, the evidence says how overdue the "
         "next step is and when it will be called stalled, and next_step reads the logs. Null otherwise."))
     learning: Learning | None = Field(default=None, description=(
@@ -283,7 +284,7 @@ def check_progress(inp: CheckProgressInput, ctx: Context) -> CheckProgressResult
     """
     platform = ctx.platform()
     run = require_run(ctx, inp.run_id)
-    status = run.status.upper()
+    status = wire.RunStatus.of(run.status)
     fa = run.failure_analysis
     result = CheckProgressResult(
         run_id=run.id, status=run.status, terminal=run.is_terminal(), verdict="unknown", healthy=False,
@@ -306,11 +307,11 @@ def check_progress(inp: CheckProgressInput, ctx: Context) -> CheckProgressResult
         if progress.latest_step is not None:
             first = max(0, progress.latest_step - TREND_WINDOW_STEPS + 1)
             records = merge_steps(platform.get_metrics(run.id, min_step=first).metrics)
-            result.seconds_per_step = step_seconds(records[-10:])
+            result.step_seconds = step_seconds(records[-10:])
             result.last_step_age_seconds = seconds_since(parse_time(progress.last_updated_at), now)
-            pace = f"; {result.seconds_per_step:.0f} s per step recently" if result.seconds_per_step else ""
+            pace = f"; {duration(result.step_seconds)} per step recently" if result.step_seconds else ""
             evidence.append(f"Latest step {progress.latest_step}/{run.max_steps or '?'}, recorded "
-                            f"{minutes(result.last_step_age_seconds)} ago{pace}.")
+                            f"{duration(result.last_step_age_seconds)} ago{pace}.")
             result.learning = _learning(ctx, run, progress.latest_step, records, evidence)
         if status == "RUNNING":
             _judge_running(inp, run, platform, now, result)
@@ -353,12 +354,13 @@ def _judge_pending(run: wire.RLRun, now: datetime, result: CheckProgressResult) 
     result.phase_allowance_seconds = float(PENDING_GRACE_SECONDS)
     if age is not None and age > PENDING_GRACE_SECONDS:
         result.verdict = "stalled"
-        result.evidence.append(f"Status PENDING for {minutes(age)}, longer than the {minutes(PENDING_GRACE_SECONDS)} "
+        result.evidence.append(f"Status PENDING for {duration(age)}, longer than the {duration(PENDING_GRACE_SECONDS)} "
                                "the platform normally takes to accept a run and queue it.")
     else:
         result.verdict = "pending"
-        result.evidence.append(f"Status PENDING for {minutes(age)}: the platform is accepting the run, normal for up "
-                               f"to {minutes(PENDING_GRACE_SECONDS)} (it then queues it); nothing is billed meanwhile.")
+        result.evidence.append(f"Status PENDING for {duration(age)}: the platform is accepting the run, normal for "
+                               f"up to {duration(PENDING_GRACE_SECONDS)} (it then queues it); nothing is billed "
+                               "meanwhile.")
 
 
 def _startup(run: wire.RLRun, platform: PlatformClient, now: datetime, servers: list[wire.EnvServerInfo],
@@ -387,11 +389,11 @@ def _startup(run: wire.RLRun, platform: PlatformClient, now: datetime, servers: 
     result.startup_phase, result.phase_seconds, result.phase_allowance_seconds = phase, age, float(allowance)
     if age is not None and age > allowance:
         result.verdict = "stalled"
-        evidence.append(f"Start-up: {doing[0]} for {minutes(age)}, longer than the {minutes(allowance)} that is normal "
-                        f"{doing[1]}.")
+        evidence.append(f"Start-up: {doing[0]} for {duration(age)}, longer than the {duration(allowance)} that is "
+                        f"normal {doing[1]}.")
     else:
         result.verdict = "starting"
-        evidence.append(f"Start-up: {doing[0]} for {minutes(age)}; normal for up to {minutes(allowance)} {doing[1]}.")
+        evidence.append(f"Start-up: {doing[0]} for {duration(age)}; normal for up to {duration(allowance)} {doing[1]}.")
 
 
 def _judge_running(inp: CheckProgressInput, run: wire.RLRun, platform: PlatformClient, now: datetime,
@@ -407,7 +409,7 @@ def _judge_running(inp: CheckProgressInput, run: wire.RLRun, platform: PlatformC
     if pull_failed:
         failures = _pod_events(platform, run, now, "Failed to pull image")
         if failures:
-            evidence.append(f"The platform, {minutes(seconds_since(failures[-1][0], now))} ago: "
+            evidence.append(f"The platform, {duration(seconds_since(failures[-1][0], now))} ago: "
                             f"{clip(failures[-1][1], 300)} ({len(failures)} failed pull(s) since the start).")
     by_component = _recent_errors(platform, run)
     result.recent_errors_by_component = by_component
@@ -416,7 +418,7 @@ def _judge_running(inp: CheckProgressInput, run: wire.RLRun, platform: PlatformC
         evidence.append(f"{result.recent_error_lines} ERROR line(s) in the last {ERROR_WINDOW_SECONDS // 60} minutes: "
                         + ", ".join(f"{c} {n}" for c, n in by_component.items()) + ".")
     threshold = inp.stall_after_seconds or max(STALL_FLOOR_SECONDS,
-                                               STALL_STEP_MULTIPLE * (result.seconds_per_step or 0))
+                                               STALL_STEP_MULTIPLE * (result.step_seconds or 0))
     result.stall_threshold_seconds = float(threshold)
     if pull_failed:
         result.verdict = "image_pull_failing"
@@ -428,15 +430,15 @@ def _judge_running(inp: CheckProgressInput, run: wire.RLRun, platform: PlatformC
         _startup(run, platform, now, servers, threshold, result)
     elif result.last_step_age_seconds is not None and result.last_step_age_seconds > threshold:
         result.verdict = "stalled"
-        evidence.append(f"No new step for {minutes(result.last_step_age_seconds)}, longer than the stall threshold "
-                        f"of {minutes(threshold)}.")
+        evidence.append(f"No new step for {duration(result.last_step_age_seconds)}, longer than the stall threshold "
+                        f"of {duration(threshold)}.")
     else:
         result.verdict = "progressing"
-        multiple = overdue_multiple(result.last_step_age_seconds, result.seconds_per_step)
+        multiple = overdue_multiple(result.last_step_age_seconds, result.step_seconds)
         if multiple is not None:
             result.step_overdue = True
             change = "stall_after_seconds to change that" if inp.stall_after_seconds is None else \
                 "the stall_after_seconds given"
-            evidence.insert(0, f"No new step for {minutes(result.last_step_age_seconds)} ({multiple:g} x the recent "
-                            f"step time of {minutes(result.seconds_per_step)}); it is called stalled after "
-                            f"{minutes(threshold)} ({change}).")
+            evidence.insert(0, f"No new step for {duration(result.last_step_age_seconds)} ({multiple:g} x the recent "
+                            f"step time of {duration(result.step_seconds)}); it is called stalled after "
+                            f"{duration(threshold)} ({change}).")

@@ -30,7 +30,7 @@ from tools.errors import Call, ErrorCode, ToolFailure, call, fail
 from tools.guardrails import confirmation as gate
 from tools.monitor._clock import parse_time, seconds_since, server_now
 from tools.monitor._series import OVERDUE_STEP_MULTIPLE, overdue_multiple, step_seconds
-from tools.monitor._views import FailureAnalysisView, clip, failure_analysis_view, minutes
+from tools.monitor._views import FailureAnalysisView, clip, failure_analysis_view
 from tools.monitor.progress import (
     CRASH_POD_STATES,
     FAILED_POD_STATES,
@@ -41,6 +41,7 @@ from tools.monitor.progress import (
 from tools.platform import errors as perr
 from tools.platform import paging, wire
 from tools.platform.client import PlatformClient
+from tools.units import Seconds, duration
 
 
 class GetRunInput(BaseModel):
@@ -82,7 +83,7 @@ class GetRunResult(BaseModel):
     started_at: datetime | None = Field(default=None, description="Start time (UTC); null while queued.")
     completed_at: datetime | None = Field(default=None, description="End time (UTC) of a terminal run.")
     updated_at: datetime | None = Field(default=None, description="Last change (UTC).")
-    running_seconds: float | None = Field(default=None, description=(
+    running_seconds: Seconds | None = Field(default=None, description=(
         "Seconds since start (to the end for a finished run), on the server's clock."))
     error_message: str | None = Field(default=None, description="The platform's error text of a failed run.")
     failure_analysis: FailureAnalysisView | None = Field(default=None, description=(
@@ -253,7 +254,7 @@ def _latest_steps(ctx: Context, runs: list[wire.RLRun]) -> tuple[dict[str, int |
 
 def _started(runs: list[wire.RLRun]) -> list[wire.RLRun]:
     """The runs that have started (a start time, or a status past QUEUED and PENDING): those with steps."""
-    return [r for r in runs if r.started_at is not None or r.status.upper() not in ("QUEUED", "PENDING")]
+    return [r for r in runs if r.started_at is not None or wire.RunStatus.of(r.status) not in ("QUEUED", "PENDING")]
 
 
 def _row(run: wire.RLRun) -> RunRow:
@@ -299,7 +300,7 @@ def list_runs(inp: ListRunsInput, ctx: Context) -> ListRunsResult:
                         f"left out and no later page is offered (the platform's paging cannot be trusted past page "
                         f"{inp.page - 1}): filter by status, or ask for more runs per page.")
     else:
-        wanted = inp.status.strip().upper()
+        wanted = wire.RunStatus.of(inp.status)
 
         def scanned(n: int) -> wire.RLRunPage:
             scanned_page = platform.list_runs(team_id=owner.team_id, page=n, limit=100)
@@ -308,7 +309,7 @@ def list_runs(inp: ListRunsInput, ctx: Context) -> ListRunsResult:
 
         scan = paging.NumberedWalk(scanned, rows=lambda p: p.runs, key=lambda r: r.id, total=lambda p: p.total,
                                    limit=100, max_pages=_STATUS_SCAN_PAGES)
-        matches = [r for r in scan if r.status.upper() == wanted]
+        matches = [r for r in scan if wire.RunStatus.of(r.status) == wanted]
         complete, note = scan.walk.complete, scan.walk.note("scan of the runs list")
         total, runs = len(matches), matches[(inp.page - 1) * inp.limit: inp.page * inp.limit]
     if unreadable:
@@ -394,9 +395,9 @@ class WaitForRunResult(BaseModel):
     until: str = Field(description="What was waited for.")
     latest_step: int | None = Field(default=None, description="Latest step seen.")
     max_steps: int | None = Field(default=None, description="Steps planned.")
-    waited_seconds: float = Field(description="Wall-clock seconds spent waiting.")
+    waited_seconds: Seconds = Field(description="Wall-clock seconds spent waiting.")
     polls: int = Field(description="Times the run was read.")
-    last_step_age_seconds: float | None = Field(default=None, description=(
+    last_step_age_seconds: Seconds | None = Field(default=None, description=(
         "When the wait ended short of its target on a RUNNING run: seconds since the latest step was recorded "
         "(GET /progress lastUpdatedAt vs the server's clock); null otherwise."))
     step_overdue: bool | None = Field(default=None, description=(
@@ -411,7 +412,7 @@ def _reached(inp: WaitForRunInput, run: wire.RLRun, step: int | None) -> bool:
     if inp.until == "terminal":
         return run.is_terminal()
     if inp.until == "running":
-        return run.status.upper() == "RUNNING" or run.started_at is not None
+        return wire.RunStatus.of(run.status) == "RUNNING" or run.started_at is not None
     return step is not None and step >= (inp.step or 0)
 
 
@@ -450,7 +451,7 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
             try:
                 client.bound_requests(deadline - ctx.clock())
                 run = client.get_run(inp.run_id)
-                if run.started_at is not None or run.status.upper() not in ("QUEUED", "PENDING"):
+                if run.started_at is not None or wire.RunStatus.of(run.status) not in ("QUEUED", "PENDING"):
                     client.bound_requests(deadline - ctx.clock())
                     progress = client.get_progress(inp.run_id)
                     step = progress.latest_step
@@ -472,7 +473,7 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
             interval = min(interval * 1.5, MAX_POLL_SECONDS)
         concern = late = None
         if run is not None and last_error is None and not run.is_terminal() and not _reached(inp, run, step) \
-                and run.status.upper() == "RUNNING":
+                and wire.RunStatus.of(run.status) == "RUNNING":
             if step is not None and progress is not None:
                 late = _late_step(ctx, client, run.id, progress, deadline)
             if late is None and step == first_step:
@@ -503,8 +504,8 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
         advice = f"See the run's health with {check}."
     elif late is not None:
         age, per_step, multiple = late
-        advice = (f"Not yet, and no new step for {minutes(age)} ({multiple:g} x the recent step time of "
-                  f"{minutes(per_step)}): {check} says whether it is stuck and why; else {again} again.")
+        advice = (f"Not yet, and no new step for {duration(age)} ({multiple:g} x the recent step time of "
+                  f"{duration(per_step)}): {check} says whether it is stuck and why; else {again} again.")
         calls = [check, again]
     elif concern is not None:
         advice = (f"Not yet, and {concern}: {check} says whether it is stuck, crash-looping or failing to pull its "
@@ -559,7 +560,7 @@ def _concern(client: PlatformClient, run: wire.RLRun, step: int | None, seconds_
         return f"no step yet, and env server {bad.env_name or bad.pod_name} is {bad.status}"
     started = seconds_since(parse_time(run.started_at), server_now(client))
     if started is not None and started > POD_SCHEDULING_GRACE_SECONDS:
-        return f"no step yet after {minutes(started)} of start-up"
+        return f"no step yet after {duration(started)} of start-up"
     return None
 
 
@@ -572,8 +573,8 @@ def _stale(inp: WaitForRunInput, ctx: Context, run: wire.RLRun | None, step: int
         seen = f"Nothing could be read about run {inp.run_id}."
     else:
         where = f", step {step}/{run.max_steps or '?'}" if step is not None else ""
-        seen = (f"The last status read, {run.status}{where}, is {age:.0f} s old and stale: the run may have moved on "
-                "since.")
+        seen = (f"The last status read, {run.status}{where}, is {duration(age)} old and stale: the run may have moved "
+                "on since.")
     preflight = call("mf_preflight")
     again = call("mf_wait_for_run", run_id=inp.run_id, until="running" if inp.until == "running" else None,
                  step=inp.step, timeout_seconds=inp.timeout_seconds)

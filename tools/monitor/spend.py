@@ -28,6 +28,7 @@ from tools.guardrails.records import PlanCost
 from tools.monitor._clock import server_now
 from tools.platform import errors as perr
 from tools.platform import wire
+from tools.units import USD, Seconds, USDPerHour, duration, usd, usd_per_gpu_hour, usd_per_hour
 
 UNITS_NOTE = ("The usage endpoint prices tokens (USD per million tokens) and the plan prices GPU time (USD per "
               "GPU-hour): both totals are in USD, shown side by side; no price is converted into the other unit.")
@@ -43,22 +44,22 @@ class GetSpendInput(BaseModel):
 class SpendSoFar(BaseModel):
     """What a run has cost so far, and what its plan estimated (USD unless a field says otherwise)."""
 
-    platform_usd: float | None = Field(default=None, description=(
+    platform_usd: USD | None = Field(default=None, description=(
         "total_cost_usd of GET /billing/runs/{id}/usage: the platform's figure so far; null when it did not answer."))
     platform_tokens: int | None = Field(default=None, description="total_tokens of the usage endpoint.")
     platform_pricing: str | None = Field(default=None, description=(
         "The usage endpoint's prices in its own unit, USD per million tokens (training, inference input/output)."))
-    running_seconds: float | None = Field(default=None, description=(
+    running_seconds: Seconds | None = Field(default=None, description=(
         "Elapsed running time: startedAt to the run's end, or to now on the server's clock (start-up included)."))
-    usd_per_hour: float | None = Field(default=None, description=(
+    usd_per_hour: USDPerHour | None = Field(default=None, description=(
         "The plan's rate: USD per GPU-hour x GPUs (else the platform's estimatedCostPerHour at dispatch)."))
     rate_source: str | None = Field(default=None, description="Where usd_per_hour comes from.")
-    elapsed_x_rate_usd: float | None = Field(default=None, description=(
+    elapsed_x_rate_usd: USD | None = Field(default=None, description=(
         "Elapsed running time x the plan's hourly rate: a second figure, not the platform's bill."))
     plan_id: str | None = Field(default=None, description="The plan that launched the run (state store), if any.")
-    plan_low_usd: float | None = Field(default=None, description="The plan's low estimate.")
-    plan_expected_usd: float | None = Field(default=None, description="The plan's expected estimate.")
-    plan_high_usd: float | None = Field(default=None, description="The plan's high estimate.")
+    plan_low_usd: USD | None = Field(default=None, description="The plan's low estimate.")
+    plan_expected_usd: USD | None = Field(default=None, description="The plan's expected estimate.")
+    plan_high_usd: USD | None = Field(default=None, description="The plan's high estimate.")
     over_high_estimate: bool | None = Field(default=None, description=(
         "True when either figure passes the plan's high estimate; false when a figure is known and neither does; "
         "null (unknown) when there is no high estimate (no plan in this store, or its cost was unknown) or no "
@@ -69,14 +70,14 @@ class SpendSoFar(BaseModel):
         """One line for a person: both figures, labelled, and the plan's estimate."""
         parts = []
         if self.platform_usd is not None:
-            parts.append(f"{_money(self.platform_usd)} reported by the platform's usage (priced per token)")
+            parts.append(f"{usd(self.platform_usd)} reported by the platform's usage (priced per token)")
         if self.elapsed_x_rate_usd is not None and self.running_seconds is not None:
-            parts.append(f"about {_money(self.elapsed_x_rate_usd)} from running time "
-                         f"({self.running_seconds / 3600:.2f} h x {_money(self.usd_per_hour)}/h)")
+            parts.append(f"about {usd(self.elapsed_x_rate_usd)} from running time "
+                         f"({duration(self.running_seconds)} x {usd_per_hour(self.usd_per_hour)})")
         spent = "; ".join(parts) or "unknown"
         if self.plan_high_usd is not None:
-            spent += (f", against the plan's estimate of {_money(self.plan_low_usd)} / "
-                      f"{_money(self.plan_expected_usd)} / {_money(self.plan_high_usd)} (low/expected/high)")
+            spent += (f", against the plan's estimate of {usd(self.plan_low_usd)} / "
+                      f"{usd(self.plan_expected_usd)} / {usd(self.plan_high_usd)} (low/expected/high)")
         elif self.plan_id is not None:
             spent += ", against a plan whose cost was unknown"
         else:
@@ -93,10 +94,6 @@ class GetSpendResult(SpendSoFar):
     units_note: str = Field(default=UNITS_NOTE, description="Why the two figures are not converted into each other.")
     next_step: str = Field(description="What to do next.")
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
-
-
-def _money(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:,.2f}"
 
 
 def spend_so_far(ctx: Context, run: wire.RLRun, now: datetime | None = None) -> SpendSoFar:
@@ -129,7 +126,7 @@ def spend_so_far(ctx: Context, run: wire.RLRun, now: datetime | None = None) -> 
         dispatched = next((a.facts for a in reversed(state.attempts) if a.outcome in ("created", "reconciled")), None)
         if price is not None and gpus:
             spend.usd_per_hour = price * gpus
-            spend.rate_source = f"plan {state.plan_id}: ${price:g} per GPU-hour x {gpus} GPUs"
+            spend.rate_source = f"plan {state.plan_id}: {usd_per_gpu_hour(price)} x {gpus} GPUs"
         elif dispatched is not None and dispatched.estimated_usd_per_hour is not None:
             spend.usd_per_hour = dispatched.estimated_usd_per_hour
             spend.rate_source = "the platform's estimatedCostPerHour at dispatch"
@@ -142,8 +139,8 @@ def spend_so_far(ctx: Context, run: wire.RLRun, now: datetime | None = None) -> 
     known = high is not None and (spend.platform_usd is not None or spend.elapsed_x_rate_usd is not None)
     spend.over_high_estimate = bool(over) if known else None
     if over:
-        spend.warning = (f"Spend so far passes the plan's high estimate of {_money(high)}: "
-                         + "; ".join(f"{label} {_money(value)}" for label, value in over) + ".")
+        spend.warning = (f"Spend so far passes the plan's high estimate of {usd(high)}: "
+                         + "; ".join(f"{label} {usd(value)}" for label, value in over) + ".")
     return spend
 
 
@@ -166,19 +163,19 @@ def get_spend(inp: GetSpendInput, ctx: Context) -> GetSpendResult:
     answer leaves its figure null)."""
     run = require_run(ctx, inp.run_id)
     spend = spend_so_far(ctx, run)
-    plan = (f"plan {spend.plan_id}: {_money(spend.plan_low_usd)} / {_money(spend.plan_expected_usd)} / "
-            f"{_money(spend.plan_high_usd)} (low/expected/high)" if spend.plan_id else
+    plan = (f"plan {spend.plan_id}: {usd(spend.plan_low_usd)} / {usd(spend.plan_expected_usd)} / "
+            f"{usd(spend.plan_high_usd)} (low/expected/high)" if spend.plan_id else
             "the plan's estimate is unknown. " + missing_plan(ctx, run.id).rstrip("."))
-    hours = f"{spend.running_seconds / 3600:.2f} h" if spend.running_seconds is not None else "not started"
+    hours = duration(spend.running_seconds) if spend.running_seconds is not None else "not started"
     so_far = "in all" if run.is_terminal() else "so far"
-    summary = (f"Run {run.id} ({run.status}): the platform reports {_money(spend.platform_usd)} {so_far}; running "
-               f"{hours} x {_money(spend.usd_per_hour)}/h = {_money(spend.elapsed_x_rate_usd)}; {plan}.")
+    summary = (f"Run {run.id} ({run.status}): the platform reports {usd(spend.platform_usd)} {so_far}; running "
+               f"{hours} x {usd_per_hour(spend.usd_per_hour)} = {usd(spend.elapsed_x_rate_usd)}; {plan}.")
     progress = call("mf_check_progress", run_id=run.id)
     if run.is_terminal():  # nothing left to watch: what it cost, against the plan
         report = call("mf_run_report", run_id=run.id)
         advice, calls = (f"The run has ended ({run.status}); it bills no more. The end-of-run report puts its cost "
                          f"beside the plan and the results: {report}.", [report])
-    elif run.status.upper() == "PAUSING":  # not progressing on purpose: it is saving a checkpoint to stop
+    elif wire.RunStatus.of(run.status) == "PAUSING":  # not progressing on purpose: it is saving a checkpoint to stop
         wait = call("mf_wait_for_run", run_id=run.id)
         advice, calls = (f"The run is pausing (saving a checkpoint) and bills until it is PAUSED: {wait}.", [wait])
     elif spend.over_high_estimate:

@@ -20,6 +20,7 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
+from importlib.metadata import version
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -39,8 +40,6 @@ M = TypeVar("M", bound=BaseModel)
 
 def _package_version() -> str:
     try:
-        from importlib.metadata import version
-
         return version("model-factory-skill")
     except Exception:  # pragma: no cover - not installed as a distribution
         return "0.1.0"

@@ -161,10 +161,6 @@ class PlatformClient(BaseClient):
         path = f"/training/runs/{self._run(run_id)}/pause"
         return self._parse(wire.PauseResult, self._write("POST", path), f"POST {path}")
 
-    def delete_hosted_run(self, run_id: str) -> dict[str, Any]:
-        """DELETE ``/training/runs/{id}`` (row 5; unused by CLI commands). Returns the body (``{runId, deleted}``)."""
-        return self._write("DELETE", f"/training/runs/{self._run(run_id)}")
-
     # -- catalogue (rows 6, 7, 26, 27) ---------------------------------------------------
     def list_models(self, *, team_id: str | None = None, missing_ok: bool = True) -> wire.AvailableModels:
         """GET ``/training/available-fft-models?team_id=`` (row 6): cached models and on-demand GPUs with prices.

@@ -14,6 +14,7 @@ GPU-hour, usage pricing is USD per million tokens.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -66,15 +67,21 @@ class RunStatus:
     KNOWN = frozenset({QUEUED, PENDING, RUNNING, COMPLETED, FAILED, STOPPED, PAUSING, PAUSED})
     TERMINAL = frozenset({STOPPED, FAILED, COMPLETED, PAUSED})
 
+    @staticmethod
+    def of(status: str | None) -> str:
+        """``status`` as these constants spell it (upper case, surrounding spaces dropped; ``""`` for
+        none): the one place a run status is normalised before it is compared."""
+        return str(status).strip().upper() if status else ""
+
     @classmethod
     def is_terminal(cls, status: str | None) -> bool:
         """True when ``status`` (any case) is one the CLI treats as final."""
-        return bool(status) and str(status).upper() in cls.TERMINAL
+        return cls.of(status) in cls.TERMINAL
 
     @classmethod
     def is_known(cls, status: str | None) -> bool:
         """True when ``status`` (any case) is one of the eight values the CLI knows."""
-        return bool(status) and str(status).upper() in cls.KNOWN
+        return cls.of(status) in cls.KNOWN
 
 
 class FailureAnalysis(CamelWireModel):
@@ -395,8 +402,6 @@ class LocalValidationPreparation(WireModel):
 
     def contract_problems(self) -> list[str]:
         """Violations of the CLI's strict contract (empty list = usable for local compile)."""
-        import re
-
         hex40 = re.compile(r"^[0-9a-f]{40}$")
         problems: list[str] = []
         if self.contract_version != 1:

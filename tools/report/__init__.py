@@ -108,13 +108,9 @@ def _result(value: M | ToolError) -> M | None:
     return None if isinstance(value, ToolError) else value
 
 
-def _money(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:,.2f}"
-
-
 def _outcome(run: monitor.GetRunResult, step: int | None) -> str:
     steps = f"{step if step is not None else 0} of {run.max_steps if run.max_steps else 'an unlimited number of'} steps"
-    status = run.status.upper()
+    status = wire.RunStatus.of(run.status)
     words = {"COMPLETED": f"completed ({steps})", "STOPPED": f"stopped after {steps}",
              "PAUSED": f"paused after {steps}", "FAILED": f"failed after {steps}"}
     text = words.get(status, f"still {run.status} ({steps} so far)")

@@ -39,6 +39,7 @@ from tools.platform.files import is_partial, write_atomic
 from tools.platform.paging import CursorWalk, Walk
 from tools.traces._manifest import LEGACY_MANIFEST, MANIFEST, MAX_ERROR_CHARS, Record, is_manifest_partial
 from tools.traces._scope import PAGE_LIMIT, TRACES_RUN_ID, platform_run
+from tools.units import Bytes
 
 _UNSAFE_NAME = re.compile(r'[/\\<>:"|?*\x00-\x1f\x7f]')
 MAX_ID_CHARS = 200
@@ -106,6 +107,7 @@ class MissingReport(BaseModel):
         "Listed traces whose download answered 404 (deleted meanwhile)."))
     truncated: bool = Field(default=False, description=f"True when lists were cut; {MANIFEST} has the full report.")
     omitted: int = Field(default=0, description=f"List items left out here (all are in {MANIFEST}).")
+    narrow_hint: str | None = Field(default=None, description=f"Where the full lists are ({MANIFEST}), when truncated.")
 
 
 class EarlierRun(BaseModel):
@@ -131,7 +133,7 @@ class DownloadTracesResult(BaseModel):
     episodes_downloaded: int = Field(description="Episode envelopes fetched by this call.")
     skipped_existing: int = Field(description="Files already present with a matching sha256 (not fetched again).")
     refetched_corrupted: int = Field(description="Files present whose sha256 did not match: fetched again.")
-    bytes_written: int = Field(description="Bytes written by this call.")
+    written_bytes: Bytes = Field(description="Bytes written by this call.")
     traces_on_disk: int = Field(description="Trace files of this run in dest after the call.")
     episodes_on_disk: int = Field(description="Episode files in dest after the call.")
     expected_trace_count: int | None = Field(default=None, description=(
@@ -590,7 +592,7 @@ def download_traces(inp: DownloadTracesInput, ctx: Context) -> DownloadTracesRes
     return DownloadTracesResult(
         run_id=inp.run_id, dest=str(job.dest), manifest_path=str(job.record.path), traces_downloaded=c.downloaded,
         episodes_downloaded=c.episodes_downloaded, skipped_existing=c.kept, refetched_corrupted=c.refetched,
-        bytes_written=c.nbytes, traces_on_disk=c.traces_on_disk, episodes_on_disk=c.episodes_on_disk,
+        written_bytes=c.nbytes, traces_on_disk=c.traces_on_disk, episodes_on_disk=c.episodes_on_disk,
         expected_trace_count=summary.trace_count if summary else None,
         expected_episode_count=summary.episode_count if summary else None, complete=complete,
         stopped_at_max=stopped, listing_complete=walk_note is None, skipped_for_safety=c.skipped,
@@ -676,5 +678,6 @@ def _missing_report(ctx: Context, inp: DownloadTracesInput, run: wire.RLRun | No
         summary=text, trace_count_gap=trace_gap, episode_count_gap=episode_gap,
         steps_without_traces=without[:_SHOW["steps_without_traces"]], steps_short=short[:_SHOW["steps_short"]],
         episodes_with_missing_traces=gaps[:_SHOW["episodes_with_missing_traces"]],
-        gone_trace_ids=c.gone_ids, truncated=omitted > 0, omitted=omitted)
+        gone_trace_ids=c.gone_ids, truncated=omitted > 0, omitted=omitted,
+        narrow_hint=f"Every missing id is in {MANIFEST} in the download folder." if omitted else None)
     return report, full

@@ -23,6 +23,7 @@ from tools.platform import wire
 from tools.platform.client import TracesClient
 from tools.platform.paging import CursorTrail, End, Walk
 from tools.traces._scope import PAGE_LIMIT, TRACES_RUN_ID, platform_run
+from tools.units import Bytes
 
 #: Episodes per page when walking a step's episodes (fixed, so cursors stay valid).
 STEP_EPISODE_PAGE = 20
@@ -76,7 +77,7 @@ class TraceRow(BaseModel):
     has_error: bool | None = Field(default=None, description="True when the rollout errored.")
     tokens: int | None = Field(default=None, description="Total tokens.")
     duration_ms: int | None = Field(default=None, description="Duration in milliseconds.")
-    size_bytes: int | None = Field(default=None, description="Size of the raw document in bytes.")
+    size_bytes: Bytes | None = Field(default=None, description="Size of the raw document in bytes.")
     run_type: str | None = Field(default=None, description="context.run_type: train, eval or unknown.")
 
 

@@ -240,7 +240,7 @@ def arguments(tool: str, stage: Stage) -> dict[str, Any]:
     model's default. :class:`SetupError` when the tool has no set-up, the set-up leaves a required
     field out or names a field the model does not have."""
     if tool not in SETUPS:
-        raise SetupError(f"{tool} has no set-up: add it to SETUPS in benchmarks/_proof/world.py")
+        raise SetupError(f"{tool} has no set-up: add it to SETUPS in tests/_proof/world.py")
     values = SETUPS[tool](stage)
     model = registry.get(tool).input_model
     unknown = sorted(set(values) - set(model.model_fields))

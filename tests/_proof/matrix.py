@@ -2,7 +2,7 @@
 
 A **cell** is one tool and one fault. Its calls:
 
-1. A clean **baseline** on a fresh stage (:mod:`benchmarks._proof.world`) must give a result; the
+1. A clean **baseline** on a fresh stage (:mod:`tests._proof.world`) must give a result; the
    emulator notes the routes it used (``emu.faults.seen``): the tool's **targets**, and how many
    runs a clean call creates.
 2. Per target, the fault is put on that route (``route_path``) and the tool called, once with
@@ -34,9 +34,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from benchmarks._proof.world import SetupError, Stage, arguments, missing_setups
 from skill import registry
 from skill.emulator import EmulatorServer, FaultRule, closed_port, route_path
+from tests._proof.world import SetupError, Stage, arguments, missing_setups
 from tools.errors import ErrorCode, ToolError
 from tools.platform import Timeouts
 
@@ -376,7 +376,7 @@ class Matrix:
         started = time.monotonic()
         faults = list(faults)
         cells: list[Cell] = []
-        setup_problems = [Problem("setup", name, "-", "-", "no set-up in benchmarks/_proof/world.py SETUPS")
+        setup_problems = [Problem("setup", name, "-", "-", "no set-up in tests/_proof/world.py SETUPS")
                           for name in missing_setups()]
         with closed_port() as dead:
             self._dead = dead

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import tomlkit
 
-from benchmarks._conformance.reference import RefVerdict
+from tests._conformance.reference import RefVerdict
 from tools.configs import ValidateConfigResult, dotted
 
 Outcome = Literal["agree", "miss", "false_alarm", "other_first_error", "unverified"]
