@@ -1,0 +1,88 @@
+"""The GPUs a plan prices are the GPUs the platform bills: one rule (prime-rl's ``[deployment]``
+classes: ``tools.configs._facts.gpu_count`` on the plan side, ``skill.emulator.configs.gpu_count``
+on the platform side), checked per run kind by planning, approving and launching on the emulator
+over real HTTP, then reading what the platform reports for the run (``gpuCount``,
+``pricePerGpuHour``, ``estimatedCostPerHour``) and what it bills (``/billing/runs/{id}/usage``).
+
+Billing facts (docs/hosted-training/billing, shared/reference/platform-docs.md): per GPU-hour,
+prorated to the second; queue and image pull are not billed; the rate is fixed at dispatch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import tomlkit
+from _helpers import approved_launch, call, ok
+
+from skill.emulator import configs as emulated
+from tools.configs import EXAMPLES_DIR, read_config, validate_read
+from tools.core import Context
+
+QUEUE, STARTUP, STEP = 60.0, 90.0, 30.0
+
+
+def _sft_without_online_eval(ctx: Context, tmp_path: Path) -> Path:
+    """The issue's repro: ``prepare-config basic/reverse-text/sft sft.toml --num-train-gpus 1``: the copy
+    drops the online-eval blocks; ``num_infer_gpus`` stays at prime-rl's default of 1, unused without
+    ``[inference]`` (the emulator billed it)."""
+    dest = tmp_path / "project" / "sft.toml"
+    ok(call(ctx, "mf_prepare_config", example="basic/reverse-text/sft", dest=str(dest), num_train_gpus=1))
+    doc = tomlkit.parse(dest.read_text())
+    assert "inference" not in doc and doc["deployment"].get("num_infer_gpus", 1) == 1  # the case that billed 2
+    return dest
+
+
+KINDS = {
+    # run kind: (config, extra plan arguments, GPUs the schema counts)
+    "rl single node (wordle, 2 train + 6 inference)": ("basic/wordle/rl.toml", {}, 8),
+    "sft with online eval (reverse-text, 1 + 1)": ("basic/reverse-text/sft.toml", {}, 2),
+    "sft without online eval (wordle, no [inference])": ("basic/wordle/sft.toml", {}, 1),
+    "rl multi node (qwen3-30b math, 2 + 2 nodes of 8)": ("advanced/qwen3-30b-a3b/math.toml",
+                                                         {"gpu_type": "H200_141GB"}, 32),
+}
+
+
+def _billed(ctx: Context, emulator, run_id: str, plan) -> dict:
+    """What the platform reports and bills for run ``run_id`` after 10 billed minutes."""
+    run = ctx.platform().get_run(run_id)
+    emulator.state.advance(QUEUE + STARTUP + 600)
+    usage = ctx.platform().get_usage(run_id)
+    return {"gpus": run.gpu_count, "usage_usd": usage.total_cost_usd}
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_each_run_kind_is_billed_the_gpus_and_rate_its_plan_priced(kind, frozen_ctx, emulator):
+    rel, extra, schema_gpus = KINDS[kind]
+    plan, launched = approved_launch(frozen_ctx, EXAMPLES_DIR / rel, max_steps=200, **extra)
+    assert plan.gpu_count == schema_gpus
+    run = frozen_ctx.platform().get_run(launched.run_id)
+    assert run.gpu_count == plan.gpu_count, f"billed {run.gpu_count} GPUs, planned {plan.gpu_count}"
+    assert launched.usd_per_gpu_hour == plan.usd_per_gpu_hour
+    assert launched.estimated_usd_per_hour == plan.cost.usd_per_hour == round(plan.usd_per_gpu_hour * schema_gpus, 4)
+    emulator.state.advance(QUEUE + STARTUP + 600)  # queue and start-up (image pull) are not billed
+    usage = frozen_ctx.platform().get_usage(launched.run_id)
+    assert usage.total_cost_usd == pytest.approx(600 / 3600 * plan.cost.usd_per_hour, abs=1e-4)
+
+
+def test_the_sft_repro_plans_and_bills_one_gpu(frozen_ctx, emulator, tmp_path):
+    path = _sft_without_online_eval(frozen_ctx, tmp_path)
+    plan, launched = approved_launch(frozen_ctx, path, max_steps=5)
+    run = frozen_ctx.platform().get_run(launched.run_id)
+    assert (plan.gpu_count, run.gpu_count) == (1, 1)
+    assert launched.estimated_usd_per_hour == plan.cost.usd_per_hour == plan.usd_per_gpu_hour
+
+
+def test_plan_and_emulator_count_the_same_gpus_for_every_bundled_example(frozen_ctx):
+    """The two sides of the wire keep one rule: every bundled example, as the plan counts it and as
+    the emulator bills it (prime-rl's deployment classes; the tools never import the emulator)."""
+    checked = 0
+    for path in sorted(EXAMPLES_DIR.rglob("*.toml")):
+        data, raw = read_config(path)
+        report = validate_read(path, data, frozen_ctx)
+        if report.gpu_count is None:
+            continue
+        assert emulated.gpu_count(raw, sft=report.mode == "sft") == report.gpu_count, path
+        checked += 1
+    assert checked >= 8
