@@ -16,6 +16,7 @@ import pytest
 import tomlkit
 from _helpers import approved_launch, call, ok
 
+from skill.emulator import TEAM_RESEARCH_ID
 from skill.emulator import configs as emulated
 from tools.configs import EXAMPLES_DIR, read_config, validate_read
 from tools.core import Context
@@ -86,3 +87,31 @@ def test_plan_and_emulator_count_the_same_gpus_for_every_bundled_example(frozen_
         assert emulated.gpu_count(raw, sft=report.mode == "sft") == report.gpu_count, path
         checked += 1
     assert checked >= 8
+
+
+# -- checked after every create ----------------------------------------------------------------------
+
+
+def test_a_launch_that_matches_its_plan_has_no_alert(frozen_ctx, emulator):
+    plan, launched = approved_launch(frozen_ctx, EXAMPLES_DIR / "basic/wordle/sft.toml", max_steps=5)
+    assert launched.alerts == [] and not launched.message.startswith("ALERT")
+    assert ok(call(frozen_ctx, "mf_check_progress", run_id=launched.run_id)).alerts == []
+
+
+def test_a_team_run_the_platform_bills_to_the_personal_account_is_an_alert_everywhere(frozen_ctx, emulator):
+    emulator.faults.rewrite("POST", "/training/runs", patch={"teamId": None})  # a rewriting proxy drops the team
+    plan, launched = approved_launch(frozen_ctx, EXAMPLES_DIR / "basic/wordle/sft.toml", max_steps=5,
+                                     team=TEAM_RESEARCH_ID, gpu_type="H100_80GB")
+    run = frozen_ctx.platform().get_run(launched.run_id)
+    assert run.team_id is None  # the platform really put it on the personal account
+    wanted = f"billed to the personal account, you approved the team Emulator Research ({TEAM_RESEARCH_ID})"
+    assert [a for a in launched.alerts if "personal account" in a] == [wanted]
+    assert launched.message.startswith(f"ALERT: the platform's run {launched.run_id} differs from the approved plan")
+    assert [c.tool for c in launched.next_calls[:2]] == ["mf_pause_run", "mf_stop_run"]
+    emulator.state.advance(QUEUE + STARTUP + 2 * STEP)
+    checked = ok(call(frozen_ctx, "mf_check_progress", run_id=launched.run_id))  # keeps saying it
+    assert wanted in checked.alerts and checked.evidence[0].startswith("ALERT: ") and wanted in checked.evidence[0]
+    assert [c.tool for c in checked.next_calls[:2]] == ["mf_pause_run", "mf_stop_run"]
+    report = ok(call(frozen_ctx, "mf_run_report", run_id=launched.run_id))
+    assert wanted in report.alerts and f"- ALERT: the platform's run {launched.run_id}" in report.markdown
+    assert report.markdown.count("ALERT") == 1

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import signal
 import stat
 import subprocess
@@ -102,8 +103,8 @@ def team_sent(recorder: Recorder) -> dict[tuple[str, str], list[Any]]:
     seen: dict[tuple[str, str], list[Any]] = {}
     for request in recorder.requests:
         key = (request.method, request.path)
-        if key in UNSCOPED:
-            continue
+        if key in UNSCOPED or (request.method == "GET" and re.fullmatch(r"/api/v1/rft/runs/[^/]+", request.path)):
+            continue  # the after-create read of the new run: its id names it (GET /rft/runs/{id} takes no team)
         assert key in TEAM_PARAM, f"unclassified request during plan/dispatch: {request.method} {request.path}"
         where, name = TEAM_PARAM[key]
         value = (request.params().get(name) or [None])[0] if where == "query" else (request.json() or {}).get(name)

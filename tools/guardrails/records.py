@@ -152,6 +152,8 @@ class OutcomeFacts(_Record):
     matches: list[str] = Field(default_factory=list)
     found_before_sending: bool = False
     evidence: str | None = Field(default=None, description="What showed a lost answer's request took effect.")
+    alerts: list[str] = Field(default_factory=list, description=(
+        "How the created run differs from the approved plan (GPU type/count, rate, owner, volume, max steps)."))
 
 
 class AttemptRecord(_Record):
