@@ -344,6 +344,7 @@ def run_report(inp: RunReportInput, ctx: Context) -> RunReport:
         f"- {'Cost' if run.terminal else 'Cost so far'}: {spend.words()}"
         + (f". {spend.warning}" if spend.warning else "")
         + ("" if spend.plan_id else f". {monitor.missing_plan(ctx, run.run_id)}"),
+        *([f"- Resume chain cost: {spend.chain.line}"] if spend.chain else []),
         f"- Learning: {learned}" + (f"; plot {plot_path}" if plot_path else ""),
         *([f"- Resumed: {earlier}"] if earlier else []),
         f"- Checkpoints: {checkpoints}",
