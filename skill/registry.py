@@ -255,14 +255,15 @@ TOOLS: tuple[ToolSpec, ...] = (
           "Download a run's checkpoint (default: latest READY) from its volume into dest, verified and "
           "resumable. Call it when the run ended or paused; safe to repeat (it fetches only what is missing).",
           read_only=False, idempotent=True, positional=("run_id", "dest"), long_running=True),
-    _spec("wait_for_run", "monitor",
+    _spec("wait_for_run", "launch",
           "Wait until a run reaches a terminal status (or starts, or reaches a step), for at most "
           "timeout_seconds (default 45, max 55; requests included, under a host's 60 s limit), "
           "reporting progress. Returns the last status; when reached is false call it again: loop on "
           "short waits, never ask for one long one. When its next_step names mf_check_progress (RUNNING with no "
           "new step during the wait, start-up included), call that first: only it sees an image that cannot be "
-          "pulled, a crash loop or a stall. Use it instead of calling mf_get_run in a loop.",
-          positional=("run_id",), long_running=True),
+          "pulled, a crash loop or a stall. Use it instead of calling mf_get_run in a loop. When a spend cap applies "
+          "(a person's approve --max-usd or budget policy) it pauses the run before spend passes the cap.",
+          read_only=False, positional=("run_id",), long_running=True),
     _spec("run_report", "report",
           "The end-of-run report for the person, as markdown: run id and link, owner, steps done of "
           "planned, outcome (with the platform's failure analysis; a run still going: mf_check_progress's "

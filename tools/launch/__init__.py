@@ -41,6 +41,7 @@ from tools.launch._approval import (
     ApprovalRequest,
     approve_command,
     approve_plan,
+    cap_notes,
     check_unchanged,
     obtain_confirmation,
     plan_request,
@@ -48,6 +49,7 @@ from tools.launch._approval import (
     rebuild,
     request_from_state,
 )
+from tools.launch._cap import WatchResult, enforce_cap, wait_for_run, watch
 from tools.launch._cost import CostEstimate
 from tools.launch._dispatch import (
     DispatchResult,
@@ -82,6 +84,10 @@ from tools.launch.control import (
 from tools.platform import wire
 
 __all__ = [
+    "WatchResult",
+    "enforce_cap",
+    "wait_for_run",
+    "watch",
     "ApprovalRequest",
     "CostEstimate",
     "DispatchResult",
@@ -102,6 +108,7 @@ __all__ = [
     "StopRunResult",
     "Validation",
     "approve_plan",
+    "cap_notes",
     "dispatch_run",
     "list_launches",
     "pause_run",

@@ -35,7 +35,7 @@ from tools.guardrails import secret_detection
 from tools.guardrails.confirmation import config_sha256, plan_hash
 from tools.guardrails.policy import load_for_context
 from tools.guardrails.text import display_problem, shown
-from tools.launch._cost import CostEstimate, estimate_cost, magnitude_warnings
+from tools.launch._cost import CostEstimate, cap_warning, estimate_cost, magnitude_warnings
 from tools.launch._reconcile import Lookup, check_unresolved, parse_plan_ids, unresolved_lines
 from tools.platform import errors as perr
 
@@ -492,9 +492,13 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     warnings += magnitude_warnings(cost)
     for imported in ctx.store().imported:
         warnings.append(imported.words())
-    if problem := load_for_context(ctx).problem:
+    policy = load_for_context(ctx)
+    if problem := policy.problem:
         warnings.append(f"The budget policy is not used: {problem} Launches need a person's approval until the "
                         "person fixes it.")
+    cap = policy.limits.spend_cap_usd_per_run if policy.limits else None
+    if cap is not None and (capped := cap_warning(cap, f"spend_cap_usd_per_run of {policy.path}", cost)):
+        warnings.append(capped)
 
     base = args.name or (raw["name"] if isinstance(raw.get("name"), str) and raw["name"] else None)
     if base is None:

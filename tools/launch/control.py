@@ -186,6 +186,12 @@ def _plan(ctx: Context, store: Store, run: wire.RLRun, action: Action) -> gate.L
     return gate.launch_state(store, plan_id)
 
 
+def plan_action(ctx: Context, store: Store, run: wire.RLRun, action: Action) -> gate.LaunchState:
+    """Record a new ``action`` plan of ``run`` (as the control tools do when called without a code), for a
+    channel that approves it on a person's standing instruction (a spend cap, :mod:`tools.launch._cap`)."""
+    return _plan(ctx, store, run, action)
+
+
 def _state(ctx: Context, store: Store, run: wire.RLRun, action: Action, confirmation: str | None) -> gate.LaunchState:
     """A new plan without a confirmation; else the plan the code names, which must be this action on this run."""
     if not confirmation or not confirmation.strip():

@@ -15,6 +15,7 @@ them), ``_views`` (clipped server text, failure analysis), ``_clock`` (the serve
 from tools.monitor._learning import Finding, Learning, LearningVerdict, judge, trend
 from tools.monitor._logtext import Signatures, normalise, parse_logs
 from tools.monitor._series import reward_key
+from tools.monitor.cap import SpendCap, check_cap
 from tools.monitor.checkpoints import (
     DCP_NOTE,
     DownloadCheckpointInput,
@@ -57,11 +58,15 @@ from tools.monitor.runs import (
     get_run,
     launch_of,
     list_runs,
+    wait,
     wait_for_run,
 )
 from tools.monitor.spend import GetSpendInput, GetSpendResult, SpendSoFar, get_spend, missing_plan, spend_so_far
 
 __all__ = [
+    "SpendCap",
+    "check_cap",
+    "wait",
     "CheckProgressInput",
     "CheckProgressResult",
     "CompareRunsInput",
