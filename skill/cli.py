@@ -777,8 +777,13 @@ def _interrupted_hint(argv: list[str]) -> str:
                 f"See `{shell_command(['list-launches'])}` before anything else.")
     if command == "download-traces":
         return "Interrupted. The folder keeps what was downloaded: run the same command again to resume."
+    if command == "watch" and len(argv) > 1 and not argv[1].startswith("-"):
+        return (f"Interrupted. Run {argv[1]} keeps going on the platform, and its spend cap is no longer watched: "
+                f"`{shell_command(argv)}` keeps it again. If the cap was pausing the run, see "
+                f"`{shell_command(['list-launches'])}`.")
     spec = tool_spec(command) if command else None
-    if (spec is not None and spec.read_only and spec.positional[:1] == ("run_id",) and len(argv) > 1
+    watching = spec is not None and (spec.read_only or command == "wait-for-run")  # a wait pauses only for a cap
+    if (watching and spec is not None and spec.positional[:1] == ("run_id",) and len(argv) > 1
             and not argv[1].startswith("-")):  # watching a run: only the watching stopped
         again = "wait again" if command == "wait-for-run" else "look again"
         return (f"Interrupted. Run {argv[1]} keeps going on the platform: this command only watched it. "

@@ -496,8 +496,8 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     if problem := policy.problem:
         warnings.append(f"The budget policy is not used: {problem} Launches need a person's approval until the "
                         "person fixes it.")
-    cap = policy.limits.spend_cap_usd_per_run if policy.limits else None
-    if cap is not None and (capped := cap_warning(cap, f"spend_cap_usd_per_run of {policy.path}", cost)):
+    spend_cap = policy.limits.spend_cap_usd_per_run if policy.limits else None
+    if spend_cap is not None and (capped := cap_warning(spend_cap, f"spend_cap_usd_per_run of {policy.path}", cost)):
         warnings.append(capped)
 
     base = args.name or (raw["name"] if isinstance(raw.get("name"), str) and raw["name"] else None)
