@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import tomlkit
-from _helpers import approved_launch, call, ok
+from _helpers import approved_launch, call, ok, planned
 
 from skill.emulator import TEAM_RESEARCH_ID
 from skill.emulator import configs as emulated
@@ -115,3 +115,17 @@ def test_a_team_run_the_platform_bills_to_the_personal_account_is_an_alert_every
     report = ok(call(frozen_ctx, "mf_run_report", run_id=launched.run_id))
     assert wanted in report.alerts and f"- ALERT: the platform's run {launched.run_id}" in report.markdown
     assert report.markdown.count("ALERT") == 1
+
+
+# -- the GPU the platform would choose ---------------------------------------------------------------
+
+
+def test_without_a_gpu_type_a_team_with_a_reservation_is_planned_on_it_as_the_platform_places_it(frozen_ctx,
+                                                                                                  emulator):
+    plan, launched = approved_launch(frozen_ctx, EXAMPLES_DIR / "basic/reverse-text/rl.toml", team=TEAM_RESEARCH_ID)
+    assert plan.gpu_type == "A100_80GB" and "reserved capacity, which the platform uses first" in plan.gpu_type_source
+    assert plan.usd_per_gpu_hour is None and "reserved capacity" in plan.cost.unknown[0]
+    assert any("on demand it could run on H100_80GB" in w for w in plan.warnings)
+    assert emulator.state.run(launched.run_id).placement.gpu_type == "A100_80GB" and launched.alerts == []
+    personal = planned(frozen_ctx, EXAMPLES_DIR / "basic/reverse-text/rl.toml", team="personal")
+    assert personal.gpu_type == "H100_80GB" and "cheapest on-demand" in personal.gpu_type_source  # no reservation

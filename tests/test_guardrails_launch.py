@@ -116,7 +116,8 @@ def test_the_team_travels_on_every_team_scoped_request(emulator, recorder, tmp_p
     """PRIME_TEAM_ID names the team; plan, policy check, create and reconciliation all carry it."""
     ctx = make_ctx(emulator, tmp_path, env={"PRIME_TEAM_ID": TEAM_RESEARCH_ID})
     write_policy(tmp_path / "home", "max_usd_per_run = 100.0\nmax_concurrent_runs = 5\n")
-    p = planned(ctx, example(tmp_path, name="rl.toml"), volume="research-data")
+    # on demand (priced, so the policy can cover it); without a GPU type the team's reservation would be planned
+    p = planned(ctx, example(tmp_path, name="rl.toml"), volume="research-data", gpu_type="H100_80GB")
     assert p.owner.team_id == TEAM_RESEARCH_ID and p.owner.source == "PRIME_TEAM_ID"
     emulator.faults.commit_then_timeout(mode="drop")  # the answer is lost: dispatch reconciles by listing runs
     d = ok(dispatch(ctx, p.plan_id))

@@ -85,8 +85,8 @@ class PlanRunInput(BaseModel):
         "the configured owner (PRIME_TEAM_ID, then the prime config). Planning stops when null and the "
         "account belongs to teams but none is configured."))
     gpu_type: DisplayText = Field(default=None, description=(
-        "GPU type such as H100_80GB (see mf_list_gpus). Null: the TOML's gpu_type, else the cheapest "
-        "on-demand type available to the owner."))
+        "GPU type such as H100_80GB (see mf_list_gpus). Null: the TOML's gpu_type, else the owner's reserved "
+        "capacity (as the platform picks), else the cheapest on-demand type."))
     volume: DisplayText = Field(default=None, description="Name of an existing volume of the owner to attach "
                                                          "(see mf_list_volumes). Null: the TOML's volume, or none.")
     secrets: SecretNames = Field(default_factory=list, description=SECRETS_HELP)
@@ -343,6 +343,16 @@ def _choose_gpu(ctx: Context, args: PlanRunInput, toml_gpu: str | None, owner: O
             raise fail(code, f"GPU type {chosen} is not available to the {owner.label}; available: "
                        f"{', '.join(allowed)}.", f"Pick one of those and plan again, e.g. {again}.",
                        next_calls=[again])
+    elif reserved := [g for g in allowed if g not in prices and (model_gpus is None or g in model_gpus)]:
+        # The platform places a run sent without a GPU type on the team's reservation first (the emulator's
+        # placement, modelled on it; `prime train run` sends none): the plan does what it would, and says so.
+        chosen = reserved[0]
+        how = ("default: the owner's reserved capacity, which the platform uses first for a run sent without a GPU "
+               "type (as prime train run sends it); name an on-demand type to choose")
+        others = [g.gpu_type for g in catalogue.on_demand if g.price_per_gpu_hour is not None]
+        if others:
+            warnings.append(f"The run goes on the reserved {chosen} capacity (no on-demand price: the reservation "
+                            f"pays for it); on demand it could run on {', '.join(others)}, billed per GPU-hour.")
     else:
         candidates = [g for g in catalogue.on_demand if g.price_per_gpu_hour is not None
                       and (not allowed or g.gpu_type in allowed) and (model_gpus is None or g.gpu_type in model_gpus)]
@@ -365,6 +375,9 @@ def _choose_gpu(ctx: Context, args: PlanRunInput, toml_gpu: str | None, owner: O
     price = entry.price_per_gpu_hour if entry else None
     why = None if price is not None else (f"price per GPU-hour: {chosen} has no on-demand price for the "
                                           f"{owner.label} (reserved capacity, or not offered on demand).")
+    if chosen in allowed and chosen not in prices:
+        why = (f"price per GPU-hour: {chosen} is the {owner.label}'s reserved capacity (no on-demand price; the "
+               "reservation pays for it, not a per-GPU-hour bill).")
     return chosen, how, price, why
 
 
