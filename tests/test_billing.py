@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import tomlkit
-from _helpers import approved_launch, call, ok, planned
+from _helpers import approved_launch, call, err, ok, planned
 
 from skill.emulator import TEAM_RESEARCH_ID
 from skill.emulator import configs as emulated
@@ -129,3 +129,14 @@ def test_without_a_gpu_type_a_team_with_a_reservation_is_planned_on_it_as_the_pl
     assert emulator.state.run(launched.run_id).placement.gpu_type == "A100_80GB" and launched.alerts == []
     personal = planned(frozen_ctx, EXAMPLES_DIR / "basic/reverse-text/rl.toml", team="personal")
     assert personal.gpu_type == "H100_80GB" and "cheapest on-demand" in personal.gpu_type_source  # no reservation
+
+
+def test_a_volume_whose_cluster_does_not_serve_the_gpu_type_is_a_plan_error_naming_the_types_that_fit(frozen_ctx,
+                                                                                                   emulator):
+    config = EXAMPLES_DIR / "basic/reverse-text/rl.toml"
+    error = err(call(frozen_ctx, "mf_plan_run", config_path=str(config), team=TEAM_RESEARCH_ID,
+                     volume="research-data", gpu_type="H200_141GB"), "bad_arguments")
+    assert "Volume research-data is on cluster on-demand-h100, which serves H100_80GB, not H200_141GB" in error.message
+    assert error.next_calls[0].arguments["gpu_type"] == "H100_80GB"
+    fitted = planned(frozen_ctx, config, team=TEAM_RESEARCH_ID, volume="research-data")  # no GPU type: one that fits
+    assert fitted.gpu_type == "H100_80GB" and "that volume research-data's cluster serves" in fitted.gpu_type_source
