@@ -114,3 +114,18 @@ def test_model_factory_watch_pauses_a_run_already_at_its_cap(emulator, tmp_path,
     assert done.returncode == 0, done.stderr
     assert f"Run {run_id} is pausing by the spend cap" in done.stdout
     assert f"resume-run {run_id}" in done.stdout  # the resume command, as a person pastes it
+
+
+def test_the_per_day_cap_counts_the_days_runs_together(frozen_ctx, emulator, fake_time):
+    write_policy(frozen_ctx.home, "max_usd_per_run = 0.5\nspend_cap_usd_per_day = 3.0\n")
+    plan = planned(frozen_ctx, WORDLE, team="personal", run_kind="full")
+    first = ok(dispatch(frozen_ctx, plan.plan_id, approve_plan(plan.plan_id, "terminal", frozen_ctx))).run_id
+    emulator.state.advance(60 + 90 + 300)  # the first run bills five minutes ($1.20) and goes on unwatched
+    plan = planned(frozen_ctx, WORDLE, team="personal", run_kind="full")
+    second = ok(dispatch(frozen_ctx, plan.plan_id, approve_plan(plan.plan_id, "terminal", frozen_ctx))).run_id
+    result = watch(frozen_ctx, second, interval_seconds=60)
+    assert result.ended_because in ("paused", "pausing") and "spend_cap_usd_per_day" in result.spend_cap.cap_source
+    emulator.state.advance(30)
+    day = sum(frozen_ctx.platform().get_usage(r).total_cost_usd for r in (first, second))
+    assert emulator.state.run(second).status == "PAUSED" and day < 3.0 + 0.5  # the first run, unwatched, went on
+    assert result.spend_cap.spent_usd + result.spend_cap.next_check_usd > 3.0
