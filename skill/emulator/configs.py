@@ -44,6 +44,12 @@ def _get(obj: Any, *path: str) -> Any:
     return obj
 
 
+def _section(obj: dict[str, Any], key: str) -> dict[str, Any]:
+    """``obj[key]`` when it is a table, else an empty one."""
+    value = obj.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def _first(*values: Any) -> Any:
     return next((v for v in values if v is not None), None)
 
@@ -85,7 +91,7 @@ def gpu_count(config: dict[str, Any], *, sft: bool = False) -> int:
     ``inference.deployment`` multi_node: its ``num_nodes``; disaggregated: prefill + decode nodes;
     else 1). SFT: ``num_train_nodes`` default 2, ``num_infer_nodes`` (alias ``num_eval_nodes``) default 0.
     """
-    deployment = config.get("deployment") if isinstance(config.get("deployment"), dict) else {}
+    deployment = _section(config, "deployment")
     has_inference = isinstance(config.get("inference"), dict)
     if deployment.get("type") == "multi_node":
         per_node = _int(deployment.get("gpus_per_node")) or 8
@@ -93,25 +99,28 @@ def gpu_count(config: dict[str, Any], *, sft: bool = False) -> int:
         if sft:
             infer = _int(_first(deployment.get("num_infer_nodes"), deployment.get("num_eval_nodes"))) or 0
             return ((2 if train is None else train) + infer) * per_node
-        infer = _int(deployment.get("num_infer_nodes"))
-        if infer is None:
+        explicit = _int(deployment.get("num_infer_nodes"))
+        if explicit is None:
             kind = _get(config, "inference", "deployment", "type")
             nodes = {"multi_node": ("num_nodes",),
                      "disaggregated": ("prefill_nodes_per_replica", "decode_nodes_per_replica")}.get(kind, ())
             counted = [_int(_get(config, "inference", "deployment", key)) or 0 for key in nodes]
             infer = 0 if not has_inference else (sum(counted) or 1)
+        else:
+            infer = explicit
         replicas = _int(deployment.get("num_infer_replicas"))
         return ((1 if train is None else train) + infer * (1 if replicas is None else replicas)) * per_node
-    train = _int(deployment.get("num_train_gpus"))
-    infer = _int(_first(deployment.get("num_infer_gpus"), deployment.get("num_eval_gpus") if sft else None))
-    return (1 if train is None else train) + ((1 if infer is None else infer) if has_inference else 0)
+    train_gpus = _int(deployment.get("num_train_gpus"))
+    infer_gpus = _int(_first(deployment.get("num_infer_gpus"), deployment.get("num_eval_gpus") if sft else None))
+    inference_gpus = (1 if infer_gpus is None else infer_gpus) if has_inference else 0
+    return (1 if train_gpus is None else train_gpus) + inference_gpus
 
 
 def run_spec(config: dict[str, Any], *, sft: bool) -> RunSpec:
     """The run fields of a config (RL unless ``sft``)."""
-    orchestrator = config.get("orchestrator") if isinstance(config.get("orchestrator"), dict) else {}
-    trainer = config.get("trainer") if isinstance(config.get("trainer"), dict) else {}
-    data = config.get("data") if isinstance(config.get("data"), dict) else {}
+    orchestrator = _section(config, "orchestrator")
+    trainer = _section(config, "trainer")
+    data = _section(config, "data")
     if sft:
         train_sources: list[dict[str, Any]] = []
         eval_section = config.get("eval")
@@ -190,7 +199,7 @@ def config_problems(config: dict[str, Any], *, sft: bool) -> list[dict[str, Any]
     if _get(config, "inference", "deployment", "type") == "disaggregated":
         problems.append(_problem(["inference", "deployment", "type"],
                                  "disaggregated inference is not supported on Hosted Training"))
-    deployment = config.get("deployment") if isinstance(config.get("deployment"), dict) else {}
+    deployment = _section(config, "deployment")
     if deployment.get("type", "single_node") == "single_node":
         no_inference = "inference" not in config or deployment.get("num_infer_gpus") == 0
         if no_inference and not _get(config, "trainer", "data", "fake"):

@@ -170,7 +170,7 @@ def watch(ctx: Context, run_id: str, *, interval_seconds: float = WATCH_INTERVAL
                             f"No spend cap applies to run {run.id} (set one with `approve PLAN --max-usd N` or the "
                             "budget policy's spend_cap_usd_per_run); nothing to keep. Watch ended.")
         if cap.action in ("paused", "pausing", "stopped", "pause_failed"):
-            return _watched(run, cap.action, checks, ctx.clock() - started, cap, cap.message)  # type: ignore[arg-type]
+            return _watched(run, cap.action, checks, ctx.clock() - started, cap, cap.message)
         say(f"Run {run.id} {run.status}: spent {_money(cap.spent_usd)} of the {_money(cap.cap_usd)} cap "
             f"({cap.cap_source}); next check in {interval:g} s." + (f" {cap.message}" if cap.message else ""))
         left = started + limit - ctx.clock()
@@ -187,5 +187,5 @@ def watch(ctx: Context, run_id: str, *, interval_seconds: float = WATCH_INTERVAL
 
 def _watched(run: wire.RLRun, why: str, checks: int, seconds: float, cap: SpendCap | None,
              message: str) -> WatchResult:
-    return WatchResult(run_id=run.id, status=run.status, ended_because=why, checks=checks,  # type: ignore[arg-type]
+    return WatchResult(run_id=run.id, status=run.status, ended_because=why, checks=checks,
                        watched_seconds=round(seconds, 1), spend_cap=cap, message=message)

@@ -30,7 +30,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from tools import configs
 from tools.core import MAX_SECONDS_PER_STEP, MAX_STEPS, Context, Owner, resolve_owner
-from tools.errors import Call, FieldProblem, ToolFailure, call, fail
+from tools.errors import Call, ErrorCode, FieldProblem, ToolFailure, call, fail
 from tools.guardrails import secret_detection
 from tools.guardrails.confirmation import config_sha256, plan_hash
 from tools.guardrails.policy import load_for_context
@@ -339,14 +339,13 @@ def _choose_gpu(ctx: Context, args: PlanRunInput, toml_gpu: str | None, owner: O
     chosen = args.gpu_type or toml_gpu
     if chosen:
         how = "argument" if args.gpu_type else "config (gpu_type)"
+        code: ErrorCode = "bad_arguments" if args.gpu_type else "invalid_config"
         if volume is not None and volume.gpu_types and chosen not in volume.gpu_types:
-            code = "bad_arguments" if args.gpu_type else "invalid_config"
             again = plan_again(args, gpu_type=volume.gpu_types[0])
             raise fail(code, f"Volume {volume.name} is on cluster {volume.cluster or volume.cluster_id}, which serves "
                        f"{', '.join(volume.gpu_types)}, not {chosen}: a run uses the GPUs of its volume's cluster.",
                        f"Plan with a GPU type that fits ({again}), or without the volume.", next_calls=[again])
         if allowed and chosen not in allowed:
-            code = "bad_arguments" if args.gpu_type else "invalid_config"
             again = plan_again(args, gpu_type=allowed[0])
             raise fail(code, f"GPU type {chosen} is not available to the {owner.label}; available: "
                        f"{', '.join(allowed)}.", f"Pick one of those and plan again, e.g. {again}.",
@@ -486,6 +485,7 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     names = forwarded_names(args.secrets, ctx, files, warnings, plan_again(args), without)
 
     from_config = report.max_steps
+    cap: int | None
     if args.max_steps is not None:
         cap, reason = args.max_steps, "explicit max_steps argument"
     elif args.run_kind == "smoke":
