@@ -85,10 +85,6 @@ from tools.launch.control import (
 from tools.platform import wire
 
 __all__ = [
-    "WatchResult",
-    "enforce_cap",
-    "wait_for_run",
-    "watch",
     "ApprovalRequest",
     "CostEstimate",
     "DispatchRunInput",
@@ -109,9 +105,11 @@ __all__ = [
     "StopRunInput",
     "StopRunResult",
     "Validation",
+    "WatchResult",
     "approve_plan",
     "cap_notes",
     "dispatch_run",
+    "enforce_cap",
     "list_launches",
     "pause_run",
     "plan_request",
@@ -119,6 +117,8 @@ __all__ = [
     "restart_run",
     "resume_run",
     "stop_run",
+    "wait_for_run",
+    "watch",
 ]
 
 

@@ -36,8 +36,7 @@ LARGE_USD_HIGH = 1000.0
 #: shared/reference/platform-docs.md): per GPU-hour, prorated to the second, for the GPUs the
 #: ``[deployment]`` holds (:func:`tools.configs._facts.gpu_count`, prime-rl's deployment classes),
 #: at the rate fixed when the run is dispatched; queueing and image pull are not billed.
-BILLING_RULE = ("Billed per GPU-hour, prorated to the second, at the rate fixed at dispatch; queue time and image "
-                "pull are not billed, nor a paused run (docs/hosted-training/billing).")
+BILLING_RULE = "Billed per GPU-second at the dispatch rate; not queue, image pull or pause."
 LARGE_MAX_STEPS = 100_000
 _SIZE_LABEL = {"small": "<=2-GPU", "node": "single-node (<=8 GPUs)", "multi": "multi-node"}
 
@@ -92,8 +91,7 @@ def estimate_cost(mode: str, count: int, price: float | None, steps: int | None,
         said = (f"{sps[0]:g}/{sps[1]:g}/{sps[2]:g} s per step (default for a {_SIZE_LABEL[size]} "
                 f"{mode.upper()} run, not platform data)")
     assumptions = (f"{said}, plus {STARTUP_MINUTES[0]:g}/{STARTUP_MINUTES[1]:g}/{STARTUP_MINUTES[2]:g} min "
-                   "start-up (counted in full, though image pull is not billed), at the on-demand GPU-hour price. "
-                   + BILLING_RULE)
+                   "start-up, at the on-demand GPU-hour price. " + BILLING_RULE)
     unknown: list[str] = []
     usd_per_hour = round(price * count, 4) if price is not None else None
     if price is None:

@@ -75,9 +75,9 @@ class DispatchRunResult(BaseModel):
     gpu_type: str | None = Field(description="GPU type (the platform's answer when on-demand, else the plan's).")
     usd_per_gpu_hour: float | None = Field(description="Price per GPU-hour (platform's answer, else the plan's).")
     estimated_usd_per_hour: float | None = Field(description="The platform's estimatedCostPerHour (on-demand runs).")
-    alerts: list[str] = Field(default_factory=list, description=(
+    alerts: list[str] = Field(default_factory=list, exclude_if=lambda v: not v, description=(
         "How the platform's new run differs from the approved plan (GPU type/count, rate, owner, volume, max steps);"
-        " empty when it matches. Tell the person; pause or stop it (next_calls)."))
+        " absent when it matches. Tell the person; pause or stop it (next_calls)."))
     message: str = Field(description="What happened, in words.")
     next_step: str = Field(description="What to call next.")
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")

@@ -64,9 +64,6 @@ from tools.monitor.runs import (
 from tools.monitor.spend import GetSpendInput, GetSpendResult, SpendSoFar, get_spend, missing_plan, spend_so_far
 
 __all__ = [
-    "SpendCap",
-    "check_cap",
-    "wait",
     "CheckProgressInput",
     "CheckProgressResult",
     "CompareRunsInput",
@@ -95,12 +92,14 @@ __all__ = [
     "PlotMetricsInput",
     "PlotMetricsResult",
     "Signatures",
+    "SpendCap",
     "SpendSoFar",
     "SummarizeLogsInput",
     "SummarizeLogsResult",
     "Verdict",
     "WaitForRunInput",
     "WaitForRunResult",
+    "check_cap",
     "check_progress",
     "checkpoint_download",
     "checkpoint_path",
@@ -124,5 +123,6 @@ __all__ = [
     "spend_so_far",
     "summarize_logs",
     "trend",
+    "wait",
     "wait_for_run",
 ]

@@ -134,7 +134,7 @@ class CheckProgressResult(BaseModel):
     failure_analysis: FailureAnalysisView | None = Field(default=None, description=(
         "The platform's diagnosis of a FAILED run."))
     error_message: str | None = Field(default=None, description="The platform's error text.")
-    alerts: list[str] = Field(default_factory=list, description=(
+    alerts: list[str] = Field(default_factory=list, exclude_if=lambda v: not v, description=(
         "How the run differs from the plan a person approved (checked after its create; state store): tell them."))
     evidence: list[str] = Field(description="Facts behind the verdict, one per line.")
     next_step: str = Field(description="What to call next.")

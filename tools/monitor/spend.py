@@ -93,8 +93,8 @@ class SpendSoFar(BaseModel):
         "null (unknown) when there is no high estimate (no plan in this store, or its cost was unknown) or no "
         "figure."))
     warning: str | None = Field(default=None, description="Said when a figure passes the plan's high estimate.")
-    chain: ChainSpend | None = Field(default=None, description=(
-        "The resume chain this run belongs to (state store run links), added up; null for a run on its own."))
+    chain: ChainSpend | None = Field(default=None, exclude_if=lambda v: v is None, description=(
+        "The resume chain this run belongs to (state store run links), added up; absent for a run on its own."))
 
     def words(self) -> str:
         """One line for a person: both figures, labelled, and the plan's estimate."""

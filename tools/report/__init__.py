@@ -97,7 +97,7 @@ class RunReportResult(BaseModel):
     learning: monitor.LearningVerdict | None = Field(default=None, description=(
         "Over the whole run: learning, flat, worsening, saturated, overfitting, too_early or unknown (the Learning "
         "line has the evidence)."))
-    alerts: list[str] = Field(default_factory=list, description=(
+    alerts: list[str] = Field(default_factory=list, exclude_if=lambda v: not v, description=(
         "How the run differs from the plan a person approved (checked after its create; state store)."))
     next_step: str | None = Field(default=None, description="What is left to do, if anything.")
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
