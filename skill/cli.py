@@ -775,8 +775,9 @@ def _interrupted_hint(argv: list[str]) -> str:
     if command in ("dispatch-run", "stop-run", "pause-run", "restart-run", "resume-run"):
         return ("Interrupted. If the request was already sent, its outcome is unknown: do not plan again. "
                 f"See `{shell_command(['list-launches'])}` before anything else.")
-    if command == "download-traces":
-        return "Interrupted. The folder keeps what was downloaded: run the same command again to resume."
+    if command in ("download-traces", "download-checkpoint"):
+        return ("Interrupted. The folder keeps what was downloaded (not yet complete): run the same command again to "
+                "resume.")
     if command == "watch" and len(argv) > 1 and not argv[1].startswith("-"):
         return (f"Interrupted. Run {argv[1]} keeps going on the platform, and its spend cap is no longer watched: "
                 f"`{shell_command(argv)}` keeps it again. If the cap was pausing the run, see "
