@@ -85,8 +85,8 @@ class PlanRunInput(BaseModel):
         "the configured owner (PRIME_TEAM_ID, then the prime config). Planning stops when null and the "
         "account belongs to teams but none is configured."))
     gpu_type: DisplayText = Field(default=None, description=(
-        "GPU type such as H100_80GB (see mf_list_gpus). Null: the TOML's gpu_type, else the owner's reserved "
-        "capacity (as the platform picks), else the cheapest on-demand type."))
+        "GPU type such as H100_80GB (see mf_list_gpus). Null: the TOML's gpu_type, else reserved capacity, else "
+        "the cheapest on-demand type."))
     volume: DisplayText = Field(default=None, description="Name of an existing volume of the owner to attach "
                                                          "(see mf_list_volumes). Null: the TOML's volume, or none.")
     secrets: SecretNames = Field(default_factory=list, description=SECRETS_HELP)

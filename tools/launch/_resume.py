@@ -57,8 +57,7 @@ class ResumeRunInput(BaseModel):
     env_files: list[str] = Field(default_factory=list, description=(
         "Paths of .env files to read forwarded secrets from (later wins); as with prime train resume, only "
         "WANDB_API_KEY / HF_TOKEN may be in them."))
-    keep_secrets: bool = Field(default=True, description=(
-        "Forward the secret names the paused run had (state store) again; false: only those given here."))
+    keep_secrets: bool = Field(default=True, description="Forward the paused run's secret names again.")
     team: str | None = Field(default=None, description=(
         "Who you expect to pay: 'personal' or a team id. The new run belongs to the paused run's owner; a "
         "different one is refused. Null: the paused run's owner, shown in the plan."))
