@@ -149,8 +149,9 @@ def _audit(plan_id: str, outcome: str, ctx: Any = None, usd_approved: float | No
             ctx.close()
 
 
-def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
-    """Run the terminal approval for ``plan_id``; returns the process exit code."""
+def approve_at_terminal(plan_id: str, *, as_json: bool = False, max_usd: float | None = None) -> int:
+    """Run the terminal approval for ``plan_id`` (``max_usd``: a spend cap recorded with it); returns the process
+    exit code."""
     from tools.core import shell_command
 
     yourself = shell_command(["approve", plan_id])
@@ -173,15 +174,15 @@ def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
         _audit(plan_id, "refused_no_terminal")
         return EXIT_CONFIRMATION
     with tty:
-        return _approve(plan_id, tty)
+        return _approve(plan_id, tty, max_usd)
 
 
-def _approve(plan_id: str, tty: _Tty) -> int:
+def _approve(plan_id: str, tty: _Tty, max_usd: float | None = None) -> int:
     from skill import terminal
     from tools.core import Context
     from tools.errors import ToolFailure
     from tools.guardrails.text import shown
-    from tools.launch import approve_plan, plan_request
+    from tools.launch import approve_plan, cap_notes, plan_request
 
     ctx = Context.from_environment()
     try:
@@ -202,6 +203,17 @@ def _approve(plan_id: str, tty: _Tty) -> int:
         for line in terminal.block(ctx.scrubber.scrub_text(request.summary).splitlines(), terminal.stdout().width):
             print(line, flush=True)
         _say("")
+        if max_usd is not None:
+            try:
+                notes = cap_notes(plan_id, max_usd, ctx)
+            except ToolFailure as failure:
+                _say(f"Cannot approve {shown(plan_id)} with a spend cap: {shown(failure.error.message)}\nFix: "
+                     f"{failure.error.fix}", sys.stderr)
+                _audit(plan_id, failure.error.code, ctx)
+                return EXIT_CONFIRMATION
+            for note in notes:
+                _say(note)
+            _say("")
         checked = "the plan has not been carried out" + (
             "; the config file is byte for byte the one planned" if request.action == "launch" else "")
         _say(f"This is the plan as recorded at {request.planned_at}. Checked here: {checked}.")
@@ -232,7 +244,7 @@ def _approve(plan_id: str, tty: _Tty) -> int:
             _say(f"That is not {challenge} ({TRIES - attempt} more {'try' if TRIES - attempt == 1 else 'tries'}; "
                  "Ctrl-C to stop).")
         try:
-            token = approve_plan(plan_id, "terminal", ctx, plan_hash=request.plan_hash)
+            token = approve_plan(plan_id, "terminal", ctx, plan_hash=request.plan_hash, max_usd=max_usd)
         except ToolFailure as failure:
             err = ctx.scrubber.scrub_model(failure.error)
             from skill.render import for_people

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import math
 import re
 import shutil
 import signal
@@ -39,6 +40,7 @@ from skill.exit_codes import (
     EXIT_OK,
     EXIT_PIPE_CLOSED,
     EXIT_TERMINATED,
+    EXIT_TOOL_ERROR,
     EXIT_USAGE,
     Terminated,
     exit_code_for,
@@ -428,13 +430,69 @@ def _emulator(values: dict[str, Any]) -> int:
 
 def _approve_arguments(parser: _Parser) -> None:
     parser.add_argument("plan_id", metavar="PLAN_ID", help="The plan to approve (from plan-run).")
+    parser.add_argument("--max-usd", dest="max_usd", type=_usd_cap, default=None, metavar="USD",
+                        help="Spend cap for this run (and the runs resuming it): it is paused before passing it.")
     _json_option(parser, "Refused: approval needs a person at a terminal.")
+
+
+def _usd_cap(text: str) -> float:
+    """A ``--max-usd`` value: a finite amount above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an amount in USD: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"the cap must be a finite amount above 0, not {text!r}")
+    return value
 
 
 def _approve(values: dict[str, Any]) -> int:
     from skill.approval import approve_at_terminal
 
-    return approve_at_terminal(values["plan_id"], as_json=values["as_json"])
+    return approve_at_terminal(values["plan_id"], as_json=values["as_json"], max_usd=values.get("max_usd"))
+
+
+def _watch_arguments(parser: _Parser) -> None:
+    parser.add_argument("run_id", metavar="RUN_ID", help="The run whose spend cap to keep.")
+    parser.add_argument("--interval", type=float, default=60.0, metavar="SECONDS",
+                        help="Seconds between checks (default 60, at most 600).")
+    parser.add_argument("--for", dest="max_seconds", type=float, default=12 * 3600.0, metavar="SECONDS",
+                        help="Watch at most this long (default 43200 = 12 h, at most 7 days).")
+    _json_option(parser, "Print only the end of the watch, as JSON.")
+
+
+def _watch(values: dict[str, Any]) -> int:
+    from skill.render import for_people, render_error
+    from tools.core import Context
+    from tools.errors import ToolFailure, call, from_platform
+    from tools.launch import watch
+    from tools.platform.errors import PlatformError
+
+    ctx = Context.from_environment()
+    run_id, as_json = values["run_id"], values["as_json"]
+    calls = [call(f"mf_{name}_run", run_id=run_id) for name in ("resume", "pause", "stop")]
+
+    def say(line: str) -> None:
+        if not as_json:
+            print(for_people(ctx.scrubber.scrub_text(line), calls), flush=True)
+
+    try:
+        result = watch(ctx, run_id, interval_seconds=values["interval"], max_seconds=values["max_seconds"], say=say)
+    except (ToolFailure, PlatformError) as exc:
+        error = ctx.scrubber.scrub_model(exc.error if isinstance(exc, ToolFailure) else from_platform(exc))
+        if as_json:
+            print(json.dumps(error.model_dump(mode="json"), indent=2))
+        else:
+            render_error(error, name="watch")
+        return EXIT_TOOL_ERROR
+    finally:
+        ctx.close()
+    result = ctx.scrubber.scrub_model(result)
+    if as_json:
+        print(json.dumps(result.model_dump(mode="json"), indent=2))
+    else:
+        print(for_people(result.message, calls), flush=True)
+    return EXIT_TOOL_ERROR if result.ended_because == "pause_failed" else EXIT_OK
 
 
 def _history_arguments(parser: _Parser) -> None:
@@ -534,6 +592,11 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             "mcp, demo), the call and its arguments (secrets scrubbed), the outcome, the run, and money approved or "
             "spent. The store keeps at most 20,000 calls and none older than 180 days.", _history_arguments,
             _history),
+    Command("watch", "Keep a run's spend cap: pause it before its spend passes the cap.",
+            "Check a run every --interval seconds, for at most --for seconds, and pause it (a checkpoint kept, "
+            "billing stops) before its spend plus the next check would pass its spend cap (approve --max-usd, or "
+            "the budget policy's spend_cap_usd_per_run / _per_day). Runs without an agent; ends when the run ends "
+            "or the cap acts.", _watch_arguments, _watch),
     Command("emulator", "Serve the local Model Factory emulator until interrupted.",
             "Serve the local Model Factory emulator until interrupted (prints the env vars to export).",
             _emulator_arguments, _emulator),
@@ -715,8 +778,13 @@ def _interrupted_hint(argv: list[str]) -> str:
     if command in ("download-traces", "download-checkpoint"):
         return ("Interrupted. The folder keeps what was downloaded (not yet complete): run the same command again to "
                 "resume.")
+    if command == "watch" and len(argv) > 1 and not argv[1].startswith("-"):
+        return (f"Interrupted. Run {argv[1]} keeps going on the platform, and its spend cap is no longer watched: "
+                f"`{shell_command(argv)}` keeps it again. If the cap was pausing the run, see "
+                f"`{shell_command(['list-launches'])}`.")
     spec = tool_spec(command) if command else None
-    if (spec is not None and spec.read_only and spec.positional[:1] == ("run_id",) and len(argv) > 1
+    watching = spec is not None and (spec.read_only or command == "wait-for-run")  # a wait pauses only for a cap
+    if (watching and spec is not None and spec.positional[:1] == ("run_id",) and len(argv) > 1
             and not argv[1].startswith("-")):  # watching a run: only the watching stopped
         again = "wait again" if command == "wait-for-run" else "look again"
         return (f"Interrupted. Run {argv[1]} keeps going on the platform: this command only watched it. "

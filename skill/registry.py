@@ -219,10 +219,10 @@ TOOLS: tuple[ToolSpec, ...] = (
           "Download a checkpoint (latest READY) into dest, verified. Use once a run ended or paused. Then "
           "repeat to resume.",
           read_only=False, idempotent=True, positional=("run_id", "dest"), long_running=True),
-    _spec("wait_for_run", "monitor",
+    _spec("wait_for_run", "launch",
           "Wait up to 55 s for a run to end, start or reach a step. Use to watch, never poll mf_get_run. Then "
-          "call again while reached is false; call what next_step names.",
-          positional=("run_id",), long_running=True, hints={"timeout_seconds": "at most 55"}),
+          "call again while reached is false; call what next_step names. Pauses a run at a person's spend cap.",
+          read_only=False, positional=("run_id",), long_running=True, hints={"timeout_seconds": "at most 55"}),
     _spec("run_report", "report",
           "The end-of-run report as markdown: outcome, cost, learning, checkpoints, traces. Use last. Then "
           "show markdown as is.",

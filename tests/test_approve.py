@@ -279,3 +279,21 @@ def test_the_approval_screen_fits_80_columns_and_prints_its_command_whole_on_a_l
     done = pasted(command, setup["env"], setup["cwd"], timeout=120)
     assert done.returncode == 0, done.stderr
     assert len(emulator.state.runs) == 1
+
+
+def test_approve_with_a_spend_cap_says_how_it_is_kept_warns_when_the_plan_passes_it_and_records_it(setup):
+    ctx, plan = setup["ctx"], setup["plan"]
+    code, out = in_terminal([CLI, "approve", plan.plan_id, "--max-usd", "0.05"], setup["env"], setup["cwd"],
+                            CHALLENGE)
+    assert code == 0, out
+    assert "Spend cap: $0.05 for this run" in out and "model-factory watch RUN_ID" in out
+    assert "Warning: the low cost estimate" in out and "already passes the cap" in out
+    state = gate.launch_state(ctx.store(), plan.plan_id)
+    assert [a.terms for a in state.approvals] == [{"max_usd": 0.05}]
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "nan", "inf", "five"])
+def test_a_spend_cap_that_is_not_a_positive_amount_is_refused_before_anything(setup, value):
+    plan = setup["plan"]
+    code, out = in_terminal([CLI, "approve", plan.plan_id, "--max-usd", value], setup["env"], setup["cwd"])
+    assert code == 2 and "--max-usd" in out and approvals(setup["ctx"], plan.plan_id) == 0

@@ -132,7 +132,9 @@ def test_no_canary_leaves_through_any_tool_or_command(emu, tmp_path):
     # Input files the user wrote: the only files allowed to hold canaries.
     toml_env = write(project / "secrets.env", f'# W&B for the run\nWANDB_API_KEY="{ENVFILE_WANDB}"\n')
     arg_env = write(project / "extra.env", f"HF_TOKEN='{ENVFILE_HF}'\n")
-    task = write(project / "task.toml", 'env_files = ["secrets.env"]\n' + EXAMPLE.read_text())
+    # a checkpoint every 5 steps: a restart goes back to a READY one (it is refused without)
+    task = write(project / "task.toml", 'env_files = ["secrets.env"]\n'
+                 + EXAMPLE.read_text().replace("[ckpt]", "[ckpt]\ninterval = 5", 1))
     leaky = write(project / "leaky.toml", EXAMPLE.read_text().replace(
         "[monitors.wandb]\n", f'[monitors.wandb]\napi_key = "{TOML}"\nentity = "{ENV_OTHER}"\n'))
     inputs = {toml_env, arg_env, task, leaky}

@@ -263,7 +263,9 @@ def test_usage_accrues_with_running_time_at_the_runs_hourly_price(api: httpx.Cli
     run_id, hourly = created["runId"], created["estimatedCostPerHour"]
     queued = api.get(f"/billing/runs/{run_id}/usage").json()
     assert (queued["total_tokens"], queued["total_cost_usd"], queued["record_count"]) == (0, 0.0, 0)
-    emu.state.advance(T.queue_seconds + 1800)  # half an hour running (start-up included)
+    emu.state.advance(T.queue_seconds + T.startup_seconds)  # queue and start-up (image pull) are not billed
+    assert api.get(f"/billing/runs/{run_id}/usage").json()["total_cost_usd"] == 0.0
+    emu.state.advance(1800)  # half an hour training
     usage = api.get(f"/billing/runs/{run_id}/usage").json()
     assert usage["total_cost_usd"] == pytest.approx(0.5 * hourly, abs=1e-4)
     assert usage["total_cost_usd"] == pytest.approx(usage["training"]["cost_usd"] + usage["inference"]["cost_usd"])
@@ -280,7 +282,7 @@ def test_usage_accrues_with_running_time_at_the_runs_hourly_price(api: httpx.Cli
     emu.state.advance(done_after(200))
     done = api.get(f"/billing/runs/{run_id}/usage").json()
     run = get_run(api, run_id)
-    ran = emu.state.clock.from_iso(run["completedAt"]) - emu.state.clock.from_iso(run["startedAt"])
+    ran = emu.state.clock.from_iso(run["completedAt"]) - emu.state.clock.from_iso(run["startedAt"]) - T.startup_seconds
     assert done["total_cost_usd"] == pytest.approx(ran / 3600 * hourly, abs=1e-4)
     emu.state.advance(7200)
     assert api.get(f"/billing/runs/{run_id}/usage").json() == done  # a finished run costs nothing more

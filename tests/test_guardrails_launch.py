@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import signal
 import stat
 import subprocess
@@ -102,8 +103,8 @@ def team_sent(recorder: Recorder) -> dict[tuple[str, str], list[Any]]:
     seen: dict[tuple[str, str], list[Any]] = {}
     for request in recorder.requests:
         key = (request.method, request.path)
-        if key in UNSCOPED:
-            continue
+        if key in UNSCOPED or (request.method == "GET" and re.fullmatch(r"/api/v1/rft/runs/[^/]+", request.path)):
+            continue  # the after-create read of the new run: its id names it (GET /rft/runs/{id} takes no team)
         assert key in TEAM_PARAM, f"unclassified request during plan/dispatch: {request.method} {request.path}"
         where, name = TEAM_PARAM[key]
         value = (request.params().get(name) or [None])[0] if where == "query" else (request.json() or {}).get(name)
@@ -115,7 +116,8 @@ def test_the_team_travels_on_every_team_scoped_request(emulator, recorder, tmp_p
     """PRIME_TEAM_ID names the team; plan, policy check, create and reconciliation all carry it."""
     ctx = make_ctx(emulator, tmp_path, env={"PRIME_TEAM_ID": TEAM_RESEARCH_ID})
     write_policy(tmp_path / "home", "max_usd_per_run = 100.0\nmax_concurrent_runs = 5\n")
-    p = planned(ctx, example(tmp_path, name="rl.toml"), volume="research-data")
+    # on demand (priced, so the policy can cover it); without a GPU type the team's reservation would be planned
+    p = planned(ctx, example(tmp_path, name="rl.toml"), volume="research-data", gpu_type="H100_80GB")
     assert p.owner.team_id == TEAM_RESEARCH_ID and p.owner.source == "PRIME_TEAM_ID"
     emulator.faults.commit_then_timeout(mode="drop")  # the answer is lost: dispatch reconciles by listing runs
     d = ok(dispatch(ctx, p.plan_id))

@@ -15,7 +15,19 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _helpers import EXAMPLE, T, approved_launch, dispatch, err, make_ctx, ok, past_step, store_bytes, write_policy
+from _helpers import (
+    EXAMPLE,
+    T,
+    approved_launch,
+    call,
+    dispatch,
+    err,
+    make_ctx,
+    ok,
+    past_step,
+    store_bytes,
+    write_policy,
+)
 from conftest import FakeTime
 
 from skill.emulator import EmulatorServer
@@ -290,3 +302,47 @@ def test_a_stop_whose_answer_was_lost_counts_as_done_only_when_the_run_stops(ctx
     emulator.faults.status(503, "PUT", f"/rft/runs/{other}/stop", times=1)  # refused, the run goes on
     error = err(stop_run(StopRunInput(run_id=other, confirmation=code, timeout_seconds=10), ctx), "ambiguous")
     assert "HTTP 503" in error.message and emulator.state.run(other).status == "RUNNING"
+
+
+def test_resume_carries_the_paused_runs_secret_names_shown_in_its_plan_and_removable(ctx, emulator):
+    cfg = Path(ctx.cwd) / "rl.toml"
+    shutil.copy(EXAMPLE, cfg)
+    run_id = approved_launch(ctx, cfg, secrets=["WANDB_API_KEY"])[1].run_id
+    emulator.state.advance(past_step(3))
+    ok(pause_run(PauseRunInput(run_id=run_id, confirmation=confirmed(ctx, pause_run(PauseRunInput(run_id=run_id),
+                                                                                    ctx))), ctx))
+    required = err(resume_run(ResumeRunInput(run_id=run_id), ctx), "confirmation_required")
+    assert "Secrets:       WANDB_API_KEY (by name" in required.message
+    assert "forwarded again, as the paused run had them" in required.message
+    result = ok(resume_run(ResumeRunInput(run_id=run_id, confirmation=confirmed(ctx, required)), ctx))
+    assert emulator.state.run(result.run_id).wandb_api_key == FAKE_WANDB  # read by name at sending
+    without = err(resume_run(ResumeRunInput(run_id=result.run_id, keep_secrets=False), ctx), "conflict")
+    assert "not PAUSED" in without.message  # the new run is running; a paused run is what resumes
+
+
+def test_resume_without_the_carried_secrets_says_none_are_forwarded(ctx, emulator):
+    cfg = Path(ctx.cwd) / "rl.toml"
+    shutil.copy(EXAMPLE, cfg)
+    run_id = approved_launch(ctx, cfg, secrets=["WANDB_API_KEY"])[1].run_id
+    emulator.state.advance(past_step(3))
+    ok(pause_run(PauseRunInput(run_id=run_id, confirmation=confirmed(ctx, pause_run(PauseRunInput(run_id=run_id),
+                                                                                    ctx))), ctx))
+    required = err(resume_run(ResumeRunInput(run_id=run_id, keep_secrets=False), ctx), "confirmation_required")
+    assert "Secrets:       none forwarded" in required.message and "forwarded again" not in required.message
+
+
+def test_a_restart_plan_names_the_checkpoint_step_and_the_steps_done_again(ctx, emulator):
+    run_id = running(ctx, emulator, step=12, ckpt_interval=5)
+    emulator.state.advance(30)  # the step-10 checkpoint is uploaded (READY)
+    required = err(restart_run(RestartRunInput(run_id=run_id), ctx), "confirmation_required")
+    latest = ok(call(ctx, "mf_check_progress", run_id=run_id)).latest_step
+    assert f"from its latest READY checkpoint at step 10; steps 11-{latest} ({latest - 10}) are done again" \
+        in required.message
+
+
+def test_a_restart_without_a_ready_checkpoint_is_refused_and_nothing_is_planned(ctx, emulator):
+    run_id = running(ctx, emulator, step=3)  # [ckpt] saves at the end only: none READY yet
+    error = err(restart_run(RestartRunInput(run_id=run_id), ctx), "conflict")
+    assert "has no READY checkpoint: a restart would go back to its start" in error.message
+    assert [c.tool for c in error.next_calls] == ["mf_list_checkpoints"]
+    assert entries(ctx, "restart") == [] and emulator.state.run(run_id).attempt == 0

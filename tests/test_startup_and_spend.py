@@ -200,7 +200,8 @@ def test_spend_so_far_shows_the_platform_s_figure_and_elapsed_time_x_rate_beside
     running = STARTUP + 4 * STEP + 1  # seconds; the server's clock is read to the second (its Date header)
     assert spend.usd_per_hour == hourly > 0 and abs(spend.running_seconds - running) <= 1
     assert abs(spend.elapsed_x_rate_usd - running / 3600 * hourly) <= 0.01
-    assert spend.platform_usd == round(running / 3600 * hourly, 2)  # the emulator bills running time at that price
+    # the emulator bills the time since the image was pulled (the first step) at that price
+    assert spend.platform_usd == round((running - STARTUP) / 3600 * hourly, 2)
     assert spend.platform_pricing.startswith("USD per million tokens: training ") and spend.platform_tokens > 0
     assert (spend.plan_id, spend.plan_low_usd, spend.plan_expected_usd, spend.plan_high_usd) == (
         plan.plan_id, plan.cost.usd_low, plan.cost.usd_expected, plan.cost.usd_high)

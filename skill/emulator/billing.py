@@ -3,8 +3,8 @@ own units (tokens, USD per million tokens), accrued over the run's running time.
 
 The real ``RunUsage`` (prime-api.md §2.6) is per token; a dedicated run is placed per GPU-hour
 (``pricePerGpuHour`` x ``gpuCount``). The emulator reconciles the two as a platform billing
-GPU time would: tokens flow at a nominal throughput for every running second (start-up
-included), and the per-million-token prices are those that make the cost per hour equal
+GPU time would: tokens flow at a nominal throughput for every billed second (not queue, start-up
+or a pause: docs/hosted-training/billing), and the per-million-token prices are those that make the cost per hour equal
 the run's hourly price. So ``total_cost_usd`` = running hours x hourly price, whatever the
 step count. Reserved runs (no quoted price) report tokens at cost 0 and null prices.
 """

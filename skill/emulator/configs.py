@@ -78,26 +78,42 @@ def _env_id(source: dict[str, Any]) -> str | None:
     return _first(_get(source, "env", "taskset", "id"), _get(source, "env", "id"), source.get("name"))
 
 
-def gpu_count(config: dict[str, Any]) -> int:
-    """GPUs a ``[deployment]`` asks for.
+def gpu_count(config: dict[str, Any], *, sft: bool = False) -> int:
+    """GPUs the platform bills for a ``[deployment]``: the GPUs prime-rl's launcher starts
+    processes on (prime-rl ``configs/rl.py`` / ``configs/sft.py`` deployment classes).
 
-    single_node (default): ``num_train_gpus + num_infer_gpus`` (defaults 1 + 1).
-    multi_node: ``(num_train_nodes + num_infer_nodes * num_infer_replicas) * gpus_per_node``
-    (defaults 1, 1, 1, 8).
+    single_node: ``num_train_gpus`` (default 1), plus ``num_infer_gpus`` (default 1; SFT alias
+    ``num_eval_gpus``) only when the config has an ``[inference]`` table (SFT: "Only used when an
+    [inference] block is configured"; RL: without one no inference server is started).
+    multi_node: ``(num_train_nodes + inference nodes) * gpus_per_node`` (default 8 per node). RL:
+    ``num_train_nodes`` (required, 1 here when absent), inference nodes ``num_infer_nodes x
+    num_infer_replicas`` with ``num_infer_nodes`` inferred when unset (no ``[inference]``: 0;
+    ``inference.deployment`` multi_node: its ``num_nodes``; disaggregated: prefill + decode nodes;
+    else 1). SFT: ``num_train_nodes`` default 2, ``num_infer_nodes`` (alias ``num_eval_nodes``) default 0.
     """
     deployment = _section(config, "deployment")
+    has_inference = isinstance(config.get("inference"), dict)
     if deployment.get("type") == "multi_node":
         per_node = _int(deployment.get("gpus_per_node")) or 8
         train = _int(deployment.get("num_train_nodes"))
-        infer = _int(deployment.get("num_infer_nodes"))
+        if sft:
+            infer = _int(_first(deployment.get("num_infer_nodes"), deployment.get("num_eval_nodes"))) or 0
+            return ((2 if train is None else train) + infer) * per_node
+        explicit = _int(deployment.get("num_infer_nodes"))
+        if explicit is None:
+            kind = _get(config, "inference", "deployment", "type")
+            nodes = {"multi_node": ("num_nodes",),
+                     "disaggregated": ("prefill_nodes_per_replica", "decode_nodes_per_replica")}.get(kind, ())
+            counted = [_int(_get(config, "inference", "deployment", key)) or 0 for key in nodes]
+            infer = 0 if not has_inference else (sum(counted) or 1)
+        else:
+            infer = explicit
         replicas = _int(deployment.get("num_infer_replicas"))
-        train = 1 if train is None else train
-        infer = 1 if infer is None else infer
-        replicas = 1 if replicas is None else replicas
-        return (train + infer * replicas) * per_node
-    train = _int(deployment.get("num_train_gpus"))
-    infer = _int(deployment.get("num_infer_gpus"))
-    return (1 if train is None else train) + (1 if infer is None else infer)
+        return ((1 if train is None else train) + infer * (1 if replicas is None else replicas)) * per_node
+    train_gpus = _int(deployment.get("num_train_gpus"))
+    infer_gpus = _int(_first(deployment.get("num_infer_gpus"), deployment.get("num_eval_gpus") if sft else None))
+    inference_gpus = (1 if infer_gpus is None else infer_gpus) if has_inference else 0
+    return (1 if train_gpus is None else train_gpus) + inference_gpus
 
 
 def run_spec(config: dict[str, Any], *, sft: bool) -> RunSpec:
@@ -139,7 +155,7 @@ def run_spec(config: dict[str, Any], *, sft: bool) -> RunSpec:
         env_names=env_names,
         eval_env_names=eval_env_names,
         eval_interval=_int(_get(eval_section, "interval")) if isinstance(eval_section, dict) else None,
-        gpu_count=gpu_count(config),
+        gpu_count=gpu_count(config, sft=sft),
         ckpt_interval=_int(ckpt.get("interval")) if isinstance(ckpt, dict) else None,
         ckpt_at_end=isinstance(ckpt, dict),
         wandb_project=wandb.get("project") if isinstance(wandb, dict) else None,

@@ -31,7 +31,7 @@ from starlette.routing import Match
 
 from .errors import ApiError
 
-KINDS = ("status", "delay", "cut", "truncate", "drip", "stall", "commit_then_timeout", "cursor", "patch")
+KINDS = ("status", "delay", "cut", "truncate", "drip", "stall", "commit_then_timeout", "cursor", "patch", "rewrite")
 STATUSES = (400, 401, 402, 403, 404, 405, 409, 422, 429, 500, 502, 503, 504)
 #: Modes per kind; the first is the default.
 MODES = {
@@ -111,6 +111,8 @@ class FaultRule:
             raise ValueError("times must be >= 1 (or None for every request)")
         if self.delay < 0 or self.skip < 0 or (self.after_bytes is not None and self.after_bytes < 0):
             raise ValueError("delay, after_bytes and skip must be >= 0")
+        if self.kind == "rewrite" and not self.patch:
+            raise ValueError("a rewrite fault needs patch (the request body's keys to set)")
         if self.kind == "patch" and self.patch is None and self.rows is None:
             raise ValueError("a patch fault needs patch (keys to set) or rows (the list whose row to change)")
         if self.row < 0:
@@ -273,6 +275,12 @@ class FaultInjector:
         is merged into it, ``{"status": None}``; anything else replaces it). 2xx JSON objects only."""
         return self.add(kind="patch", method=method, path=path, patch=patch, rows=rows, row=row, row_value=row_value,
                         times=times, skip=skip)
+
+    def rewrite(self, method: str = "POST", path: str = "/training/runs", *, patch: dict[str, Any],
+                times: int | None = 1, skip: int = 0) -> FaultRule:
+        """A rewriting proxy: the request's JSON body reaches the platform with ``patch``'s top-level keys
+        set (``{"teamId": None}`` lands a team's run on the personal account). JSON objects only."""
+        return self.add(kind="rewrite", method=method, path=path, patch=patch, times=times, skip=skip)
 
     def cursor(self, mode: str, method: str = "GET", path: str = "/traces", *, times: int | None = None,
                skip: int = 0) -> FaultRule:
@@ -570,6 +578,21 @@ class FaultMiddleware:
             body = json.dumps(doc, separators=(",", ":")).encode()
         await send(_with_length(start, len(body)))
         await send({"type": "http.response.body", "body": body})
+
+    async def _rewrite(self, rule: FaultRule, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        received = await _received(receive)
+        body = b"".join(m.get("body", b"") for m in received if m.get("type") == "http.request")
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict):
+            doc.update(rule.patch or {})
+            body = json.dumps(doc, separators=(",", ":")).encode()
+            received = [{"type": "http.request", "body": body, "more_body": False}]
+            headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-length"]
+            scope = {**scope, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
+        await self.app(scope, _replay(received, receive), send)
 
     async def _collect(self, scope: dict[str, Any], receive: Any) -> list[Message]:
         """Run the app to completion, keeping its response messages instead of sending them."""

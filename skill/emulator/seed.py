@@ -91,6 +91,8 @@ class Volume:
     size: str = "5Ti"
     created_at_sim: float = 0.0
     ready_at_sim: float = 0.0
+    #: The GPU type whose cluster holds the volume (None: the default GPU type's); a run on it uses that GPU type.
+    gpu_type: str | None = None
 
 
 @dataclass
@@ -166,7 +168,7 @@ def default_seed() -> Seed:
         Model("zai-org/GLM-4.5-Air", ["B200_180GB"], 106.0),
     ]
     volumes = [
-        Volume("research-data", TEAM_RESEARCH_ID, DEFAULT_USER_ID),
+        Volume("research-data", TEAM_RESEARCH_ID, DEFAULT_USER_ID, gpu_type="H100_80GB"),
         Volume("evals-data", TEAM_EVALS_ID, DEFAULT_USER_ID),
     ]
     return Seed(users=users, teams=teams, gpu_types=gpu_types, models=models, volumes=volumes)

@@ -36,6 +36,10 @@ MAX_PERIODIC_EVENTS = 500
 PRIME_RL_IMAGE = "ghcr.io/primeintellect-ai/prime-rl"
 #: Kubernetes' image pull back-off: 10 s, doubling, at most 300 s.
 PULL_BACKOFF_SECONDS = (10.0, 300.0)
+#: Phases in which a run holds GPUs that are billed: training, saving the final or pause checkpoint,
+#: tearing down. Not billed (docs/hosted-training/billing): queued, pending, and start-up (pods
+#: scheduled, image pulled) before the first step, also after a restart.
+BILLED_PHASES = frozenset({"stepping", "finalizing", "pausing", "stopping"})
 #: Prefix of the lines the platform adds about pods (events), as the CLI strips it.
 ADMINLOG = "[adminlog] "
 
@@ -151,6 +155,8 @@ class SimRun:
     pull_events: int = 0
     next_pull_event: float = 0.0
     steps_began_at: float | None = None
+    #: Billed seconds of the phases already left (see :data:`BILLED_PHASES`).
+    billed_before: float = 0.0
     epoch: float = 0.0
     bulk: BulkTraces | None = None
     #: Bytes of one checkpoint on the volume (the sum of the emulator's checkpoint files).
@@ -313,6 +319,8 @@ class SimRun:
         return None
 
     def _enter(self, phase: str, t: float, status: str | None = None) -> None:
+        if self.phase in BILLED_PHASES:
+            self.billed_before += max(0.0, t - self.phase_since)
         self.phase, self.phase_since = phase, t
         if status:
             self.status = status
@@ -797,14 +805,19 @@ class SimRun:
             values = [min(1.0, max(0.0, 0.5 + (v - mean))) for v in values]
         return {"chartData": {"histogramData": histogram(values)}, "step": step, "type": kind}
 
+    def billed_seconds(self, now: float) -> float:
+        """Seconds the run has held billed GPUs by ``now`` (:data:`BILLED_PHASES`): prorated to the
+        second; queue, start-up (image pull) and a pause cost nothing (docs/hosted-training/billing)."""
+        current = max(0.0, now - self.phase_since) if self.phase in BILLED_PHASES else 0.0
+        return self.billed_before + current
+
     def usage(self, now: float) -> dict[str, Any]:
-        """``/billing/runs/{id}/usage`` (snake_case ``RunUsage``): see :func:`~skill.emulator.billing.run_usage`."""
-        end = self.ended_at if self.ended_at is not None else now
-        running = max(0.0, end - self.started_at) if self.started_at is not None else 0.0
+        """``/billing/runs/{id}/usage`` (snake_case ``RunUsage``): see :func:`~skill.emulator.billing.run_usage`,
+        for the billed seconds at the rate fixed when the run was created (price per GPU-hour x GPUs)."""
         pl = self.placement
         hourly = pl.price_per_gpu_hour * self.spec.gpu_count if pl.price_per_gpu_hour is not None else None
         return run_usage(run_id=self.id, run_name=self.name, base_model=self.spec.base_model, status=self.status,
-                         running_seconds=running, usd_per_hour=hourly, sft=self.sft)
+                         running_seconds=self.billed_seconds(now), usd_per_hour=hourly, sft=self.sft)
 
 
 class _Until:

@@ -88,7 +88,8 @@ class EmulatorState:
         self.prepare_available = prepare_available
         self.store = TraceStore(self.clock.iso, self.clock.from_iso)
         self.runs: dict[str, SimRun] = {}
-        self.volumes: list[Volume] = [Volume(v.name, v.team_id, v.owner_user_id, v.size) for v in self.seed.volumes]
+        self.volumes: list[Volume] = [Volume(v.name, v.team_id, v.owner_user_id, v.size, gpu_type=v.gpu_type)
+                                      for v in self.seed.volumes]
         self.next_scenarios: dict[str, dict[str, Any]] = {}
         self.every_run_scenarios: dict[str, dict[str, Any]] = {name: dict(p) for name, p in scenario.items()}
         self._rng = random.Random(rng_seed)
@@ -266,7 +267,7 @@ class EmulatorState:
     # -- volumes ---------------------------------------------------------------------------
     def _volume_json(self, v: Volume, now: float) -> dict[str, Any]:
         creator = self.seed.user(v.owner_user_id)
-        gpu = self.seed.gpu(self.seed.default_gpu_type)
+        gpu = self.seed.gpu(v.gpu_type or self.seed.default_gpu_type)
         return {"name": v.name, "size": v.size, "status": "RUNNING" if now >= v.ready_at_sim else "PENDING",
                 "clusterId": gpu.cluster_id if gpu else "", "cluster": gpu.cluster_name if gpu else None,
                 "pvcName": f"vol-{v.name}", "createdBy": v.owner_user_id,

@@ -107,11 +107,14 @@ class Stage:
         shutil.copy(EXAMPLES_DIR / f"{example}.toml", dest)
         return str(dest)
 
-    def run(self, step: int = 3) -> str:
-        """A RUNNING run of :data:`EXAMPLE` at ``step`` (metrics, logs, checkpoints, traces)."""
+    def run(self, step: int = 3, ckpt_interval: int | None = None) -> str:
+        """A RUNNING run of :data:`EXAMPLE` at ``step`` (metrics, logs, checkpoints, traces); ``ckpt_interval``
+        sets ``[ckpt] interval`` (a READY checkpoint before ``step``, which a restart needs)."""
         import tomllib
 
         config = tomllib.loads((EXAMPLES_DIR / f"{EXAMPLE}.toml").read_text())
+        if ckpt_interval is not None:
+            config.setdefault("ckpt", {})["interval"] = ckpt_interval
         body = wire.build_create_body(config, name=f"proof-{self._names}")
         run_id = self.setup_ctx.platform().create_run(body).run_id
         t = Timing()
@@ -130,6 +133,10 @@ class Stage:
         self.emu.state.advance(t.queue_seconds + t.startup_seconds + t.step_seconds * 20 + t.finalize_seconds
                                + t.checkpoint_upload_seconds + t.volume_sync_seconds + 1)
         return run_id
+
+    def checkpointed_run(self) -> str:
+        """A RUNNING run at step 3 with a READY checkpoint at step 2 (what a restart goes back to)."""
+        return self.run(ckpt_interval=2)
 
     def paused_run(self) -> str:
         """A PAUSED run (paused at step 3)."""
@@ -208,7 +215,7 @@ SETUPS: dict[str, Callable[[Stage], dict[str, Any]]] = {
     "mf_dispatch_run": _dispatch,
     "mf_stop_run": _stop,
     "mf_pause_run": _control("mf_pause_run", Stage.run),
-    "mf_restart_run": _control("mf_restart_run", Stage.run),
+    "mf_restart_run": _control("mf_restart_run", Stage.checkpointed_run),
     "mf_resume_run": _control("mf_resume_run", Stage.paused_run),
     "mf_list_launches": _launches,
     "mf_get_run": lambda s: {"run_id": s.run()},

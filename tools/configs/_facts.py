@@ -173,7 +173,11 @@ def _infer_nodes(c: Config) -> tuple[int | None, str]:
 
 
 def gpu_count(c: Config) -> tuple[int | None, str]:
-    """GPUs a run occupies, and how that was computed (prime-rl §3.5 deployment fields).
+    """GPUs a run occupies, and how that was computed: the GPUs the platform bills
+    (:data:`tools.launch._cost.BILLING_RULE`; the emulator's ``skill.emulator.configs.gpu_count``
+    keeps the same rule on the other side of the wire, a test compares them on every example).
+    Source: prime-rl ``configs/rl.py`` / ``configs/sft.py`` deployment classes (the SFT
+    ``num_infer_gpus``: "Only used when an [inference] block is configured"), reference §3.5 / §4.
 
     single_node: ``num_train_gpus + num_infer_gpus`` (defaults 1 + 1; inference GPUs only
     with an [inference] table; SFT alias ``num_eval_gpus``). multi_node: ``(num_train_nodes + num_infer_nodes *

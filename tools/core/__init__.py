@@ -10,6 +10,7 @@ plain values, which only need the error shape of :mod:`tools.errors`) and below 
 packages. The definitions live in private modules; import them from here.
 """
 
+from tools.core._alerts import alert_calls, alert_words, alerts_of_run
 from tools.core._budget import OUTPUT_BUDGET_CHARS, fit_largest, json_chars
 from tools.core._command import PROGRAM, console_script, program, quote, shell_command
 from tools.core._context import STATE_DIR_ENV, Approver, Context, ProgressCallback, tool
@@ -41,6 +42,9 @@ __all__ = [
     "ProgressCallback",
     "RUN_ID",
     "STATE_DIR_ENV",
+    "alert_calls",
+    "alert_words",
+    "alerts_of_run",
     "console_script",
     "dashboard_url",
     "first_step",

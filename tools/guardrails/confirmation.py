@@ -62,7 +62,7 @@ from tools.guardrails.records import (
 )
 from tools.guardrails.store import Store
 
-CHANNELS = ("host_callback", "mcp_elicitation", "mcp_app", "terminal", "policy")
+CHANNELS = ("host_callback", "mcp_elicitation", "mcp_app", "terminal", "policy", "spend_cap")
 #: What each channel checked, as its approvals record it: never more than the channel can know.
 CHECKED = {
     "terminal": "terminal, same user",
@@ -71,6 +71,7 @@ CHECKED = {
                "app-only, hidden from the model by a host that honours MCP Apps)",
     "host_callback": "the host's approval callback answered yes",
     "policy": "the budget policy file",
+    "spend_cap": "a spend cap a person set (approval terms or the budget policy) was about to be passed",
 }
 #: Outcomes after which the create may have reached the platform: the plan is spent.
 SENT_OUTCOMES = frozenset({"created", "reconciled", "ambiguous", "still_unknown"})
@@ -187,6 +188,8 @@ class ApprovalView(BaseModel):
     minted_at: str = Field(description="ISO 8601 time of approval.")
     expires_at: str = Field(description="ISO 8601 expiry.")
     used: bool = Field(description="True once an attempt consumed it (a not_sent attempt does not).")
+    terms: dict[str, Any] = Field(default_factory=dict, description=(
+        "Terms approved with the plan, e.g. max_usd (the spend cap of `model-factory approve PLAN --max-usd N`)."))
 
 
 class AttemptView(BaseModel):
@@ -280,7 +283,7 @@ def _state(p: _Plan, now: datetime) -> LaunchState:
     approvals = [
         ApprovalView(approval_id=a.token_sha256[:12], channel=a.channel, checked=a.checked, owner=a.owner,
                      plan_hash=a.plan_hash, minted_at=a.minted_at, expires_at=a.expires_at,
-                     used=p.token_used(a.token_sha256))
+                     used=p.token_used(a.token_sha256), terms=dict(a.terms))
         for a in p.approvals
     ]
     attempts = []

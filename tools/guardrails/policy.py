@@ -11,6 +11,9 @@ the context's ``home``, else ``$HOME``, else the user's home)::
     max_steps = 500
     max_concurrent_runs = 2            # queued or running runs of the owner, this one included
     owners = ["personal", "cteam0000000000000000000001"]
+    spend_cap_usd_per_run = 5.0        # optional spend caps: the run is PAUSED before its spend passes them
+    spend_cap_usd_per_day = 20.0       # (model-factory watch RUN, mf_wait_for_run); a pause authorized here
+    stop_when_cap_cannot_pause = false # true: a run the cap cannot pause is stopped (steps since its checkpoint lost)
 
 Why it must live outside the project folder: the agent edits files in the project (configs,
 the state folder). A policy it could write would be an approval it could give itself. So a
@@ -60,6 +63,12 @@ class PolicyLimits(BaseModel):
     max_steps: int | None = Field(default=None, ge=1, description="Training steps per run.")
     max_concurrent_runs: int | None = Field(default=None, ge=0, description="Active runs of the owner incl. this one.")
     owners: list[str] | None = Field(default=None, description="Team ids, or 'personal' for the personal account.")
+    spend_cap_usd_per_run: float | None = Field(default=None, gt=0, allow_inf_nan=False, description=(
+        "USD: a run (its resume chain) is paused before its spend passes this."))
+    spend_cap_usd_per_day: float | None = Field(default=None, gt=0, allow_inf_nan=False, description=(
+        "USD: runs are paused before the spend of this store's runs of the UTC day passes this."))
+    stop_when_cap_cannot_pause: bool = Field(default=False, description=(
+        "True: a run the spend cap cannot pause (a failed pause) is stopped instead; false: an alert only."))
 
 
 class Policy(BaseModel):

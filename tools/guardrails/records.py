@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Action = Literal["launch", "resume", "stop", "pause", "restart"]
 #: The channels an approval comes from; the first three are a person's, ``policy`` is the budget policy they wrote.
-Channel = Literal["terminal", "mcp_elicitation", "mcp_app", "host_callback", "policy"]
+Channel = Literal["terminal", "mcp_elicitation", "mcp_app", "host_callback", "policy", "spend_cap"]
 Outcome = Literal["created", "rejected", "not_sent", "ambiguous", "reconciled", "still_unknown"]
 
 
@@ -152,6 +152,8 @@ class OutcomeFacts(_Record):
     matches: list[str] = Field(default_factory=list)
     found_before_sending: bool = False
     evidence: str | None = Field(default=None, description="What showed a lost answer's request took effect.")
+    alerts: list[str] = Field(default_factory=list, description=(
+        "How the created run differs from the approved plan (GPU type/count, rate, owner, volume, max steps)."))
 
 
 class AttemptRecord(_Record):

@@ -41,6 +41,7 @@ from tools.launch._approval import (
     ApprovalRequest,
     approve_command,
     approve_plan,
+    cap_notes,
     check_unchanged,
     obtain_confirmation,
     plan_request,
@@ -48,6 +49,7 @@ from tools.launch._approval import (
     rebuild,
     request_from_state,
 )
+from tools.launch._cap import WatchResult, enforce_cap, wait_for_run, watch
 from tools.launch._cost import CostEstimate
 from tools.launch._dispatch import (
     DispatchRunResult,
@@ -104,8 +106,11 @@ __all__ = [
     "StopRunInput",
     "StopRunResult",
     "Validation",
+    "WatchResult",
     "approve_plan",
+    "cap_notes",
     "dispatch_run",
+    "enforce_cap",
     "list_launches",
     "pause_run",
     "plan_request",
@@ -113,6 +118,8 @@ __all__ = [
     "restart_run",
     "resume_run",
     "stop_run",
+    "wait_for_run",
+    "watch",
 ]
 
 

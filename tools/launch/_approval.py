@@ -51,9 +51,10 @@ from tools.guardrails.confirmation import (
     unresolved_launches,
 )
 from tools.guardrails.policy import PlanFacts, Policy, PolicyDecision, evaluate, load_for_context
-from tools.guardrails.records import utc_now
+from tools.guardrails.records import PlanCost, utc_now
 from tools.guardrails.store import Store
 from tools.guardrails.text import shown
+from tools.launch._cost import steps_within
 from tools.launch._plan import APPROVAL_TTL_SECONDS, Draft, PlanRunInput, build_plan
 from tools.launch._reconcile import Lookup, unresolved_failure
 from tools.platform import errors as perr
@@ -278,8 +279,33 @@ def refuse_unacknowledged(store: Store, state: LaunchState) -> None:
                                  config_path=plan.config_path)
 
 
+def cap_notes(plan_id: str, max_usd: float, ctx: Context) -> list[str]:
+    """What a person setting the spend cap ``max_usd`` (USD) on plan ``plan_id`` is told before approving:
+    how the cap is kept, and a warning when the plan's low estimate already passes it, with the steps that fit.
+    Raises ToolFailure ``bad_arguments`` for a plan that starts no billed run (stop, pause, restart)."""
+    state = launch_state(ctx.store(), plan_id)
+    plan = state.plan
+    if plan.action not in ("launch", "resume"):
+        raise fail("bad_arguments", f"A spend cap goes with a plan that starts a billed run; plan {plan_id} is a "
+                   f"{plan.action}.", f"Approve it without --max-usd: `{approve_command(plan_id, ctx)}`.")
+    cost = plan.cost or PlanCost()
+    rate = cost.usd_per_gpu_hour * plan.gpu_count if cost.usd_per_gpu_hour is not None and plan.gpu_count else None
+    notes = [f"Spend cap: ${max_usd:,.2f} for this run and the runs that resume it. Before its spend passes the cap, "
+             "the run is PAUSED (a checkpoint kept, billing stops) by `model-factory watch RUN_ID` (start it after "
+             "the launch; it runs without the agent) or by the agent's wait-for-run. Approving also approves that "
+             "pause."]
+    if rate is None:
+        notes.append("Warning: the run's hourly rate is unknown (no on-demand price), so the cap cannot be kept.")
+    elif cost.usd_low is not None and cost.usd_low > max_usd:
+        fit = steps_within(max_usd, rate, plan.max_steps, cost.usd_expected)
+        notes.append(f"Warning: the low cost estimate ${cost.usd_low:,.2f} already passes the cap: the run will be "
+                     "paused before it finishes." + (f" About {fit:,} steps fit at the expected pace (plan again "
+                                                     f"with max steps {fit:,})." if fit else ""))
+    return notes
+
+
 def approve_plan(plan_id: str, channel: str, ctx: Context, *, plan_hash: str | None = None,
-                 now: datetime | None = None, checked: str | None = None) -> str:
+                 now: datetime | None = None, checked: str | None = None, max_usd: float | None = None) -> str:
     """Record a human's approval of ``plan_id`` on ``channel`` and return the token (``mfc_...``),
     bound to the plan hash recorded at planning.
 
@@ -288,15 +314,20 @@ def approve_plan(plan_id: str, channel: str, ctx: Context, *, plan_hash: str | N
     ``plan_hash`` so a different plan record cannot be approved in its place. Valid
     :data:`~tools.launch._plan.APPROVAL_TTL_SECONDS`, single use; ``mf_dispatch_run`` refuses it
     (``plan_changed``) if the plan rebuilt then differs. ``checked``: what the channel checked, as the
-    approval records it (default :data:`tools.guardrails.confirmation.CHECKED`). Raises like
+    approval records it (default :data:`tools.guardrails.confirmation.CHECKED`). ``max_usd``: the spend cap
+    the person set with it (USD, recorded in the approval's terms: :mod:`tools.monitor.cap`). Raises like
     :func:`plan_request`.
     """
     request = plan_request(plan_id, ctx, now=now)
     if plan_hash is not None and plan_hash != request.plan_hash:
         raise fail("plan_changed", f"Plan {plan_id} changed while it was being approved.",
                    "Show the new summary (call mf_plan_run again) and ask again.")
+    terms = None
+    if max_usd is not None:
+        cap_notes(plan_id, max_usd, ctx)  # refuses a cap on a plan that starts no run
+        terms = {"max_usd": float(max_usd)}
     return mint(ctx.store(), plan_id, request.plan_hash, channel, APPROVAL_TTL_SECONDS, owner=request.owner,
-                checked=checked)
+                checked=checked, terms=terms)
 
 
 def policy_decision(ctx: Context, facts: PlanFacts,

@@ -34,6 +34,11 @@ STARTUP_MINUTES = (5.0, 10.0, 20.0)
 #: warning asking the person to double-check (a prompt to look, not a limit: a budget
 #: policy is the place for limits).
 LARGE_USD_HIGH = 1000.0
+#: How the platform bills a dedicated run (docs/hosted-training/billing, as read in
+#: shared/reference/platform-docs.md): per GPU-hour, prorated to the second, for the GPUs the
+#: ``[deployment]`` holds (:func:`tools.configs._facts.gpu_count`, prime-rl's deployment classes),
+#: at the rate fixed when the run is dispatched; queueing and image pull are not billed.
+BILLING_RULE = "Billed per GPU-second at the dispatch rate; not queue, image pull or pause."
 LARGE_MAX_STEPS = 100_000
 _SIZE_LABEL = {"small": "<=2-GPU", "node": "single-node (<=8 GPUs)", "multi": "multi-node"}
 
@@ -88,7 +93,7 @@ def estimate_cost(mode: str, count: int, price: float | None, steps: int | None,
         said = (f"{sps[0]:g}/{sps[1]:g}/{sps[2]:g} s per step (default for a {_SIZE_LABEL[size]} "
                 f"{mode.upper()} run, not platform data)")
     assumptions = (f"{said}, plus {STARTUP_MINUTES[0]:g}/{STARTUP_MINUTES[1]:g}/{STARTUP_MINUTES[2]:g} min "
-                   "start-up, at the on-demand GPU-hour price.")
+                   "start-up, at the on-demand GPU-hour price. " + BILLING_RULE)
     unknown: list[str] = []
     usd_per_hour = round(price * count, 4) if price is not None else None
     if price is None:
@@ -122,3 +127,28 @@ def magnitude_warnings(cost: CostEstimate) -> list[str]:
         warnings.append(f"The step cap is {cost.steps:,} steps (over {LARGE_MAX_STEPS:,}{days}): double-check "
                         "max_steps; is this the number you meant?")
     return warnings
+
+
+def steps_within(cap_usd: float, usd_per_hour: float | None, steps: int | None, usd_at: float | None,
+                 startup_minutes: float = STARTUP_MINUTES[1]) -> int | None:
+    """How many steps fit in ``cap_usd`` at the pace an estimate assumed: ``usd_at`` is that estimate's cost of
+    ``steps`` steps (e.g. the plan's expected one, with its start-up ``startup_minutes``), at ``usd_per_hour``.
+    None when a figure is unknown; 0 when the start-up alone passes the cap."""
+    if not usd_per_hour or not steps or usd_at is None:
+        return None
+    seconds_per_step = (usd_at / usd_per_hour * 3600 - startup_minutes * 60) / steps
+    if seconds_per_step <= 0:
+        return None
+    return max(0, int((cap_usd / usd_per_hour * 3600 - startup_minutes * 60) // seconds_per_step))
+
+
+def cap_warning(cap_usd: float, source: str, cost: CostEstimate) -> str | None:
+    """A warning when the plan's low estimate already passes a spend cap, with the step count whose expected
+    cost fits (:func:`steps_within`); None when it does not (or the low estimate is unknown)."""
+    if cost.usd_low is None or cost.usd_low <= cap_usd:
+        return None
+    fit = steps_within(cap_usd, cost.usd_per_hour, cost.steps, cost.usd_expected)
+    hint = f" About {fit:,} steps fit at the expected pace: plan with max steps {fit:,}." if fit else (
+        " Not even the start-up fits.")
+    return (f"The low cost estimate ${cost.usd_low:,.2f} already passes the spend cap of ${cap_usd:,.2f} ({source}): "
+            f"the run would be paused (a checkpoint kept) before it finishes.{hint}")

@@ -30,12 +30,13 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from tools.core import NO_DASHBOARD, Context, dashboard_url
+from tools.core import NO_DASHBOARD, Context, alert_calls, alert_words, dashboard_url
 from tools.errors import Call, ToolFailure, call, fail, from_platform
 from tools.guardrails import confirmation as gate
 from tools.guardrails.records import OutcomeFacts
 from tools.guardrails.store import Store
 from tools.launch._reconcile import doubtful_failure, look_before_create, look_for_lost_run
+from tools.launch._verify import check_created
 from tools.platform import errors as perr
 from tools.platform import wire
 from tools.units import USDPerGPUHour, USDPerHour
@@ -77,6 +78,9 @@ class DispatchRunResult(BaseModel):
         description="Price per GPU-hour (platform's answer, else the plan's).")
     estimated_usd_per_hour: USDPerHour | None = Field(
         description="The platform's estimatedCostPerHour (on-demand runs).")
+    alerts: list[str] = Field(default_factory=list, exclude_if=lambda v: not v, description=(
+        "How the platform's new run differs from the approved plan (GPU type/count, rate, owner, volume, max steps);"
+        " absent when it matches. Tell the person; pause or stop it (next_calls)."))
     message: str = Field(description="What happened, in words.")
     next_step: str = Field(description="What to call next.")
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
@@ -102,6 +106,10 @@ def result(ctx: Context, state: gate.LaunchState, status: str, run_id: str, mess
     check, wait = call("mf_check_progress", run_id=run_id), call("mf_wait_for_run", run_id=run_id)
     channel = next((a.channel for a in reversed(state.attempts) if a.channel), None)
     price = plan.cost.usd_per_gpu_hour if plan.cost else None
+    calls, step = [check, wait], f"Watch it: {check} (is it progressing?) or {wait}."
+    if facts.alerts:
+        message = f"{alert_words(run_id, facts.alerts)} {message}"
+        calls, step = [*alert_calls(run_id), check], f"Tell the person about the alert first. {step}"
     kind = ResumeRunResult if plan.action == "resume" else DispatchRunResult
     return kind(
         plan_id=state.plan_id, status=status, run_id=run_id, run_name=plan.name,
@@ -109,8 +117,8 @@ def result(ctx: Context, state: gate.LaunchState, status: str, run_id: str, mess
         dashboard_url=dashboard_url(ctx, run_id), approval_channel=facts.channel or channel,
         gpu_type=facts.gpu_type or plan.gpu_type,
         usd_per_gpu_hour=facts.usd_per_gpu_hour if facts.usd_per_gpu_hour is not None else price,
-        estimated_usd_per_hour=facts.estimated_usd_per_hour, message=message, next_calls=[check, wait],
-        next_step=f"Watch it: {check} (is it progressing?) or {wait}.")
+        estimated_usd_per_hour=facts.estimated_usd_per_hour, alerts=facts.alerts, message=message, next_calls=calls,
+        next_step=step)
 
 
 def already(ctx: Context, state: gate.LaunchState) -> DispatchRunResult:
@@ -216,7 +224,8 @@ def send_create(ctx: Context, store: Store, plan_id: str, plan_hash: str, token:
     facts = OutcomeFacts(channel=claim.channel, gpu_type=created.gpu_type or planned_gpu,
                          usd_per_gpu_hour=created.price_per_gpu_hour if created.on_demand else planned_price,
                          estimated_usd_per_hour=created.estimated_cost_per_hour if created.on_demand else None,
-                         on_demand=created.on_demand)
+                         on_demand=created.on_demand,
+                         alerts=check_created(ctx, state.plan, created))
     gate.record_outcome(store, plan_id, claim.attempt_id, "created", run_id=created.run_id,
                         **facts.model_dump(exclude_defaults=True))
     return result(ctx, gate.launch_state(store, plan_id), "created", created.run_id, message(created.run_id), facts)

@@ -35,7 +35,7 @@ from tools.guardrails import secret_detection
 from tools.guardrails.confirmation import config_sha256, plan_hash
 from tools.guardrails.policy import load_for_context
 from tools.guardrails.text import display_problem, shown
-from tools.launch._cost import CostEstimate, estimate_cost, magnitude_warnings
+from tools.launch._cost import CostEstimate, cap_warning, estimate_cost, magnitude_warnings
 from tools.launch._reconcile import Lookup, check_unresolved, parse_plan_ids, unresolved_lines
 from tools.platform import errors as perr
 from tools.units import duration, usd, usd_per_gpu_hour, usd_per_hour
@@ -86,8 +86,8 @@ class PlanRunInput(BaseModel):
         "the configured owner (PRIME_TEAM_ID, then the prime config). Planning stops when null and the "
         "account belongs to teams but none is configured."))
     gpu_type: DisplayText = Field(default=None, description=(
-        "GPU type such as H100_80GB (see mf_list_gpus). Null: the TOML's gpu_type, else the cheapest "
-        "on-demand type available to the owner."))
+        "GPU type such as H100_80GB (see mf_list_gpus). Null: the TOML's gpu_type, else reserved capacity, else "
+        "the cheapest on-demand type."))
     volume: DisplayText = Field(default=None, description="Name of an existing volume of the owner to attach "
                                                          "(see mf_list_volumes). Null: the TOML's volume, or none.")
     secrets: SecretNames = Field(default_factory=list, description=SECRETS_HELP)
@@ -322,8 +322,10 @@ def _schema_mismatch(check: str, validated: str | None, runtime: RuntimeInfo | N
 
 
 def _choose_gpu(ctx: Context, args: PlanRunInput, toml_gpu: str | None, owner: Owner, model: str | None,
-                warnings: list[str]) -> tuple[str | None, str, float | None, str | None]:
-    """(gpu_type, how it was chosen, USD per GPU-hour or None, why the price is unknown)."""
+                warnings: list[str],
+                volume: VolumeFit | None = None) -> tuple[str | None, str, float | None, str | None]:
+    """(gpu_type, how it was chosen, USD per GPU-hour or None, why the price is unknown). With a ``volume``, only
+    the GPU types its cluster serves: a default is chosen among them, a named one that does not fit is an error."""
     platform = ctx.platform()
     catalogue = platform.list_models(team_id=owner.team_id)
     allowed = platform.list_gpu_types(team_id=owner.team_id).gpu_types
@@ -338,22 +340,40 @@ def _choose_gpu(ctx: Context, args: PlanRunInput, toml_gpu: str | None, owner: O
     chosen = args.gpu_type or toml_gpu
     if chosen:
         how = "argument" if args.gpu_type else "config (gpu_type)"
+        code: ErrorCode = "bad_arguments" if args.gpu_type else "invalid_config"
+        if volume is not None and volume.gpu_types and chosen not in volume.gpu_types:
+            again = plan_again(args, gpu_type=volume.gpu_types[0])
+            raise fail(code, f"Volume {volume.name} is on cluster {volume.cluster or volume.cluster_id}, which serves "
+                       f"{', '.join(volume.gpu_types)}, not {chosen}: a run uses the GPUs of its volume's cluster.",
+                       f"Plan with a GPU type that fits ({again}), or without the volume.", next_calls=[again])
         if allowed and chosen not in allowed:
-            code: ErrorCode = "bad_arguments" if args.gpu_type else "invalid_config"
             again = plan_again(args, gpu_type=allowed[0])
             raise fail(code, f"GPU type {chosen} is not available to the {owner.label}; available: "
                        f"{', '.join(allowed)}.", f"Pick one of those and plan again, e.g. {again}.",
                        next_calls=[again])
+    elif reserved := [g for g in allowed if g not in prices and (model_gpus is None or g in model_gpus)
+                      and (volume is None or not volume.gpu_types or g in volume.gpu_types)]:
+        # The platform places a run sent without a GPU type on the team's reservation first (the emulator's
+        # placement, modelled on it; `prime train run` sends none): the plan does what it would, and says so.
+        chosen = reserved[0]
+        how = ("default: the owner's reserved capacity, which the platform uses first for a run sent without a GPU "
+               "type (as prime train run sends it); name an on-demand type to choose")
+        others = [g.gpu_type for g in catalogue.on_demand if g.price_per_gpu_hour is not None]
+        if others:
+            warnings.append(f"The run goes on the reserved {chosen} capacity (no on-demand price: the reservation "
+                            f"pays for it); on demand it could run on {', '.join(others)}, billed per GPU-hour.")
     else:
         candidates = [g for g in catalogue.on_demand if g.price_per_gpu_hour is not None
-                      and (not allowed or g.gpu_type in allowed) and (model_gpus is None or g.gpu_type in model_gpus)]
+                      and (not allowed or g.gpu_type in allowed) and (model_gpus is None or g.gpu_type in model_gpus)
+                      and (volume is None or not volume.gpu_types or g.gpu_type in volume.gpu_types)]
         candidates.sort(key=lambda g: (not g.available_now, g.price_per_gpu_hour))
         if not candidates:
             warnings.append("No priced on-demand GPU type found for this owner and model; the platform picks "
                             "the GPU type (price unknown). Name a GPU type to choose.")
             return None, "platform default (none sent)", None, "price per GPU-hour: the platform picks the GPU type."
         chosen = candidates[0].gpu_type
-        how = "default: the cheapest on-demand type for this owner" + (
+        fitting = f" that volume {volume.name}'s cluster serves" if volume is not None and volume.gpu_types else ""
+        how = f"default: the cheapest on-demand type for this owner{fitting}" + (
             "" if candidates[0].available_now else " (none is marked available now)") + "; name one to choose"
         reserved = [g for g in allowed if g not in prices]
         if reserved:
@@ -366,13 +386,28 @@ def _choose_gpu(ctx: Context, args: PlanRunInput, toml_gpu: str | None, owner: O
     price = entry.price_per_gpu_hour if entry else None
     why = None if price is not None else (f"price per GPU-hour: {chosen} has no on-demand price for the "
                                           f"{owner.label} (reserved capacity, or not offered on demand).")
+    if chosen in allowed and chosen not in prices:
+        why = (f"price per GPU-hour: {chosen} is the {owner.label}'s reserved capacity (no on-demand price; the "
+               "reservation pays for it, not a per-GPU-hour bill).")
     return chosen, how, price, why
 
 
-def _check_volume(ctx: Context, volume: str, owner: Owner, warnings: list[str]) -> None:
+@dataclass
+class VolumeFit:
+    """A volume and the GPU types its cluster serves (``gpu_types`` empty: not known from the catalogue)."""
+
+    name: str
+    cluster_id: str | None
+    cluster: str | None
+    gpu_types: list[str]
+
+
+def _check_volume(ctx: Context, volume: str, owner: Owner, warnings: list[str]) -> VolumeFit:
     """GET /training/volumes: the volume must exist for the owner. Unlike ``prime train`` (which
     creates a missing volume, 5Ti by default), planning never creates one: a volume is a billed,
-    lasting resource outside the plan the person approves. The error names the command instead."""
+    lasting resource outside the plan the person approves. The error names the command instead.
+    Returns the GPU types of the volume's cluster: the catalogue's clusters (GET
+    /training/available-fft-models ``models[].clusters[]`` ``clusterId`` -> ``gpuType``) with its ``clusterId``."""
     volumes = ctx.platform().list_volumes(team_id=owner.team_id)
     found = next((v for v in volumes if v.name == volume), None)
     if found is None:
@@ -384,6 +419,13 @@ def _check_volume(ctx: Context, volume: str, owner: Owner, warnings: list[str]) 
                    "Or plan without a volume.", next_calls=[listing])
     if (found.status or "").upper() != "RUNNING":
         warnings.append(f"Volume {volume} is {found.status or 'in an unknown state'}, not RUNNING yet.")
+    models = ctx.platform().list_models(team_id=owner.team_id).models
+    types = sorted({c.gpu_type for m in models for c in m.clusters if c.gpu_type and found.cluster_id
+                    and c.cluster_id == found.cluster_id})
+    if not types:
+        warnings.append(f"Which GPU types volume {volume}'s cluster ({found.cluster or found.cluster_id or 'unknown'}) "
+                        "serves is not in the platform's catalogue; a run uses the GPUs of its volume's cluster.")
+    return VolumeFit(name=volume, cluster_id=found.cluster_id, cluster=found.cluster, gpu_types=types)
 
 
 def plan_again(args: PlanRunInput, **changes: Any) -> Call:
@@ -473,11 +515,10 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
                                   file_sha256=file_sha256, acknowledged=acknowledged, config_path=str(path),
                                   planning=prepare)
     model = report.model_name
-    gpu_type, gpu_how, price, why = _choose_gpu(ctx, args, toml_strings["gpu_type"], owner, model, warnings)
-    count = report.gpu_count
     volume = args.volume or toml_strings["volume"]
-    if volume:
-        _check_volume(ctx, volume, owner, warnings)
+    fit = _check_volume(ctx, volume, owner, warnings) if volume else None
+    gpu_type, gpu_how, price, why = _choose_gpu(ctx, args, toml_strings["gpu_type"], owner, model, warnings, fit)
+    count = report.gpu_count
     if toml_strings["volume_size"]:
         warnings.append("volume_size is ignored: model-factory attaches existing volumes only.")
     image_tag = args.image_tag or toml_strings["image_tag"]
@@ -494,9 +535,13 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     warnings += magnitude_warnings(cost)
     for imported in ctx.store().imported:
         warnings.append(imported.words())
-    if problem := load_for_context(ctx).problem:
+    policy = load_for_context(ctx)
+    if problem := policy.problem:
         warnings.append(f"The budget policy is not used: {problem} Launches need a person's approval until the "
                         "person fixes it.")
+    spend_cap = policy.limits.spend_cap_usd_per_run if policy.limits else None
+    if spend_cap is not None and (capped := cap_warning(spend_cap, f"spend_cap_usd_per_run of {policy.path}", cost)):
+        warnings.append(capped)
 
     base = args.name or (raw["name"] if isinstance(raw.get("name"), str) and raw["name"] else None)
     if base is None:

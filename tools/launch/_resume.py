@@ -58,6 +58,7 @@ class ResumeRunInput(BaseModel):
     env_files: list[str] = Field(default_factory=list, description=(
         "Paths of .env files to read forwarded secrets from (later wins); as with prime train resume, only "
         "WANDB_API_KEY / HF_TOKEN may be in them."))
+    keep_secrets: bool = Field(default=True, description="Forward the paused run's secret names again.")
     team: str | None = Field(default=None, description=(
         "Who you expect to pay: 'personal' or a team id. The new run belongs to the paused run's owner; a "
         "different one is refused. Null: the paused run's owner, shown in the plan."))
@@ -122,6 +123,13 @@ def _earlier(ctx: Context, store: Store, run_id: str, plan_id: str) -> list[tupl
     return found
 
 
+def _carried_secrets(store: Store, run: wire.RLRun) -> list[str]:
+    """The secret NAMES the plan that launched (or resumed into) ``run`` forwarded (docs/hosted-training/
+    pause-resume: a resume must be passed its secrets again); empty when no plan of it is in this store."""
+    state = gate.plan_of_run(store, run.id)
+    return list(state.plan.secret_names) if state is not None else []
+
+
 def _gpu(ctx: Context, store: Store, args: ResumeRunInput, run: wire.RLRun,
          warnings: list[str]) -> tuple[str | None, str, float | None, str | None]:
     """(GPU type, where it came from, USD per GPU-hour or None, why unknown)."""
@@ -174,7 +182,16 @@ def build_resume(args: ResumeRunInput, ctx: Context, plan_id: str) -> ResumeDraf
         rest = [p for p in args.env_files if p != given.get(env_file)]
         return call("mf_resume_run", **same, env_files=rest or None)
 
-    names = forwarded_names(args.secrets, ctx, files, warnings, call("mf_resume_run", run_id=run.id), without)
+    carried = _carried_secrets(store, run) if args.keep_secrets else []
+    names = forwarded_names(list(dict.fromkeys([*carried, *args.secrets])), ctx, files, warnings,
+                            call("mf_resume_run", run_id=run.id), without)
+    if carried:
+        without_them = call("mf_resume_run", run_id=run.id, keep_secrets=False)
+        warnings.append(f"Secrets {', '.join(carried)} are forwarded again, as the paused run had them (its launch "
+                        f"or resume plan); to leave them out: {without_them} with the secrets to keep.")
+    if run.wandb_project and "WANDB_API_KEY" not in names:
+        warnings.append(f"The run logs to Weights & Biases (project {run.wandb_project}) but WANDB_API_KEY is not "
+                        "forwarded: the resumed run may fail to log. Forward it by name.")
     gpu, how, price, why = _gpu(ctx, store, args, run, warnings)
     try:
         paused_step = ctx.platform().get_progress(run.id).latest_step

@@ -144,8 +144,8 @@ _WHAT = {
             "resumed; a STOPPED one cannot).",
     "pause": "pause run {run} ({name}): it saves a checkpoint and stops billing GPUs; resuming it later starts a "
              "NEW billed run from that checkpoint, planned and approved like a launch.",
-    "restart": "restart run {run} ({name}) from its latest READY checkpoint (steps since then are done again, and "
-               "billed).",
+    "restart": "restart run {run} ({name}) from its latest READY checkpoint{detail} (the steps since then are done "
+               "again, and billed).",
 }
 
 
@@ -171,12 +171,13 @@ def _material(ctx: Context, run: wire.RLRun, action: Action, unresolved: list[Lo
     return material
 
 
-def _plan(ctx: Context, store: Store, run: wire.RLRun, action: Action) -> gate.LaunchState:
+def _plan(ctx: Context, store: Store, run: wire.RLRun, action: Action, detail: str = "") -> gate.LaunchState:
     plan_id = new_plan_id(action)
     unresolved = _still_unresolved(ctx, store, run, plan_id)
     material = _material(ctx, run, action, unresolved)
     summary = "\n".join(shown(line) for line in [  # the run's name and status are the platform's text
-        f"{action.capitalize()} plan {plan_id}: " + _WHAT[action].format(run=run.id, name=run.name or "unnamed"),
+        f"{action.capitalize()} plan {plan_id}: " + _WHAT[action].format(run=run.id, name=run.name or "unnamed",
+                                                                          detail=detail),
         *unresolved_action_lines(unresolved),
         f"  Owner:   {owner_label(run.team_id)}",
         f"  Model:   {run.base_model or 'unknown'}; status when planned {run.status}; GPUs "
@@ -188,10 +189,17 @@ def _plan(ctx: Context, store: Store, run: wire.RLRun, action: Action) -> gate.L
     return gate.launch_state(store, plan_id)
 
 
-def _state(ctx: Context, store: Store, run: wire.RLRun, action: Action, confirmation: str | None) -> gate.LaunchState:
+def plan_action(ctx: Context, store: Store, run: wire.RLRun, action: Action) -> gate.LaunchState:
+    """Record a new ``action`` plan of ``run`` (as the control tools do when called without a code), for a
+    channel that approves it on a person's standing instruction (a spend cap, :mod:`tools.launch._cap`)."""
+    return _plan(ctx, store, run, action)
+
+
+def _state(ctx: Context, store: Store, run: wire.RLRun, action: Action, confirmation: str | None,
+           detail: str = "") -> gate.LaunchState:
     """A new plan without a confirmation; else the plan the code names, which must be this action on this run."""
     if not confirmation or not confirmation.strip():
-        return _plan(ctx, store, run, action)
+        return _plan(ctx, store, run, action, detail)
     state = plan_of_token(store, confirmation)
     if state is None or state.plan.action != action or state.plan.run_id != run.id:
         again = call(f"mf_{action}_run", run_id=run.id)
@@ -224,7 +232,8 @@ def _lost_failure(run: wire.RLRun, action: Action, state: gate.LaunchState, why:
                 next_calls=[inspect, logs])
 
 
-def _send(ctx: Context, run: wire.RLRun, action: Action, confirmation: str | None, send: Callable[[], str]) -> _Sent:
+def _send(ctx: Context, run: wire.RLRun, action: Action, confirmation: str | None, send: Callable[[], str],
+          detail: str = "") -> _Sent:
     """Approve (a person: given code, host prompt or MCP elicitation; never a policy), claim, send once,
     record the outcome. A plan sent before is not sent again: its lost answer is looked for instead
     (:func:`tools.launch._reconcile.look_for_lost_action`; still unknown: ``ambiguous``). An answer
@@ -232,7 +241,7 @@ def _send(ctx: Context, run: wire.RLRun, action: Action, confirmation: str | Non
     reports that as done)."""
     store = ctx.store()
     store.require_writable()
-    state = _state(ctx, store, run, action, confirmation)
+    state = _state(ctx, store, run, action, confirmation, detail)
     if state.status in gate.UNRESOLVED_STATUSES:
         lookup = look_for_lost_action(ctx, store, state)
         if lookup.run is None:
@@ -389,6 +398,29 @@ def pause_run(inp: PauseRunInput, ctx: Context) -> PauseRunResult:
                           next_calls=calls)
 
 
+def _restart_point(ctx: Context, run: wire.RLRun) -> str:
+    """Where a restart of ``run`` goes back to, for its plan: `` at step N; steps N+1-M (K) are redone``, from
+    its latest READY checkpoint (GET ``/rft/runs/{id}/checkpoints``) and latest step (GET ``/progress``).
+    Raises ToolFailure ``conflict`` when it has no READY checkpoint: the platform would go back to the run's
+    start and train (and bill) every step again; nothing is planned or sent."""
+    ready = [c.step for c in ctx.platform().list_checkpoints(run.id)
+             if (c.status or "").upper() == "READY" and c.step is not None]
+    try:
+        latest = ctx.platform().get_progress(run.id).latest_step
+    except perr.PlatformError:
+        latest = None
+    if not ready:
+        listing = call("mf_list_checkpoints", run_id=run.id)
+        raise fail("conflict", f"Run {run.id} has no READY checkpoint: a restart would go back to its start and do "
+                   f"every step again{f' ({latest} so far)' if latest else ''}, billed. Nothing was planned or sent.",
+                   f"Wait for a checkpoint ({listing}; [ckpt] interval sets how often) or stop the run instead.",
+                   next_calls=[listing])
+    back_to = max(ready)
+    redone = f"; steps {back_to + 1}-{latest} ({latest - back_to}) are done again" if latest and latest > back_to \
+        else "; no step since it is lost"
+    return f" at step {back_to}{redone}"
+
+
 @tool
 def restart_run(inp: RestartRunInput, ctx: Context) -> RestartRunResult:
     """Restart a RUNNING run from its latest READY checkpoint after a person approved this restart
@@ -410,7 +442,8 @@ def restart_run(inp: RestartRunInput, ctx: Context) -> RestartRunResult:
         raise fail("conflict", f"Run {run.id} is {run.status}; only a RUNNING run can be restarted.",
                    f"Nothing was sent. Wait until it runs ({wait}) and check it before restarting.", retryable=True,
                    next_calls=[wait])
-    sent = _send(ctx, run, "restart", inp.confirmation, lambda: ctx.platform().restart_run(run.id).status)
+    sent = _send(ctx, run, "restart", inp.confirmation, lambda: ctx.platform().restart_run(run.id).status,
+                 _restart_point(ctx, run))
     state, channel = sent.state, sent.channel
     if sent.lost is not None:  # nothing a run shows says a restart happened: never report one as done
         raise _lost_failure(run, "restart", state, sent.lost, run.status)

@@ -15,6 +15,7 @@ them), ``_views`` (clipped server text, failure analysis), ``_clock`` (the serve
 from tools.monitor._learning import Finding, Learning, LearningVerdict, judge, trend
 from tools.monitor._logtext import Signatures, normalise, parse_logs
 from tools.monitor._series import reward_key
+from tools.monitor.cap import SpendCap, check_cap
 from tools.monitor.checkpoints import (
     DCP_NOTE,
     DownloadCheckpointInput,
@@ -57,6 +58,7 @@ from tools.monitor.runs import (
     get_run,
     launch_of,
     list_runs,
+    wait,
     wait_for_run,
 )
 from tools.monitor.spend import GetSpendInput, GetSpendResult, SpendSoFar, get_spend, missing_plan, spend_so_far
@@ -90,12 +92,14 @@ __all__ = [
     "PlotMetricsInput",
     "PlotMetricsResult",
     "Signatures",
+    "SpendCap",
     "SpendSoFar",
     "SummarizeLogsInput",
     "SummarizeLogsResult",
     "Verdict",
     "WaitForRunInput",
     "WaitForRunResult",
+    "check_cap",
     "check_progress",
     "checkpoint_download",
     "checkpoint_path",
@@ -119,5 +123,6 @@ __all__ = [
     "spend_so_far",
     "summarize_logs",
     "trend",
+    "wait",
     "wait_for_run",
 ]

@@ -29,7 +29,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.core import RUN_ID, Context, predecessors, require_run, tool
+from tools.core import RUN_ID, Context, alert_calls, alert_words, alerts_of_run, predecessors, require_run, tool
 from tools.errors import Call, call
 from tools.monitor._clock import parse_time, seconds_since, server_now
 from tools.monitor._learning import TREND_WINDOW_STEPS, Learning, judge
@@ -135,6 +135,8 @@ class CheckProgressResult(BaseModel):
     failure_analysis: FailureAnalysisView | None = Field(default=None, description=(
         "The platform's diagnosis of a FAILED run."))
     error_message: str | None = Field(default=None, description="The platform's error text.")
+    alerts: list[str] = Field(default_factory=list, exclude_if=lambda v: not v, description=(
+        "How the run differs from the plan a person approved (checked after its create; state store): tell them."))
     evidence: list[str] = Field(description="Facts behind the verdict, one per line.")
     next_step: str = Field(description="What to call next.")
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
@@ -340,6 +342,12 @@ def check_progress(inp: CheckProgressInput, ctx: Context) -> CheckProgressResult
     if learning and problems and result.verdict in ("progressing", "completed", "stopped", "paused"):
         result.next_step = (f"Learning: {learning.verdict}, with {', '.join(problems)}: tell the person each such "
                             f"finding's evidence and fix. {result.next_step}")
+    result.alerts = alerts_of_run(ctx, run.id)
+    if result.alerts:
+        evidence.insert(0, alert_words(run.id, result.alerts))
+        if not result.terminal:
+            result.next_step = f"Tell the person about the alert (first line of the evidence). {result.next_step}"
+            result.next_calls = [*alert_calls(run.id), *result.next_calls]
     return result
 
 

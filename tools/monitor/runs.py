@@ -7,6 +7,7 @@ Sources (reference/prime-api.md): GET ``/rft/runs/{id}`` (§2.2, §5.1), ``/rft/
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -31,6 +32,7 @@ from tools.guardrails import confirmation as gate
 from tools.monitor._clock import parse_time, seconds_since, server_now
 from tools.monitor._series import OVERDUE_STEP_MULTIPLE, overdue_multiple, step_seconds
 from tools.monitor._views import FailureAnalysisView, clip, failure_analysis_view
+from tools.monitor.cap import SpendCap
 from tools.monitor.progress import (
     CRASH_POD_STATES,
     FAILED_POD_STATES,
@@ -403,6 +405,9 @@ class WaitForRunResult(BaseModel):
     step_overdue: bool | None = Field(default=None, description=(
         f"True when that age is more than {OVERDUE_STEP_MULTIPLE} x the recent step time (GET /metrics timestamps): "
         "the run may be stuck; next_step names mf_check_progress. Null otherwise."))
+    spend_cap: SpendCap | None = Field(default=None, description=(
+        "The spend cap that applies (approval --max-usd or budget policy) and what the wait did: it pauses the "
+        "run before spend passes the cap; null when no cap applies."))
     next_step: str = Field(description="What to do next.")
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
 
@@ -418,6 +423,16 @@ def _reached(inp: WaitForRunInput, run: wire.RLRun, step: int | None) -> bool:
 
 @tool
 def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
+    """:func:`wait` without a spend cap check (the registered tool, ``tools.launch.wait_for_run``, adds it)."""
+    return wait(inp, ctx)
+
+
+#: What :func:`wait` calls after each read of a run that has not ended: a spend cap check (it may pause the
+#: run), answering the cap's state, or None when no cap applies.
+OnPoll = Callable[[wire.RLRun, float], SpendCap | None]
+
+
+def wait(inp: WaitForRunInput, ctx: Context, on_poll: OnPoll | None = None) -> WaitForRunResult:
     """Poll a run (GET ``/rft/runs/{id}`` and ``/progress``) until ``until`` holds, it ends,
     or ``timeout_seconds`` pass (on ``ctx.clock``), requests included: each request is bounded
     by the time left (:meth:`~tools.platform.client.PlatformClient.bound_requests`) and the
@@ -434,8 +449,12 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
     max_steps, ...)``. Errors: ``not_found``; ``unavailable`` / ``rate_limited`` (retryable)
     when the last poll failed: the message says the last status read is stale and how old it
     is (a wait never reports a status it could not confirm as current); the platform codes.
+
+    ``on_poll(run, seconds_left)``: called after each read of a run that has not ended; when the spend cap
+    it checks paused (or stopped) the run, the wait ends there, the run read again, with ``spend_cap`` set.
     """
     started = ctx.clock()
+    cap: SpendCap | None = None
     deadline = started + inp.timeout_seconds
     last_poll = deadline - min(LAST_POLL_SECONDS, inp.timeout_seconds / 2)
     client = ctx.platform_client(attempts=1)
@@ -466,6 +485,12 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
                 ctx.report(step or 0, run.max_steps, f"{run.status} step {step or 0}/{run.max_steps or '?'}")
                 if _reached(inp, run, step) or run.is_terminal() or not wire.RunStatus.is_known(run.status):
                     break  # an unknown status: waiting cannot tell whether it ends
+                if on_poll is not None:
+                    cap = on_poll(run, max(0.0, last_poll - ctx.clock()))
+                    if cap is not None and cap.action in ("paused", "pausing", "stopped"):
+                        client.bound_requests(max(1.0, deadline - ctx.clock()))
+                        run = client.get_run(inp.run_id)
+                        break
             remaining = last_poll - ctx.clock()
             if remaining <= 0:
                 break
@@ -491,7 +516,11 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
     again = call("mf_wait_for_run", run_id=run.id, until="running" if inp.until == "running" else None, step=inp.step,
                  timeout_seconds=None if inp.timeout_seconds == DEFAULT_WAIT_SECONDS else inp.timeout_seconds)
     calls = [check]
-    if not wire.RunStatus.is_known(run.status):
+    if cap is not None and cap.action in ("paused", "pausing", "stopped", "pause_failed", "already_paused"):
+        resume = call("mf_resume_run", run_id=run.id)
+        advice = f"Tell the person: {cap.message}"
+        calls = [resume] if cap.action in ("paused", "pausing", "already_paused") else [check]
+    elif not wire.RunStatus.is_known(run.status):
         advice, calls = next_step("unknown", run.id, run.status, None)
     elif run.is_terminal() and run.is_sft:  # an SFT run trains on a dataset: no rollouts, no traces
         report = call("mf_run_report", run_id=run.id)
@@ -520,8 +549,8 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
     return WaitForRunResult(
         run_id=run.id, status=run.status, terminal=run.is_terminal(), reached=reached, until=inp.until,
         latest_step=step, max_steps=run.max_steps, waited_seconds=round(ctx.clock() - started, 2), polls=polls,
-        last_step_age_seconds=late[0] if late else None, step_overdue=True if late else None, next_step=advice,
-        next_calls=calls)
+        last_step_age_seconds=late[0] if late else None, step_overdue=True if late else None, spend_cap=cap,
+        next_step=advice, next_calls=calls)
 
 
 def _late_step(ctx: Context, client: PlatformClient, run_id: str, progress: wire.RunProgress,

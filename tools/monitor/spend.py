@@ -6,7 +6,12 @@
 - Elapsed running time x the plan's hourly rate: ``startedAt`` to the run's end (or now, on the
   server's clock) x ``usd_per_gpu_hour`` x GPUs from the plan (else the platform's
   ``estimatedCostPerHour`` recorded at dispatch). A second, labelled figure: what the GPUs cost
-  while the run held them, start-up included.
+  while the run held them. Billing (docs/hosted-training/billing) counts no queue (no ``startedAt``
+  yet) and no pause: a PAUSED run's time ends when it paused (``completedAt``, else its
+  ``updatedAt``), never at now. Image pull inside start-up is not billed either, but the wire does not
+  say when it ended: the figure includes it (an upper bound by the start-up's length).
+- A resume chain (paused -> resumed -> ..., the state store's run links) is one line,
+  :class:`ChainSpend`: each run's figures and their total, against the launch plan's estimate.
 - The plan's low/expected/high estimate comes from the state store (the plan that launched or
   resumed into this run, on this platform); a run launched from elsewhere has none, said as unknown,
   and :func:`missing_plan` says which store was read.
@@ -30,6 +35,8 @@ from tools.platform import errors as perr
 from tools.platform import wire
 from tools.units import USD, Seconds, USDPerHour, duration, usd, usd_per_gpu_hour, usd_per_hour
 
+#: Runs of a resume chain followed each way at most (each resume is a pause a person asked for).
+MAX_CHAIN = 8
 UNITS_NOTE = ("The usage endpoint prices tokens (USD per million tokens) and the plan prices GPU time (USD per "
               "GPU-hour): both totals are in USD, shown side by side; no price is converted into the other unit.")
 
@@ -39,6 +46,28 @@ class GetSpendInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     run_id: str = RUN_ID
+
+
+class ChainRun(BaseModel):
+    """One run of a resume chain and what it has cost."""
+
+    run_id: str = Field(description="Run id.")
+    status: str | None = Field(default=None, description="Its status when read (null: it could not be read).")
+    platform_usd: float | None = Field(default=None, description="The usage endpoint's total_cost_usd.")
+    elapsed_x_rate_usd: float | None = Field(default=None, description="Running time x the plan's hourly rate.")
+
+
+class ChainSpend(BaseModel):
+    """A resume chain's spend, oldest run first, against the launch plan's estimate (USD)."""
+
+    runs: list[ChainRun] = Field(description="The chain's runs, oldest first (the state store's run links).")
+    platform_usd: float | None = Field(default=None, description="Sum of the platform figures (null: one unknown).")
+    elapsed_x_rate_usd: float | None = Field(default=None, description="Sum of time x rate (null: one unknown).")
+    plan_id: str | None = Field(default=None, description="The plan that launched the first run.")
+    plan_low_usd: float | None = Field(default=None, description="That plan's low estimate.")
+    plan_expected_usd: float | None = Field(default=None, description="Its expected estimate.")
+    plan_high_usd: float | None = Field(default=None, description="Its high estimate.")
+    line: str = Field(description="The chain's spend in one line.")
 
 
 class SpendSoFar(BaseModel):
@@ -65,6 +94,8 @@ class SpendSoFar(BaseModel):
         "null (unknown) when there is no high estimate (no plan in this store, or its cost was unknown) or no "
         "figure."))
     warning: str | None = Field(default=None, description="Said when a figure passes the plan's high estimate.")
+    chain: ChainSpend | None = Field(default=None, exclude_if=lambda v: v is None, description=(
+        "The resume chain this run belongs to (state store run links), added up; absent for a run on its own."))
 
     def words(self) -> str:
         """One line for a person: both figures, labelled, and the plan's estimate."""
@@ -96,8 +127,9 @@ class GetSpendResult(SpendSoFar):
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
 
 
-def spend_so_far(ctx: Context, run: wire.RLRun, now: datetime | None = None) -> SpendSoFar:
-    """The figures of :class:`SpendSoFar` for ``run`` (one GET ``/billing/runs/{id}/usage``; the store is local)."""
+def spend_so_far(ctx: Context, run: wire.RLRun, now: datetime | None = None, *, with_chain: bool = True) -> SpendSoFar:
+    """The figures of :class:`SpendSoFar` for ``run`` (one GET ``/billing/runs/{id}/usage``; the store is local),
+    with its resume chain added up unless ``with_chain`` is false (:func:`chain_spend`)."""
     platform = ctx.platform()
     spend = SpendSoFar()
     try:
@@ -113,8 +145,7 @@ def spend_so_far(ctx: Context, run: wire.RLRun, now: datetime | None = None) -> 
                  if value is not None]
         spend.platform_pricing = f"USD per million tokens: {', '.join(parts)}" if parts else None
     now = now or server_now(platform)
-    if run.started_at is not None:
-        end = run.completed_at if run.completed_at is not None and run.is_terminal() else now
+    if run.started_at is not None and (end := _held_until(run, now)) is not None:
         spend.running_seconds = max(0.0, round((end - run.started_at).total_seconds(), 1))
     state = gate.plan_of_run(ctx.store(), run.id, platform_url=ctx.settings.base_url)
     if state is not None:
@@ -141,7 +172,83 @@ def spend_so_far(ctx: Context, run: wire.RLRun, now: datetime | None = None) -> 
     if over:
         spend.warning = (f"Spend so far passes the plan's high estimate of {usd(high)}: "
                          + "; ".join(f"{label} {usd(value)}" for label, value in over) + ".")
+    if with_chain:
+        spend.chain = chain_spend(ctx, run, spend, now)
     return spend
+
+
+def _held_until(run: wire.RLRun, now: datetime) -> datetime | None:
+    """When the run stopped holding billed GPUs: its ``completedAt`` once ended; a PAUSED run without
+    one, its ``updatedAt`` (when it paused: the meter stops, docs/hosted-training/pause-resume); None
+    when an ended run says neither (unknown, never counted to now); ``now`` while it runs or pauses."""
+    if not run.is_terminal():
+        return now
+    if run.completed_at is not None:
+        return run.completed_at
+    return run.updated_at if (run.status or "").upper() == "PAUSED" else None
+
+
+def chain_ids(ctx: Context, run_id: str) -> list[str]:
+    """The resume chain of ``run_id``, oldest first, from the state store's run links (a resume's link
+    names the run it continues); ``[run_id]`` alone when no link joins it to another. Store only."""
+    store = ctx.store()
+
+    def links(rid: str) -> list:
+        return store.run_links(rid, ctx.settings.base_url)
+
+    chain = [run_id]
+    while len(chain) < MAX_CHAIN:
+        back = next((x.continues for x in links(chain[0]) if x.run_id == chain[0] and x.continues), None)
+        if back is None or back in chain:
+            break
+        chain.insert(0, back)
+    while len(chain) < 2 * MAX_CHAIN:
+        ahead = next((x.run_id for x in links(chain[-1]) if x.continues == chain[-1]), None)
+        if ahead is None or ahead in chain:
+            break
+        chain.append(ahead)
+    return chain
+
+
+def _total(values: list[float | None]) -> float | None:
+    return None if any(v is None for v in values) else round(sum(v for v in values if v is not None), 2)
+
+
+def chain_spend(ctx: Context, run: wire.RLRun, spend: SpendSoFar, now: datetime | None = None) -> ChainSpend | None:
+    """The resume chain of ``run`` added up (``spend``: its own figures, already read); None when the run is
+    alone. One GET ``/rft/runs/{id}`` and one usage read per other run of the chain."""
+    ids = chain_ids(ctx, run.id)
+    if len(ids) < 2:
+        return None
+    rows: list[ChainRun] = []
+    first_spend: SpendSoFar | None = None
+    for rid in ids:
+        if rid == run.id:
+            other, figures = run, spend
+        else:
+            try:
+                other = ctx.platform().get_run(rid)
+            except perr.PlatformError:
+                rows.append(ChainRun(run_id=rid))
+                continue
+            figures = spend_so_far(ctx, other, now, with_chain=False)
+        first_spend = first_spend or figures
+        rows.append(ChainRun(run_id=rid, status=other.status, platform_usd=figures.platform_usd,
+                             elapsed_x_rate_usd=figures.elapsed_x_rate_usd))
+    launch = first_spend if first_spend is not None and rows[0].status is not None else None
+    chain = ChainSpend(runs=rows, platform_usd=_total([r.platform_usd for r in rows]),
+                       elapsed_x_rate_usd=_total([r.elapsed_x_rate_usd for r in rows]),
+                       plan_id=launch.plan_id if launch else None,
+                       plan_low_usd=launch.plan_low_usd if launch else None,
+                       plan_expected_usd=launch.plan_expected_usd if launch else None,
+                       plan_high_usd=launch.plan_high_usd if launch else None, line="")
+    each = ", ".join(f"{r.run_id} {usd(r.platform_usd)}" for r in rows)
+    plan = (f" against plan {chain.plan_id}'s estimate of {usd(chain.plan_low_usd)} / "
+            f"{usd(chain.plan_expected_usd)} / {usd(chain.plan_high_usd)} (low/expected/high)"
+            if chain.plan_id else "")
+    chain.line = (f"Resume chain of {len(rows)} runs: {usd(chain.platform_usd)} reported by the platform "
+                  f"({each}); about {usd(chain.elapsed_x_rate_usd)} from running time{plan}.")
+    return chain
 
 
 def missing_plan(ctx: Context, run_id: str) -> str:
@@ -169,7 +276,8 @@ def get_spend(inp: GetSpendInput, ctx: Context) -> GetSpendResult:
     hours = duration(spend.running_seconds) if spend.running_seconds is not None else "not started"
     so_far = "in all" if run.is_terminal() else "so far"
     summary = (f"Run {run.id} ({run.status}): the platform reports {usd(spend.platform_usd)} {so_far}; running "
-               f"{hours} x {usd_per_hour(spend.usd_per_hour)} = {usd(spend.elapsed_x_rate_usd)}; {plan}.")
+               f"{hours} x {usd_per_hour(spend.usd_per_hour)} = {usd(spend.elapsed_x_rate_usd)}; {plan}."
+               + (f" {spend.chain.line}" if spend.chain else ""))
     progress = call("mf_check_progress", run_id=run.id)
     if run.is_terminal():  # nothing left to watch: what it cost, against the plan
         report = call("mf_run_report", run_id=run.id)

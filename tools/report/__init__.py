@@ -42,9 +42,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools import monitor
+from tools import monitor, units
 from tools.configs import checkpoint_of
-from tools.core import RUN_ID, Context, predecessors, require_run, tool
+from tools.core import RUN_ID, Context, alert_calls, alert_words, alerts_of_run, predecessors, require_run, tool
 from tools.errors import Call, ToolError, ToolFailure, call
 from tools.platform import errors as perr
 from tools.platform import wire
@@ -97,6 +97,8 @@ class RunReportResult(BaseModel):
     learning: monitor.LearningVerdict | None = Field(default=None, description=(
         "Over the whole run: learning, flat, worsening, saturated, overfitting, too_early or unknown (the Learning "
         "line has the evidence)."))
+    alerts: list[str] = Field(default_factory=list, exclude_if=lambda v: not v, description=(
+        "How the run differs from the plan a person approved (checked after its create; state store)."))
     next_step: str | None = Field(default=None, description="What is left to do, if anything.")
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
 
@@ -197,7 +199,7 @@ def _checkpoint_text(run: monitor.GetRunResult, config: dict[str, Any] | None,
     steps = ", ".join(str(c.step) for c in ready[:MAX_CHECKPOINTS_LISTED])
     more = f" and {len(ready) - MAX_CHECKPOINTS_LISTED} more" if len(ready) > MAX_CHECKPOINTS_LISTED else ""
     size = sum(c.size_bytes or 0 for c in ready)
-    shown = f"{size / 1e9:.1f} GB" if size >= 1e9 else f"{size / 1e6:.1f} MB"
+    shown = units.size(size)
     text = f"{len(ready)} READY (steps {steps}{more}; {shown})" if ready else "none READY yet"
     if not ready and not busy:
         text = _none_saved(run, config)
@@ -208,7 +210,7 @@ def _checkpoint_text(run: monitor.GetRunResult, config: dict[str, Any] | None,
         text += f". They are on volume {run.volume_name} under runs/{run.run_id}/checkpoints/"
         if ready and run.terminal:
             download = call("mf_download_checkpoint", run_id=run.run_id, dest=f"checkpoint-{run.run_id}")
-            text += f"; fetch the latest with {download} ({size / 1e9:.1f} GB of disk per checkpoint)."
+            text += f"; fetch the latest with {download} ({units.size(size)} of disk per checkpoint)."
         else:
             text += "; fetch one once the run has ended or paused (the volume syncs then)."
     elif ready:
@@ -333,12 +335,16 @@ def run_report(inp: RunReportInput, ctx: Context) -> RunReportResult:
         f"- Owner: {run.owner}; model {run.model or 'unknown'} ({run.mode.upper()}), {run.gpu_count or '?'} GPUs",
         f"- Outcome: {_outcome(run, step)}",
     ]
+    alerts = alerts_of_run(ctx, run.run_id)
+    if alerts:
+        lines.append(f"- {alert_words(run.run_id, alerts)}")
     if progress is not None:
         lines.append(f"- Progress: {_progress(progress, spend)}")
     lines += [
         f"- {'Cost' if run.terminal else 'Cost so far'}: {spend.words()}"
         + (f". {spend.warning}" if spend.warning else "")
         + ("" if spend.plan_id else f". {monitor.missing_plan(ctx, run.run_id)}"),
+        *([f"- Resume chain cost: {spend.chain.line}"] if spend.chain else []),
         f"- Learning: {learned}" + (f"; plot {plot_path}" if plot_path else ""),
         *([f"- Resumed: {earlier}"] if earlier else []),
         f"- Checkpoints: {checkpoints}",
@@ -350,17 +356,20 @@ def run_report(inp: RunReportInput, ctx: Context) -> RunReportResult:
     else:
         lines.append("- Launch: not in this state store (secret names and approval unknown here)")
     next_step, calls = _next(run, progress, download if complete is not True else None, fetch)
+    if alerts and not run.terminal:
+        calls = [*alert_calls(run.run_id), *(c for c in calls if c not in alert_calls(run.run_id))]
+        next_step = f"Tell the person about the ALERT line. {next_step or ''}".strip()
     return RunReportResult(run_id=run.run_id, status=run.status, terminal=run.terminal, markdown="\n".join(lines),
                            plot_path=plot_path, traces_complete=complete, failed_episodes=traces.failed_episodes,
                            unscored_traces=traces.unscored_traces, verdict=progress.verdict if progress else None,
-                           learning=learning.verdict if learning else None, next_step=next_step,
+                           learning=learning.verdict if learning else None, alerts=alerts, next_step=next_step,
                            next_calls=calls + [c for c in earlier_calls if c not in calls])
 
 
 def _progress(progress: monitor.CheckProgressResult, spend: monitor.SpendSoFar) -> str:
     """The Progress line of a run that has not ended: mf_check_progress's verdict and evidence (its spend
     warning is the Cost line's already)."""
-    evidence = " ".join(e for e in progress.evidence if e != spend.warning and e != (
+    evidence = " ".join(e for e in progress.evidence if not e.startswith("ALERT: ") and e != spend.warning and e != (
         progress.spend.warning if progress.spend else None))
     return f"{progress.verdict.replace('_', ' ')}" + (f". {evidence}" if evidence else ".")
 
