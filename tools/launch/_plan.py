@@ -416,13 +416,18 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     secret_detection.refuse_secret_values(raw, root=path.name, known_values=ctx.scrubber.known_values(),
                                           check_key_names=True)
     report = configs.validate_read(path, data, ctx)  # the bytes hashed below; schema auto, as validate-config
-    if not report.valid:
+    if report.valid is False:
         problems = "; ".join(f"{e.path or '(file)'}: {e.message}" for e in report.errors[:5])
         more = f" (+{len(report.errors) - 5} more)" if len(report.errors) > 5 else ""
         check, again = call("mf_validate_config", config_path=str(path)), plan_again(args)
         raise fail("invalid_config", f"{path} would be refused: {problems}{more}",
                    f"Fix the config ({check} lists every problem), then plan again: {again}.",
                    fields=[FieldProblem(path=e.path, problem=e.message) for e in report.errors],
+                   next_calls=[check, again])
+    if report.valid is None:  # only our rules ran (the snapshot failed): nothing says the platform would accept it
+        check, again = call("mf_validate_config", config_path=str(path), schema="real"), plan_again(args)
+        raise fail("invalid_config", f"{path} was not judged by a schema: {report.schema_note}",
+                   f"Check it with prime-rl's own schema ({check}), then plan again: {again}.",
                    next_calls=[check, again])
     if report.gpu_count is None:
         again = plan_again(args)
