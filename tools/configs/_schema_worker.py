@@ -8,7 +8,8 @@ say what it is. Protocol, one JSON object per line:
 
 - worker -> caller, at once: ``{"hello": {"python": "3.12.1", "executable": ...}}``;
 - worker -> caller, after importing prime_rl.configs: ``{"ready": true, "import_seconds": s,
-  "versions": {...}, "commit": sha-or-null, "commit_source": ...}`` or
+  "versions": {...}, "commit": sha-or-null, "commit_source": ..., "sources": [the files of the
+  prime_rl modules imported]}`` or
   ``{"ready": false, "error": "..."}`` (then it exits);
 - caller -> worker: ``{"id": n, "mode": "rl"|"sft", "data": {...}, "dump": true}``;
 - worker -> caller: ``{"id": n, "errors": [{"loc": [...], "type": ..., "msg": ...}],
@@ -106,8 +107,10 @@ def main():
         _emit(protocol, {"ready": False, "error": "%s: %s" % (type(exc).__name__, exc)})
         return 3
     commit, commit_source = _installed_commit()
+    sources = sorted(set(getattr(m, "__file__", None) or "" for n, m in list(sys.modules.items())
+                         if n == "prime_rl" or n.startswith("prime_rl.")) - {""})
     _emit(protocol, {"ready": True, "import_seconds": time.perf_counter() - started, "versions": _versions(),
-                     "commit": commit, "commit_source": commit_source, "pid": os.getpid()})
+                     "commit": commit, "commit_source": commit_source, "pid": os.getpid(), "sources": sources})
     models = {"rl": RLConfig, "sft": SFTConfig}
     for line in sys.stdin:
         if not line.strip():
