@@ -442,6 +442,16 @@ CASES: tuple[Case, ...] = (
     _c("order/sft/two_fields", "wd-sft", Set("data.seq_len", "long"), Set("optim.lr", "high")),
     _c("order/hosted_after_schema", "rt", Set("clean", True), Set("orchestrator.batch_size", 0)),
     _c("order/deferred_after_hosted", "hs", Set("clean", True), Set("orchestrator.eval.interval", 0)),
+    # --- validation that tells the truth: what each rejection compares ---------------------
+    _c("truth/cross.batch_48_group_5", "rt", Set("orchestrator.batch_size", 48), Set("orchestrator.group_size", 5),
+       about="names orchestrator.batch_size 48 and orchestrator.group_size 5"),
+    _c("truth/cross.seq_len_between_tables", "rt", Delete("seq_len"), Set("orchestrator.seq_len", 8192),
+       Set("trainer.model.seq_len", 4096), about="RLConfig's own validator: both key paths named"),
+    _c("truth/cross.scheduler_shared_max_steps", "rt", Set("trainer.scheduler", {
+        "type": "linear", "warmup_steps": 10, "decay_steps": 15}), about="trainer.max_steps filled from max_steps"),
+    _c("truth/sft/cross.micro_batch_not_dividing", "wd-sft", Set("data.micro_batch_size", 3)),
+    _c("truth/cross.attn_default_with_hf", "wd", Set("trainer.model.impl", "hf"),
+       about="the default attention named as the default"),
 )
 
 
