@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _helpers import EXAMPLE, call, cli, cli_json, err, mf_json, unavailable
@@ -213,3 +214,31 @@ def test_values_of_environment_variables_are_never_shown(schema_ctx: Context, tm
     path.write_text(text)
     [error] = validate(schema_ctx, path, schema="snapshot").errors
     assert "env_vars" in error.message and "visible-value" not in error.message + (error.fix or "")
+
+
+# --- 13. a taskset the interpreter lacks switches off only the checks that need it ------------------
+
+HS = "basic/hendrycks-sanity/rl"  # math-env and aime24: tasksets the fixture's schema environment does not have
+
+
+def test_an_unimportable_taskset_is_named_and_the_rest_of_the_sources_still_checked(real_schema_ctx: Context,
+                                                                                   tmp_path: Path) -> None:
+    report = validate(real_schema_ctx, write_config(example(HS), tmp_path, "hs.toml"), schema="real")
+    assert report.schema_check == "real" and report.valid is True
+    [note] = [n for n in report.notes if "not installed" in n]
+    assert "'math-env'" in note and "'aime24'" in note and "every other check" in note
+
+
+@pytest.mark.parametrize(("edit", "expected"), [
+    (lambda t: t["orchestrator"]["eval"].pop("source"), "must define at least one source"),
+    (lambda t: t["orchestrator"]["eval"]["source"].append(dict(t["orchestrator"]["eval"]["source"][0])),
+     "Duplicate evaluation environment names"),
+    (lambda t: t["orchestrator"]["train"]["source"][0].update(name="agg"), 'name "agg" is reserved'),
+])
+def test_checks_that_need_no_taskset_still_run_when_one_is_missing(edit: Any, expected: str,
+                                                                   real_schema_ctx: Context, tmp_path: Path) -> None:
+    table = example(HS)
+    edit(table)
+    report = validate(real_schema_ctx, write_config(table, tmp_path, "hs.toml"), schema="real")
+    assert report.schema_check == "real" and report.valid is False
+    assert expected in report.errors[0].message and "checked when the run starts" in report.errors[0].message

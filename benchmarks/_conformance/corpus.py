@@ -452,6 +452,13 @@ CASES: tuple[Case, ...] = (
     _c("truth/sft/cross.micro_batch_not_dividing", "wd-sft", Set("data.micro_batch_size", 3)),
     _c("truth/cross.attn_default_with_hf", "wd", Set("trainer.model.impl", "hf"),
        about="the default attention named as the default"),
+    # --- a taskset the interpreter lacks: only its own settings go unchecked ----------------
+    _c("truth/taskset_missing.train_name_agg", "hs", Set(f"{_SRC}.name", "agg")),
+    _c("truth/taskset_missing.eval_beside_known_train", "rt", Set("orchestrator.eval", {"interval": 10, "source": [
+        {"name": "reverse-text", "env": {"taskset": {"id": "aime24"}}},
+        {"name": "reverse-text", "env": {"taskset": {"id": "reverse-text"}}}]}),
+       about="duplicate eval names, one of them a taskset the fixture lacks"),
+    _c("truth/taskset_missing.unchanged_q30", "q30", about="a taskset the fixture lacks, nothing else wrong"),
 )
 
 

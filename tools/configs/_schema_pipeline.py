@@ -22,7 +22,8 @@ described in docs/validation.md):
    validated again; errors inside them count, except a validator of the block itself;
 6. ``run_start`` (RL, not part of ``prime train validate``): the full table with the sources
    kept, which is what the platform validates when the run starts. A taskset the interpreter
-   does not have cannot be checked (a note says so).
+   does not have cannot be checked: only its own settings are skipped (the real back-end's
+   worker stands in for it), and a note names it.
 
 The first failing stage ends the pipeline, as the worker stops at its first exception.
 """
@@ -178,6 +179,12 @@ def _worker_stages(config: dict[str, Any], mode: Mode, validate: Validate, run_s
         if "eval" in deferred:
             orchestrator["eval"] = copy_tree(deferred["eval"])
         result = validate(full)
+        if result.skipped:  # judged with stand-ins for the environments whose taskset is not installed
+            notes.append(Finding(("orchestrator",), "the settings of these environments' tasksets were not checked "
+                                 "here, as their packages are not installed (" + "; ".join(result.skipped)
+                                 + "); every other check of the environment sources ran. The platform checks the "
+                                 "tasksets' own settings when the run starts", "run_start:taskset_unavailable",
+                                 severity="note", stage="run_start", kind="exception"))
         if result.exception is not None and result.exception.startswith("ModuleNotFoundError"):
             notes.append(Finding(("orchestrator",), "environment sources not checked here: " + result.exception
                                  + " (the platform checks them when the run starts)", "run_start:unavailable",

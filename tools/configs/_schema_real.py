@@ -479,7 +479,8 @@ def validate_with(worker: Worker, data: dict[str, Any], mode: Mode, timeout: flo
     errors = [_finding(e, data) for e in answer.get("errors") or ()]
     exception = answer.get("exception")
     return PassResult(errors=errors, resolved=answer.get("dump") if not errors and not exception else None,
-                      warnings=[str(w) for w in answer.get("warnings") or ()], exception=exception)
+                      warnings=[str(w) for w in answer.get("warnings") or ()], exception=exception,
+                      skipped=[str(s) for s in answer.get("skipped") or ()])
 
 
 def _finding(error: dict[str, Any], data: dict[str, Any]) -> Finding:
