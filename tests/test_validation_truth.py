@@ -51,7 +51,8 @@ def broken_snapshot(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_file_no_schema_judged_is_not_valid_but_null(broken_snapshot: None, schema_ctx: Context,
                                                        tmp_path: Path) -> None:
     path = tmp_path / "rl.toml"
-    path.write_text(EXAMPLE.read_text().replace("batch_size = 128", "batch_size = 100"))  # the schema rejects it
+    path.write_text(EXAMPLE.read_text().replace("batch_size = 128", "batch_size = 100")  # the schema rejects it
+                    .replace("max_steps = 20", "max_steps = 19"))  # a config no other test had remembered
     report = validate(schema_ctx, path, schema="snapshot")
     assert report.schema_check == "structural" and report.valid is None and report.errors == []
     assert "not judged by a schema" in report.schema_note.lower()
@@ -69,7 +70,7 @@ def test_our_own_errors_still_make_a_structural_verdict_false(broken_snapshot: N
 def test_the_cli_exits_1_and_plan_refuses_a_file_no_schema_judged(broken_snapshot: None, frozen_ctx: Context,
                                                                    tmp_path: Path) -> None:
     path = tmp_path / "rl.toml"
-    path.write_text(EXAMPLE.read_text())
+    path.write_text(EXAMPLE.read_text().replace("max_steps = 20", "max_steps = 18"))  # not remembered elsewhere
     env = {**frozen_ctx.env, "HOME": str(tmp_path)}
     code, body = cli_json("validate-config", path, "--schema", "snapshot", env=env, cwd=tmp_path)
     assert code == 1 and body["valid"] is None
@@ -242,3 +243,31 @@ def test_checks_that_need_no_taskset_still_run_when_one_is_missing(edit: Any, ex
     report = validate(real_schema_ctx, write_config(table, tmp_path, "hs.toml"), schema="real")
     assert report.schema_check == "real" and report.valid is False
     assert expected in report.errors[0].message and "checked when the run starts" in report.errors[0].message
+
+
+# --- 15. a taskset or harness id the schema commit knows nothing of is named --------------------------
+
+
+def with_env(tmp_path: Path, taskset: str, harness: str | None = None) -> Path:
+    table = example("basic/reverse-text/rl")
+    env = table["orchestrator"]["train"]["source"][0]["env"]
+    env["taskset"]["id"] = taskset
+    if harness is not None:
+        env["agent"] = {"harness": {"id": harness}}
+    return write_config(table, tmp_path, "ids.toml")
+
+
+def test_an_unknown_taskset_or_harness_id_is_a_warning_at_its_key(schema_ctx: Context, tmp_path: Path) -> None:
+    report = validate(schema_ctx, with_env(tmp_path, "revers-text", harness="bsh"), schema="snapshot")
+    assert report.valid is True  # a private environment is allowed
+    named = {w.path: w for w in report.warnings if w.rule == "unknown_plugin_id"}
+    assert set(named) == {"orchestrator.train.source[0].env.taskset.id",
+                          "orchestrator.train.source[0].env.agent.harness.id"}
+    taskset = named["orchestrator.train.source[0].env.taskset.id"]
+    assert "'revers-text' is not known to prime-rl 559b447" in taskset.message and taskset.line and taskset.fix
+
+
+@pytest.mark.parametrize("taskset", ["math-env", "harbor", "PrimeIntellect/reverse-text@0.1.2", "Wiki_Search"])
+def test_ids_the_commit_knows_are_not_named(taskset: str, schema_ctx: Context, tmp_path: Path) -> None:
+    report = validate(schema_ctx, with_env(tmp_path, taskset, harness="terminus_2"), schema="snapshot")
+    assert [w.path for w in report.warnings if w.rule == "unknown_plugin_id"] == []

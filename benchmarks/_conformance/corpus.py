@@ -459,6 +459,10 @@ CASES: tuple[Case, ...] = (
         {"name": "reverse-text", "env": {"taskset": {"id": "reverse-text"}}}]}),
        about="duplicate eval names, one of them a taskset the fixture lacks"),
     _c("truth/taskset_missing.unchanged_q30", "q30", about="a taskset the fixture lacks, nothing else wrong"),
+    # --- ids the schema commit knows nothing of: a warning, never an error --------------------
+    _c("truth/unknown_id.taskset_typo", "rt", Set(f"{_SRC}.env.taskset.id", "revers-text")),
+    _c("truth/unknown_id.harness_typo", "wd", Set(f"{_SRC}.env.agent", {"harness": {"id": "bsh"}})),
+    _c("truth/unknown_id.hub_id_known", "rt", Set(f"{_SRC}.env.taskset.id", "PrimeIntellect/reverse-text@0.1.2")),
 )
 
 

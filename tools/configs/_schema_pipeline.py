@@ -179,11 +179,12 @@ def _worker_stages(config: dict[str, Any], mode: Mode, validate: Validate, run_s
         if "eval" in deferred:
             orchestrator["eval"] = copy_tree(deferred["eval"])
         result = validate(full)
+        notes += result.remarks
         if result.skipped:  # judged with stand-ins for the environments whose taskset is not installed
-            notes.append(Finding(("orchestrator",), "the settings of these environments' tasksets were not checked "
-                                 "here, as their packages are not installed (" + "; ".join(result.skipped)
-                                 + "); every other check of the environment sources ran. The platform checks the "
-                                 "tasksets' own settings when the run starts", "run_start:taskset_unavailable",
+            notes.append(Finding(("orchestrator",), "taskset packages not installed in this interpreter ("
+                                 + "; ".join(result.skipped) + "): their own settings went unchecked, every other "
+                                 "check of the environment sources ran. The platform checks the tasksets' own "
+                                 "settings when the run starts", "run_start:taskset_unavailable",
                                  severity="note", stage="run_start", kind="exception"))
         if result.exception is not None and result.exception.startswith("ModuleNotFoundError"):
             notes.append(Finding(("orchestrator",), "environment sources not checked here: " + result.exception
