@@ -271,3 +271,31 @@ def test_an_unknown_taskset_or_harness_id_is_a_warning_at_its_key(schema_ctx: Co
 def test_ids_the_commit_knows_are_not_named(taskset: str, schema_ctx: Context, tmp_path: Path) -> None:
     report = validate(schema_ctx, with_env(tmp_path, taskset, harness="terminus_2"), schema="snapshot")
     assert [w.path for w in report.warnings if w.rule == "unknown_plugin_id"] == []
+
+
+# --- 14. SFT online-eval blocks are checked as the platform checks them on submission ----------------
+
+SFT = "basic/reverse-text/sft"
+
+
+@pytest.mark.parametrize("schema", ["snapshot", "real"])
+@pytest.mark.parametrize(("edit", "path", "expected"), [
+    (lambda t: t["eval"].setdefault("client", {}).update(base_url="http://localhost:9999/v1"), "",
+     "eval.client.base_url port (9999) does not match inference.server.port (8000)"),
+    (lambda t: t.pop("eval"), "", "[inference] is only used for online evals"),
+    (lambda t: t.update(weight_broadcast={"type": "nixl"}), "", "NIXL weight broadcast is not supported"),
+])
+def test_sft_online_eval_blocks_are_checked_with_sftconfig(schema: str, edit: Any, path: str, expected: str,
+                                                           real_schema_ctx: Context, tmp_path: Path) -> None:
+    table = example(SFT)
+    edit(table)
+    report = validate(real_schema_ctx, write_config(table, tmp_path, f"{schema}.toml"), schema=schema, mode="sft")
+    assert report.schema_check == schema and report.valid is False
+    [error] = report.errors
+    assert error.path == path and expected in error.message and "checked when the run is submitted" in error.message
+
+
+@pytest.mark.parametrize("schema", ["snapshot", "real"])
+def test_the_sft_example_with_online_eval_stays_valid(schema: str, real_schema_ctx: Context, tmp_path: Path) -> None:
+    report = validate(real_schema_ctx, write_config(example(SFT), tmp_path, f"{schema}.toml"), schema=schema)
+    assert report.valid is True and "sft_online_eval" in [w.rule for w in report.warnings]

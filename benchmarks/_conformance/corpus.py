@@ -463,6 +463,11 @@ CASES: tuple[Case, ...] = (
     _c("truth/unknown_id.taskset_typo", "rt", Set(f"{_SRC}.env.taskset.id", "revers-text")),
     _c("truth/unknown_id.harness_typo", "wd", Set(f"{_SRC}.env.agent", {"harness": {"id": "bsh"}})),
     _c("truth/unknown_id.hub_id_known", "rt", Set(f"{_SRC}.env.taskset.id", "PrimeIntellect/reverse-text@0.1.2")),
+    # --- SFT online-eval blocks, as the platform validates them on submission ----------------
+    _c("truth/sft-eval/port_mismatch", "rt-sft", Set("inference.server.port", 8011)),
+    _c("truth/sft-eval/source_env_unknown_key", "rt-sft", Set("eval.source[0].env.taskset.colour", "red")),
+    _c("truth/sft-eval/eval_gpus_over_node", "rt-sft", Set("deployment.num_train_gpus", 8)),
+    _c("truth/sft-eval/vllm_model_mismatch", "rt-sft", Set("inference.vllm.model", "Qwen/Qwen3-1.7B")),
 )
 
 
