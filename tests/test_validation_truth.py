@@ -299,3 +299,17 @@ def test_sft_online_eval_blocks_are_checked_with_sftconfig(schema: str, edit: An
 def test_the_sft_example_with_online_eval_stays_valid(schema: str, real_schema_ctx: Context, tmp_path: Path) -> None:
     report = validate(real_schema_ctx, write_config(example(SFT), tmp_path, f"{schema}.toml"), schema=schema)
     assert report.valid is True and "sft_online_eval" in [w.rule for w in report.warnings]
+
+
+# --- 20. the run's name and the config's own name: the plan says why they differ ---------------------
+
+
+def test_the_plan_says_why_the_run_name_and_the_configs_name_differ(frozen_ctx: Context, tmp_path: Path) -> None:
+    path = tmp_path / "rl.toml"
+    path.write_text('name = "my-run"\n' + EXAMPLE.read_text())
+    plan = call(frozen_ctx, "mf_plan_run", config_path=str(path), team="personal")
+    assert plan.run_name.startswith("my-run-mf") and "name = 'my-run'" in plan.summary
+    assert all(len(line) <= 80 for line in plan.summary.splitlines() if "keeps name" in line)
+    unnamed = tmp_path / "unnamed.toml"
+    unnamed.write_text(EXAMPLE.read_text())
+    assert "keeps name" not in call(frozen_ctx, "mf_plan_run", config_path=str(unnamed), team="personal").summary

@@ -216,6 +216,18 @@ def refuse_credential_name(name: str, what: str, field: str | None = None) -> No
                    fields=[FieldProblem(path=field, problem="shaped like a credential")] if field else [])
 
 
+def _config_name_line(d: Draft) -> list[str]:
+    """Why the run's name and the ``name`` inside the config sent differ, when they do: the
+    platform names the run by the create body's ``name`` (reference/prime-api.md §3.5), and the
+    config goes as ``prime train`` sends it (``_hosted_config`` keeps ``name``), so the fingerprint
+    is added to the body's name only."""
+    inside = d.hosted.get("name") if isinstance(d.hosted, dict) else None
+    if not isinstance(inside, str) or inside == d.run_name:
+        return []
+    return [f"                 (the config inside keeps name = {inside!r}, as prime",
+            "                 train sends it; the platform names the run by the request's name)"]
+
+
 def fingerprint(plan_id: str) -> str:
     """``mf`` + 8 hex digits derived from the plan id; appended to the run name so a run whose
     create answer was lost can be found again (``mf_dispatch_run`` reconciles by it)."""
@@ -564,6 +576,7 @@ def summary_text(d: Draft, *, policy: str | None = None, policy_reasons: list[st
         f"  Model / mode:  {d.model or 'unknown'} / {d.mode.upper()}",
         f"  Validated:     {d.validation.words()}",
         f"  Run name:      {d.run_name} (-{d.fingerprint} marks this plan, to find a launch whose answer is lost)",
+        *_config_name_line(d),
         f"  GPUs:          {gpu}",
         f"  Price:         {price}",
         f"  Steps:         {f'{d.max_steps:,}' if d.max_steps is not None else 'no limit'} ({d.max_steps_reason})",
