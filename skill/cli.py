@@ -98,10 +98,10 @@ class _Parser(argparse.ArgumentParser):
     """An argparse parser that raises :class:`UsageError` instead of printing and exiting, with
     values removed from argparse's own messages (it quotes a bad value back)."""
 
-    def __init__(self, *args: Any, add_help: bool = True, **kwargs: Any) -> None:
+    def __init__(self, *, add_help: bool = True, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _HelpFormatter)
         kwargs.setdefault("allow_abbrev", False)  # "--t" never silently means "--tail-lines"
-        super().__init__(*args, add_help=False, **kwargs)
+        super().__init__(add_help=False, **kwargs)
         self.fields: dict[str, str] = {}  # option string or metavar -> the field it sets
         self._argv: list[str] = []  # the words parse_all was given
         if add_help:

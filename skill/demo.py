@@ -450,12 +450,14 @@ def _interrupted(ctx: Any, emu: _Emulator, outcome: Outcome, say: Any, as_json: 
                 result = registry.call_tool("mf_stop_run", {"run_id": outcome.run_id,
                                                             "timeout_seconds": STOP_SECONDS}, ctx, surface="demo")
             # still tearing down: the stop may not have been taken (its answer can be lost), so say how to stop it
-            problem = result.message if registry.is_error(result) or result.outcome == "still_tearing_down" else None
+            message = str(getattr(result, "message", ""))
+            failed = registry.is_error(result) or getattr(result, "outcome", None) == "still_tearing_down"
+            problem = message if failed else None
         except KeyboardInterrupt:  # interrupted again: leave it to the person
             problem = "the stop was interrupted"
         stopped = problem is None
-        if stopped:
-            say(result.message)
+        if problem is None:
+            say(message)
         else:
             calls = [stop]
             say(render.for_people(f"Run {outcome.run_id}, which the demo launched on your emulator at {emu.base_url}, "

@@ -44,7 +44,8 @@ def _words(command: str) -> list[list[str]]:
         tokens = list(lexer)
     except ValueError:  # an unclosed quote: read it as plain words
         tokens = command.replace('"', " ").replace("'", " ").split()
-    commands, current = [], []
+    commands: list[list[str]] = []
+    current: list[str] = []
     for token in tokens:
         if token in _SEPARATORS:
             if current:

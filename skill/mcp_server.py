@@ -239,7 +239,7 @@ def _tool_context(request_ctx: Any, params: Any, approvals: Approvals, make_cont
             action, plan_hash, approved = answered
             return approved and action == request.action and plan_hash == request.plan_hash
 
-    approver.channel = "mcp_elicitation"  # type: ignore[attr-defined] - for the approval record
+    approver.channel = "mcp_elicitation"  # type: ignore[attr-defined]  # read by the approval record
     tool_ctx.approver = approver
     return tool_ctx
 

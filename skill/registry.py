@@ -387,7 +387,8 @@ def output_schema(name: str) -> dict[str, Any]:
     """
     from pydantic import TypeAdapter
 
-    union = TypeAdapter(get(name).output_model | ToolError).json_schema(mode="serialization")
+    union_type: Any = get(name).output_model | ToolError  # a union built at run time: no static type form
+    union = TypeAdapter(union_type).json_schema(mode="serialization")
     return {"type": "object", **_without_titles(union)}
 
 
@@ -516,7 +517,7 @@ def _expected(schema: Mapping[str, Any]) -> str:
              "null": "null (the default)", "array": "a list", "object": "an object"}
     if kind == "array" and isinstance(schema.get("items"), Mapping):
         return f"a list of {_expected(schema['items']).removeprefix('a ').removeprefix('an ')}s"
-    return words.get(kind, "a valid value")
+    return words.get(str(kind), "a valid value")
 
 
 def _kind(value: Any) -> str:

@@ -38,7 +38,7 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TextIO, cast
 
 from pydantic import BaseModel
 
@@ -830,7 +830,8 @@ class ProgressBar:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        stream = sys.stderr if terminal.unicode_ok(sys.stderr) else _Ascii(sys.stderr)  # rich then draws "-" bars
+        # rich then draws "-" bars; _Ascii is a text stream by duck typing
+        stream = sys.stderr if terminal.unicode_ok(sys.stderr) else cast(TextIO, _Ascii(sys.stderr))
         self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                   TimeElapsedColumn(), console=Console(file=stream, highlight=False), transient=True)
 

@@ -32,6 +32,7 @@ import os
 import re
 import shutil
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -78,16 +79,16 @@ class Terminal:
         return f"\x1b[{';'.join(codes)}m{text}\x1b[0m" if self.colour and codes else text
 
 
-def unicode_ok(stream: TextIO, env: dict[str, str] | None = None) -> bool:
+def unicode_ok(stream: TextIO, env: Mapping[str, str] | None = None) -> bool:
     """Whether ``stream`` may get characters beyond ASCII (a progress bar's ``━``): its encoding is
     UTF-8 and so is the person's locale, read as the C library does (``LC_ALL``, then ``LC_CTYPE``, then
     ``LANG``; unset: the C locale). ``LC_CTYPE=C.UTF-8`` is skipped: Python sets it itself when it
     coerces a C locale (PEP 538), so it says nothing about the terminal. ``LANG=C``: ASCII."""
-    env = os.environ if env is None else env
+    environ: Mapping[str, str] = os.environ if env is None else env
     if "utf" not in (getattr(stream, "encoding", "") or "").lower():
         return False
-    ctype = env.get("LC_CTYPE", "")
-    locale = env.get("LC_ALL") or (ctype if ctype != "C.UTF-8" else "") or env.get("LANG") or "C"
+    ctype = environ.get("LC_CTYPE", "")
+    locale = environ.get("LC_ALL") or (ctype if ctype != "C.UTF-8" else "") or environ.get("LANG") or "C"
     return bool(re.search(r"utf-?8", locale, re.I))
 
 

@@ -23,7 +23,7 @@ from _helpers import unavailable
 
 from benchmarks._conformance import envs
 from skill.registry import call_tool
-from tools.configs import EXAMPLES_DIR, ValidationReport
+from tools.configs import EXAMPLES_DIR, ValidateConfigResult
 from tools.core import Context
 
 
@@ -94,21 +94,21 @@ def write_config(table: dict[str, Any], folder: Path, name: str = "config.toml")
 
 
 def validate_table(table: dict[str, Any], ctx: Context, *, schema: str = "snapshot", name: str = "config.toml",
-                   **arguments: Any) -> ValidationReport:
+                   **arguments: Any) -> ValidateConfigResult:
     """mf_validate_config (through the registry, as every surface calls it) on ``table`` written
     to a file in the context's working folder."""
     path = write_config(table, ctx.cwd or Path.cwd(), name)
     result = call_tool("mf_validate_config", {"config_path": str(path), "schema": schema, **arguments}, ctx)
-    assert isinstance(result, ValidationReport), result
+    assert isinstance(result, ValidateConfigResult), result
     return result
 
 
-def first_error(report: ValidationReport) -> tuple[str, str]:
+def first_error(report: ValidateConfigResult) -> tuple[str, str]:
     """(path, rule) of the first error."""
     assert report.errors, f"expected an error, got warnings {[(w.path, w.message) for w in report.warnings]}"
     return report.errors[0].path, report.errors[0].rule
 
 
-def backend_warnings(report: ValidationReport) -> list[Any]:
+def backend_warnings(report: ValidateConfigResult) -> list[Any]:
     """The warnings about the back-end itself (a fall-back, an interpreter that failed)."""
     return [w for w in report.warnings if w.rule.startswith("backend:")]

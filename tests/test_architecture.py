@@ -1,7 +1,7 @@
 """The code's shape, checked as CI checks it: the import contracts of pyproject
 ``[tool.importlinter]`` hold (and break on the violations they exist for, shown on a copy of the
-tree), ruff's rules hold on the whole tree, and every error code is named once
-(``tools.errors.ErrorCode``), used as named, and documented."""
+tree), ruff's rules hold on the whole tree, mypy (pyproject ``[tool.mypy]``) finds nothing, and
+every error code is named once (``tools.errors.ErrorCode``), used as named, and documented."""
 
 from __future__ import annotations
 
@@ -100,6 +100,14 @@ def test_the_tree_passes_ruff():
     done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--quiet", str(ROOT)],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_type_checker_is_clean():
+    """``uv run mypy`` as .ci/run runs it: tools/ and skill/ with pydantic's plugin."""
+    assert "uv run mypy" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("Success: no issues found"), done.stdout
 
 
 def test_the_architecture_doc_lists_every_error_code_and_no_other():

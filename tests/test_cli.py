@@ -474,6 +474,40 @@ def test_the_json_path_loads_neither_rich_nor_typer_nor_click(env):
     assert imported.isdisjoint({"rich", "typer", "click", "mcp"}), imported & {"rich", "typer", "click", "mcp"}
 
 
+_LOCAL = """
+import json, sys
+from skill.registry import call_tool
+from tools.core import Context
+ctx = Context.from_environment()
+answers = [call_tool("mf_list_examples", {}, ctx),
+           call_tool("mf_validate_config", {"config_path": "basic/reverse-text/rl", "schema": "snapshot"}, ctx),
+           call_tool("mf_prepare_config", {"example": "basic/reverse-text/rl", "dest": "task.toml"}, ctx)]
+print(json.dumps({"errors": [a.model_dump() for a in answers if getattr(a, "error", False) is True],
+                  "valid": answers[1].valid, "http": sorted(m for m in ("httpx", "httpcore", "tenacity",
+                  "tools.platform.client", "tools.platform._http") if m in sys.modules)}))
+"""
+
+
+def test_a_local_tool_never_loads_the_http_stack(env, tmp_path):
+    """Listing, validating and preparing a config need no platform: a fresh process running them (in
+    Python, and each as a command) imports neither httpx nor the platform client."""
+    proc = subprocess.run([sys.executable, "-c", _LOCAL], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    answer = json.loads(proc.stdout)
+    assert answer == {"errors": [], "valid": True, "http": []}, answer
+    assert (tmp_path / "task.toml").is_file()
+    for command in (["list-examples"], ["validate-config", "basic/reverse-text/rl", "--schema", "snapshot"],
+                    ["prepare-config", "basic/reverse-text/rl", "again.toml"]):
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "skill", *command, "--json"], env=env,
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        imported = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+                    if line.startswith("import time:") and "|" in line}
+        assert "skill.registry" in imported, command  # the list is real: the tool registry is in it
+        assert imported.isdisjoint({"httpx", "httpcore", "tenacity", "tools.platform.client"}), (command, imported)
+
+
 @pytest.mark.parametrize("command", every_command()[1:], ids=lambda c: " ".join(c))
 def test_every_command_answers_a_usage_error_under_json_with_a_tool_error(command, capsys):
     with pytest.raises(SystemExit) as done:

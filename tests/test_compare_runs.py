@@ -63,6 +63,10 @@ def test_a_run_launched_from_this_state_folder_shows_its_plans_expected_cost(fro
     assert result.runs[0].plan_expected_usd == plan.cost.usd_expected and result.runs[1].plan_expected_usd is None
     assert f"{run.run_id} ${result.runs[0].platform_usd:,.2f} (plan ${plan.cost.usd_expected:,.2f})" in result.summary
     assert result.plot_path.endswith(".png") and "/plots/compare-" in result.plot_path
+    assert {r.status for r in result.runs} == {"COMPLETED"} and "so far" not in result.summary
+    going = frozen_ctx.platform().create_run(wire.build_create_body(RL, name="going")).run_id
+    assert "so far for a run still going" in ok(call(frozen_ctx, "mf_compare_runs",
+                                                     run_ids=[run.run_id, going])).summary
 
 
 def test_an_rl_run_beside_an_sft_run_is_compared_on_what_they_share_and_says_what_not(frozen_ctx, emulator):

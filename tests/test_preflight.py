@@ -17,18 +17,18 @@ from _helpers import script
 
 from skill.emulator import DEFAULT_API_KEY, OTHER_API_KEY, TEAM_EVALS_ID, TEAM_RESEARCH_ID, EmulatorServer
 from tools.core import Context
-from tools.preflight import EMULATOR_API_KEY, PreflightInput, PreflightReport, preflight
+from tools.preflight import EMULATOR_API_KEY, PreflightInput, PreflightResult, preflight
 
 UNUSED_TEAM = "c" + "z" * 24  # well-formed team id nobody belongs to
 
 
-def run(env: dict[str, str], tmp_path: Path, **kw) -> PreflightReport:
+def run(env: dict[str, str], tmp_path: Path, **kw) -> PreflightResult:
     result = preflight(PreflightInput(**kw), Context(env=env, home=tmp_path / "home", state_dir=tmp_path / "state"))
-    assert isinstance(result, PreflightReport), result
+    assert isinstance(result, PreflightResult), result
     return result
 
 
-def by_name(report: PreflightReport) -> dict[str, object]:
+def by_name(report: PreflightResult) -> dict[str, object]:
     return {c.name: c for c in report.checks}
 
 

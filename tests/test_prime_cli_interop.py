@@ -28,7 +28,7 @@ from conftest import Recorder
 from benchmarks._conformance import envs
 from skill.emulator import TEAM_RESEARCH_ID, EmulatorServer, Timing
 from skill.registry import call_tool
-from tools.configs import ValidationReport
+from tools.configs import ValidateConfigResult
 from tools.core import Context
 from tools.platform import wire
 
@@ -208,7 +208,7 @@ def test_schema_prime_runs_prime_train_validate_and_falls_back_to_the_snapshot_w
         shutil.copyfile(examples_dir / f"{example}.toml", config)
         report = call_tool("mf_validate_config", {"config_path": str(config), "schema": "prime",
                                                   "image_tag": "v0.5.0", "source_ref": "main"}, ctx)
-        assert isinstance(report, ValidationReport), report
+        assert isinstance(report, ValidateConfigResult), report
         assert (report.schema_check, report.fallback_from, report.valid) == ("snapshot", "prime", True)
         [warning] = [w for w in report.warnings if w.rule.startswith("backend:")]
         assert warning.rule == "backend:prime_no_environment"

@@ -21,7 +21,7 @@ import pytest
 from _helpers import script, unavailable
 from _schema_env import backend_warnings, example, first_error, validate_table
 
-from tools.configs import EXAMPLES_DIR, Interpreter, ValidationReport, find_interpreters, schema_worker
+from tools.configs import EXAMPLES_DIR, Interpreter, ValidateConfigResult, find_interpreters, schema_worker
 from tools.core import Context
 
 
@@ -191,14 +191,14 @@ def python312_without_prime_rl(schema_python: Path) -> str:
     return str(Path(home) / "python3.12")
 
 
-def real_with(ctx: Context, python: str | Path | None, **arguments: object) -> ValidationReport:
+def real_with(ctx: Context, python: str | Path | None, **arguments: object) -> ValidateConfigResult:
     """schema='real' on a valid example with MODEL_FACTORY_SCHEMA_PYTHON=python, nothing else to find."""
     if python is not None:
         ctx = with_env(ctx, MODEL_FACTORY_SCHEMA_PYTHON=str(python))
     return validate_table(example("basic/wordle/sft"), ctx, schema="real", **arguments)
 
 
-def assert_fell_back(report: ValidationReport, rule: str, words: str) -> None:
+def assert_fell_back(report: ValidateConfigResult, rule: str, words: str) -> None:
     assert report.schema_check == "snapshot" and report.fallback_from == "real"
     assert report.valid, "the snapshot's verdict on a valid example"
     [warning] = backend_warnings(report)

@@ -25,7 +25,7 @@ from tools.configs import (
     NOT_MIRRORED,
     NOT_RAISING,
     RULES,
-    ValidationReport,
+    ValidateConfigResult,
     load_schema_snapshot,
     subschemas,
 )
@@ -153,7 +153,7 @@ def test_a_model_with_a_field_error_is_not_checked_by_its_validators(schema_ctx:
 CROSS = [c for c in corpus.cases() if c.id.startswith("cross/")]
 
 
-def verdict(report: ValidationReport, *, run_start: bool = True) -> tuple[bool, str | None]:
+def verdict(report: ValidateConfigResult, *, run_start: bool = True) -> tuple[bool, str | None]:
     """(valid, first error path); ``run_start=False`` leaves out what is checked when the run
     starts (when the real schema could not check it: the fixture lacks the config's taskset)."""
     errors = [e for e in report.errors if run_start or "checked when the run starts" not in e.message]

@@ -221,6 +221,18 @@ def test_every_tool_has_a_documented_input_and_output() -> None:
     assert not missing, "\n".join(missing)
 
 
+def test_every_tool_takes_its_input_and_returns_its_own_result_model() -> None:
+    """``mf_list_examples`` takes ``ListExamplesInput`` and returns ``ListExamplesResult``: one result
+    model per tool (mf_resume_run's is a ResumeRunResult, not mf_dispatch_run's model)."""
+    wrong = []
+    for spec in registry.TOOLS:
+        stem = "".join(word.capitalize() for word in spec.name.removeprefix("mf_").split("_"))
+        if (spec.input_model.__name__, spec.output_model.__name__) != (f"{stem}Input", f"{stem}Result"):
+            wrong.append(f"{spec.name}: {spec.input_model.__name__} -> {spec.output_model.__name__}")
+    assert not wrong, "\n".join(wrong)
+    assert len({spec.output_model for spec in registry.TOOLS}) == len(registry.TOOLS)
+
+
 # -- the linters catch what they are for --------------------------------------------------------
 
 

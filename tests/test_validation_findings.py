@@ -17,18 +17,18 @@ from _helpers import mf
 from _schema_env import example, validate_table, write_config
 
 from skill.registry import call_tool
-from tools.configs import EXAMPLES_DIR, ValidationReport, Verdict, VerdictCache, key_positions
+from tools.configs import EXAMPLES_DIR, ValidateConfigResult, Verdict, VerdictCache, key_positions
 from tools.core import Context
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_HF = "hf_FAKEfakeFAKEfakeFAKEfakeFAKEfake0000"  # fake token shape, not a real token
 
 
-def validate_text(text: str, ctx: Context, name: str = "config.toml", **arguments: object) -> ValidationReport:
+def validate_text(text: str, ctx: Context, name: str = "config.toml", **arguments: object) -> ValidateConfigResult:
     path = (ctx.cwd or Path.cwd()) / name
     path.write_text(text)
     result = call_tool("mf_validate_config", {"config_path": str(path), "schema": "snapshot", **arguments}, ctx)
-    assert isinstance(result, ValidationReport), result
+    assert isinstance(result, ValidateConfigResult), result
     return result
 
 

@@ -22,15 +22,15 @@ from _schema_env import example, write_config
 
 from benchmarks._conformance import envs
 from skill.registry import call_tool
-from tools.configs import ValidationReport
+from tools.configs import ValidateConfigResult
 from tools.core import STATE_DIR_ENV, Context
 
 pytest_plugins = ["_schema_env"]
 
 
-def validate(ctx: Context, path: Path, **arguments: object) -> ValidationReport:
+def validate(ctx: Context, path: Path, **arguments: object) -> ValidateConfigResult:
     result = call_tool("mf_validate_config", {"config_path": str(path), **arguments}, ctx)
-    assert isinstance(result, ValidationReport), result
+    assert isinstance(result, ValidateConfigResult), result
     return result
 
 

@@ -67,7 +67,7 @@ class ModelInfo(BaseModel):
     clusters: list[ModelCluster] = Field(description="Clusters that have it cached.")
 
 
-class ModelCatalogue(BaseModel):
+class ListModelsResult(BaseModel):
     """Result of :func:`list_models`."""
 
     owner: Owner = Field(description="Owner the catalogue was read for.")
@@ -97,7 +97,7 @@ def _offers(models: wire.AvailableModels) -> list[OnDemandOffer]:
 
 
 @tool
-def list_models(inp: ListModelsInput, ctx: Context) -> ModelCatalogue:
+def list_models(inp: ListModelsInput, ctx: Context) -> ListModelsResult:
     """Trainable models with their clusters/GPU types, and on-demand offers (USD per GPU-hour).
 
     Source: GET ``/training/available-fft-models?team_id=`` (a 404 from an older platform
@@ -114,9 +114,9 @@ def list_models(inp: ListModelsInput, ctx: Context) -> ModelCatalogue:
     ]
     offers = _offers(data)
 
-    def build(k: int) -> ModelCatalogue:
+    def build(k: int) -> ListModelsResult:
         cut = len(models) - k
-        return ModelCatalogue(
+        return ListModelsResult(
             owner=owner, models=models[:k], total_models=len(models), on_demand=offers,
             on_demand_beta_access=data.on_demand_beta_access, truncated=cut > 0,
             omitted=f"{cut} of {len(models)} models (the last ones in platform order)." if cut else None,
@@ -137,7 +137,7 @@ class GpuInfo(BaseModel):
     discount_label: str | None = Field(description="Discount text, if any.")
 
 
-class GpuList(BaseModel):
+class ListGpusResult(BaseModel):
     """Result of :func:`list_gpus`."""
 
     owner: Owner = Field(description="Owner the list was read for.")
@@ -155,7 +155,7 @@ class ListGpusInput(BaseModel):
 
 
 @tool
-def list_gpus(inp: ListGpusInput, ctx: Context) -> GpuList:
+def list_gpus(inp: ListGpusInput, ctx: Context) -> ListGpusResult:
     """GPU types the owner can train on, each with its on-demand price when there is one.
 
     Sources: GET ``/training/available-gpu-types?team_id=`` joined with ``onDemand[]`` of
@@ -178,7 +178,7 @@ def list_gpus(inp: ListGpusInput, ctx: Context) -> GpuList:
             discount_label=offer.discount_label if offer else None))
     note = ("Prices are USD per GPU-hour on shared on-demand capacity; a run costs price x GPU count x hours. "
             "null price = unknown (reserved or not offered on demand): ask the team admin, never assume 0.")
-    return GpuList(owner=owner, gpus=gpus, on_demand_beta_access=models.on_demand_beta_access, note=note)
+    return ListGpusResult(owner=owner, gpus=gpus, on_demand_beta_access=models.on_demand_beta_access, note=note)
 
 
 # --------------------------------------------------------------------------------------
@@ -222,7 +222,7 @@ class VolumeFiles(BaseModel):
     totals_complete: bool = Field(default=True, description=f"False when the totals stopped at {20_000} files.")
 
 
-class VolumeList(BaseModel):
+class ListVolumesResult(BaseModel):
     """Result of :func:`list_volumes`."""
 
     owner: Owner = Field(description="Owner the volumes belong to.")
@@ -254,7 +254,7 @@ DU_MAX_FILES = 20_000
 
 
 @tool
-def list_volumes(inp: ListVolumesInput, ctx: Context) -> VolumeList:
+def list_volumes(inp: ListVolumesInput, ctx: Context) -> ListVolumesResult:
     """The owner's named volumes (GET ``/training/volumes?teamId=``); with ``volume``, one page of the folder
     ``path`` on it (ListObjectsV2, delimiter ``/``, :data:`LS_PAGE` entries) and, on the first page, the bytes
     and files under it (up to :data:`DU_MAX_FILES`). ``runs/.sessions/`` (the platform's sync metadata) is left
@@ -278,11 +278,11 @@ def list_volumes(inp: ListVolumesInput, ctx: Context) -> VolumeList:
                        f"Pick a name from {again}.", next_calls=[again])
         listing = _volume_files(ctx, owner, inp.volume, inp.path, inp.cursor)
 
-    def build(k: int) -> VolumeList:
+    def build(k: int) -> ListVolumesResult:
         cut = len(volumes) - k
-        return VolumeList(owner=owner, listing=listing, volumes=volumes[:k], total=len(volumes), truncated=cut > 0,
-                          omitted=f"{cut} of {len(volumes)} volumes." if cut else None,
-                          narrow_hint="Search for part of the volume name." if cut else None)
+        return ListVolumesResult(owner=owner, listing=listing, volumes=volumes[:k], total=len(volumes),
+                                 truncated=cut > 0, omitted=f"{cut} of {len(volumes)} volumes." if cut else None,
+                                 narrow_hint="Search for part of the volume name." if cut else None)
 
     return fit_largest(build, len(volumes))
 
@@ -334,7 +334,7 @@ class TeamEntry(BaseModel):
     selected: bool = Field(description="true for the team requests act for by default.")
 
 
-class TeamList(BaseModel):
+class ListTeamsResult(BaseModel):
     """Result of :func:`list_teams`."""
 
     teams: list[TeamEntry] = Field(description="Teams of this API key (matching search), possibly cut to the budget.")
@@ -359,7 +359,7 @@ class ListTeamsInput(BaseModel):
 
 
 @tool
-def list_teams(inp: ListTeamsInput, ctx: Context) -> TeamList:
+def list_teams(inp: ListTeamsInput, ctx: Context) -> ListTeamsResult:
     """Teams of this API key and the currently selected owner (with its source).
 
     Sources: GET ``/user/teams`` (all pages) and :func:`tools.core.resolve_owner`
@@ -385,12 +385,12 @@ def list_teams(inp: ListTeamsInput, ctx: Context) -> TeamList:
     else:
         note = f"Requests act for {owner.label} ({owner.source}). Name a team to act for another owner."
 
-    def build(k: int) -> TeamList:
+    def build(k: int) -> ListTeamsResult:
         cut = len(entries) - k
-        return TeamList(teams=entries[:k], total=len(entries), selected=owner, selected_is_member=member,
-                        launch_would_stop_ambiguous=ambiguous, note=note, truncated=cut > 0,
-                        omitted=f"{cut} of {len(entries)} teams." if cut else None,
-                        narrow_hint="Search for part of the team name." if cut else None)
+        return ListTeamsResult(teams=entries[:k], total=len(entries), selected=owner, selected_is_member=member,
+                               launch_would_stop_ambiguous=ambiguous, note=note, truncated=cut > 0,
+                               omitted=f"{cut} of {len(entries)} teams." if cut else None,
+                               narrow_hint="Search for part of the team name." if cut else None)
 
 
     return fit_largest(build, len(entries))

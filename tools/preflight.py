@@ -78,7 +78,7 @@ class TeamInfo(BaseModel):
     role: str | None = Field(description="Your role in the team (ADMIN, MEMBER, ...).")
 
 
-class PreflightReport(BaseModel):
+class PreflightResult(BaseModel):
     """Result of :func:`preflight`."""
 
     ok: bool = Field(description="true when every required check that ran passed (see summary for skipped ones).")
@@ -375,7 +375,7 @@ def _key_checks(ctx: Context) -> list[Check]:
 
 
 @tool
-def preflight(inp: PreflightInput, ctx: Context) -> PreflightReport:
+def preflight(inp: PreflightInput, ctx: Context) -> PreflightResult:
     """Check that this machine can use Model Factory (see the module docstring for each check).
 
     Bounded in time: HTTP requests and subprocesses use ``timeout_seconds`` (default 5 s)
@@ -415,7 +415,7 @@ def preflight(inp: PreflightInput, ctx: Context) -> PreflightReport:
         summary = ("Ready: credentials and API are fine; name the owner when planning (team id or "
                    "'personal'): this account has teams and none is configured." if api.ambiguous
                    else "Ready: credentials, API and owner are fine.")
-    return PreflightReport(
+    return PreflightResult(
         ok=not failed, summary=summary, checks=checks, base_url=settings.base_url, traces_url=settings.traces_url,
         api_key_source=settings.api_key_source, user_id=api.user_id, owner=api.owner,
         teams=api.teams[:MAX_TEAMS_SHOWN], teams_total=len(api.teams),

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import tomlkit
 
 from benchmarks._conformance.reference import RefVerdict
-from tools.configs import ValidationReport, dotted
+from tools.configs import ValidateConfigResult, dotted
 
 Outcome = Literal["agree", "miss", "false_alarm", "other_first_error", "unverified", "not_judged"]
 #: The words every issue found by the full checks ends with: the RL run start, the SFT submission.
@@ -37,17 +37,17 @@ def write_table(table: dict[str, Any], path: Path) -> Path:
     return path
 
 
-def validate(path: Path, ctx: Any, schema: str, mode: str) -> ValidationReport:
+def validate(path: Path, ctx: Any, schema: str, mode: str) -> ValidateConfigResult:
     """mf_validate_config on ``path`` through the registry (as every surface calls it)."""
     from skill.registry import call_tool
 
     result = call_tool("mf_validate_config", {"config_path": str(path), "schema": schema, "mode": mode}, ctx)
-    if not isinstance(result, ValidationReport):
+    if not isinstance(result, ValidateConfigResult):
         raise RuntimeError(f"mf_validate_config failed on {path}: {result}")
     return result
 
 
-def compare(ref: RefVerdict, ours: ValidationReport) -> Outcome:
+def compare(ref: RefVerdict, ours: ValidateConfigResult) -> Outcome:
     """How ``ours`` stands against ``ref``."""
     first = ours.errors[0] if ours.errors else None
     if ours.valid is None:
@@ -76,7 +76,7 @@ class Tally:
     disagreements: list[tuple[str, Outcome, str]] = field(default_factory=list)
     backends: dict[str, int] = field(default_factory=dict)
 
-    def add(self, case_id: str, ref: RefVerdict, ours: ValidationReport) -> Outcome:
+    def add(self, case_id: str, ref: RefVerdict, ours: ValidateConfigResult) -> Outcome:
         outcome = compare(ref, ours)
         self.total += 1
         self.counts[outcome] += 1

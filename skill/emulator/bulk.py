@@ -15,7 +15,7 @@ import json
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 
 from .content import WORDS, hex_id, mix64, rollout_text
 from .records import EpisodeRecord, TraceRecord
@@ -180,6 +180,12 @@ class BulkTraces:
         return self.episode(*at) if at[1] < self.episodes_of(at[0]) else None
 
     # -- walks, newest first ---------------------------------------------------------------------
+    def _trace_key(self, k: int, j: int) -> tuple[float, str]:
+        return self.created(k, j), self.trace_id(k, j)
+
+    def _episode_key(self, k: int, e: int) -> tuple[float, str]:
+        return self.created(k, e * self.per_episode), self.episode_id(k, e)
+
     def _last_below(self, n: int, key: Callable[[int], tuple[float, str]], before: tuple[float, str]) -> int:
         """The largest index ``i < n`` with ``key(i) < before`` (-1 if none); keys rise with ``i``."""
         lo, hi = -1, n - 1
@@ -196,7 +202,7 @@ class BulkTraces:
         for k in reversed(self.visible_steps(now)):
             n = self.per_step(k)
             last = n - 1 if before is None else self._last_below(
-                n, lambda j, k=k: (self.created(k, j), self.trace_id(k, j)), before)
+                n, partial(self._trace_key, k), before)
             for j in range(last, -1, -1):
                 yield self.trace(k, j)
 
@@ -208,7 +214,7 @@ class BulkTraces:
                 continue
             n = self.episodes_of(k)
             last = n - 1 if before is None else self._last_below(
-                n, lambda e, k=k: (self.created(k, e * self.per_episode), self.episode_id(k, e)), before)
+                n, partial(self._episode_key, k), before)
             for e in range(last, -1, -1):
                 yield self.episode(k, e)
 

@@ -44,6 +44,12 @@ def _get(obj: Any, *path: str) -> Any:
     return obj
 
 
+def _section(obj: dict[str, Any], key: str) -> dict[str, Any]:
+    """``obj[key]`` when it is a table, else an empty one."""
+    value = obj.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def _first(*values: Any) -> Any:
     return next((v for v in values if v is not None), None)
 
@@ -79,7 +85,7 @@ def gpu_count(config: dict[str, Any]) -> int:
     multi_node: ``(num_train_nodes + num_infer_nodes * num_infer_replicas) * gpus_per_node``
     (defaults 1, 1, 1, 8).
     """
-    deployment = config.get("deployment") if isinstance(config.get("deployment"), dict) else {}
+    deployment = _section(config, "deployment")
     if deployment.get("type") == "multi_node":
         per_node = _int(deployment.get("gpus_per_node")) or 8
         train = _int(deployment.get("num_train_nodes"))
@@ -96,9 +102,9 @@ def gpu_count(config: dict[str, Any]) -> int:
 
 def run_spec(config: dict[str, Any], *, sft: bool) -> RunSpec:
     """The run fields of a config (RL unless ``sft``)."""
-    orchestrator = config.get("orchestrator") if isinstance(config.get("orchestrator"), dict) else {}
-    trainer = config.get("trainer") if isinstance(config.get("trainer"), dict) else {}
-    data = config.get("data") if isinstance(config.get("data"), dict) else {}
+    orchestrator = _section(config, "orchestrator")
+    trainer = _section(config, "trainer")
+    data = _section(config, "data")
     if sft:
         train_sources: list[dict[str, Any]] = []
         eval_section = config.get("eval")
@@ -177,7 +183,7 @@ def config_problems(config: dict[str, Any], *, sft: bool) -> list[dict[str, Any]
     if _get(config, "inference", "deployment", "type") == "disaggregated":
         problems.append(_problem(["inference", "deployment", "type"],
                                  "disaggregated inference is not supported on Hosted Training"))
-    deployment = config.get("deployment") if isinstance(config.get("deployment"), dict) else {}
+    deployment = _section(config, "deployment")
     if deployment.get("type", "single_node") == "single_node":
         no_inference = "inference" not in config or deployment.get("num_infer_gpus") == 0
         if no_inference and not _get(config, "trainer", "data", "fake"):

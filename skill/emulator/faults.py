@@ -22,6 +22,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -348,7 +349,7 @@ def _drop_connection(send: Any, *, reset: bool = False) -> bool:
     ``reset``); False if the transport is not reachable."""
     cycle = getattr(send, "__self__", None)
     transport = getattr(cycle, "transport", None)
-    if transport is None:
+    if cycle is None or transport is None:
         return False
     cycle.disconnected = True  # uvicorn then neither logs nor answers 500 for us
     sock = transport.get_extra_info("socket") if reset else None
@@ -395,7 +396,7 @@ class FaultMiddleware:
     request (:attr:`FaultInjector.seen`, with the template of the ``routes`` entry serving it) and
     the requests in flight."""
 
-    def __init__(self, app: Any, injector: FaultInjector, routes: list[Any] = ()) -> None:
+    def __init__(self, app: Any, injector: FaultInjector, routes: Sequence[Any] = ()) -> None:
         self.app = app
         self.injector = injector
         self.routes = list(routes)

@@ -174,7 +174,7 @@ class LogVolume:
         self._dates: dict[int, str] = {}
         #: How many lines have been generated so far (the lazy-generation hook).
         self.lines_made = 0
-        weights = [(c, None, WEIGHTS[c]) for c in components]
+        weights: list[tuple[str, str | None, float]] = [(c, None, WEIGHTS[c]) for c in components]
         weights += [("env-server", env, WEIGHTS["env-server"] / len(env_names)) for env in env_names]
         total = sum(w for *_, w in weights) or 1.0
         self.streams: list[_Stream] = []

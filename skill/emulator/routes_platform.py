@@ -9,7 +9,7 @@ where ownership comes from the run.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, overload
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -19,6 +19,10 @@ from .errors import ApiError
 from .state import EmulatorState
 
 
+@overload
+def _int(request: Request, name: str) -> int | None: ...
+@overload
+def _int(request: Request, name: str, default: int) -> int: ...
 def _int(request: Request, name: str, default: int | None = None) -> int | None:
     value = request.query_params.get(name)
     if value is None or value == "":

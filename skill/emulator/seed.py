@@ -130,7 +130,8 @@ class Seed:
 
     def gpu_types_for(self, team_id: str | None) -> list[GpuType]:
         """GPU types an owner may dispatch on: every on-demand type plus the team's reservations."""
-        reserved = set(self.team(team_id).reserved_gpu_types) if team_id and self.team(team_id) else set()
+        team = self.team(team_id) if team_id else None
+        reserved = set(team.reserved_gpu_types) if team else set()
         return [g for g in self.gpu_types if g.price_per_gpu_hour is not None or g.name in reserved]
 
 

@@ -451,16 +451,21 @@ class EmulatorState:
             if not isinstance(body, dict):
                 raise ApiError(422, [{"loc": ["body"], "msg": "Input should be a valid dictionary",
                                       "type": "dict_type"}])
+            config: dict[str, Any]
+            team_id: str | None
+            name: str | None
+            mode: Any  # the body's "mode", checked below
             if resume_of is not None:
                 config, team_id, name = resume_of.config, resume_of.placement.team_id, resume_of.name
                 mode = resume_of.spec.loss
             else:
-                config = body.get("config")
-                if config is None:
+                sent = body.get("config")
+                if sent is None:
                     raise _missing("config")
-                if not isinstance(config, dict):
+                if not isinstance(sent, dict):
                     raise ApiError(422, [{"loc": ["body", "config"], "msg": "Input should be a valid dictionary",
                                           "type": "dict_type"}])
+                config = sent
                 team_id, name, mode = body.get("teamId") or None, body.get("name"), body.get("mode")
             self.require_member(user, team_id)
             if is_retired_lora(config):
@@ -474,7 +479,7 @@ class EmulatorState:
             if problems:
                 raise ApiError(422, problems)
             base = model_name(config)
-            model = self.seed.model(base)
+            model = self.seed.model(base) if base else None
             if model is None:
                 raise ApiError(400, f"Model '{base}' is not available for Hosted Training; "
                                     "see `prime train models` for the supported models")
@@ -524,7 +529,7 @@ class EmulatorState:
                 resume_of.notice = f"Resumed as run {run.id}"
                 resume_of.resumed_as = run.id
             response: dict[str, Any] = {"runId": run.id, "tokenValue": "pit_run_fake_" + hex_id(run.id, length=16)}
-            if run.placement.on_demand:
+            if gpu.price_per_gpu_hour is not None:
                 response.update({"onDemand": True, "gpuType": gpu.name, "pricePerGpuHour": gpu.price_per_gpu_hour,
                                  "estimatedCostPerHour": round(gpu.price_per_gpu_hour * run.spec.gpu_count, 4),
                                  "isBeta": gpu.is_beta})

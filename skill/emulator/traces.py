@@ -163,8 +163,8 @@ def _trace_matches(t: TraceRecord, params: Params, from_iso: Callable[[str], flo
     if uploads and t.upload_id not in uploads:
         return False
     for name, value in (("has_error", t.has_error), ("is_truncated", t.is_truncated)):
-        wanted = _bool(params, name)
-        if wanted is not None and wanted != value:
+        flag = _bool(params, name)
+        if flag is not None and flag != value:
             return False
     lo, hi = _num(params, "reward_min"), _num(params, "reward_max")
     if (lo is not None or hi is not None) and t.reward is None:

@@ -9,7 +9,7 @@ the schema: docs/validation.md), reference/prime-rl.md and reference/prime-api.m
 The tools and their input/result models are here; the work is in private modules:
 ``_toml`` (reading TOML, and the other reader ``prime`` uses), ``_facts`` (the config under
 analysis, mode, model, steps, GPUs), ``_rules`` (every rule in :data:`RULES`; the validator
-mirrors are in ``_mirror_*``), ``_analysis`` (rules + a schema back-end -> :class:`ValidationReport`,
+mirrors are in ``_mirror_*``), ``_analysis`` (rules + a schema back-end -> :class:`ValidateConfigResult`,
 shared with planning), ``_positions`` and ``_advice`` (line/column and fixes of each issue),
 ``_schema_*`` (the back-ends: ``real`` prime-rl in a subprocess, the shipped ``snapshot``,
 ``prime train validate``; the hosted pipeline they share; the verdict cache), ``_edits``
@@ -31,7 +31,7 @@ from typing import Literal
 import tomlkit
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.configs._analysis import Issue, ValidationReport, analyze, validate_file, validate_read
+from tools.configs._analysis import Issue, ValidateConfigResult, analyze, validate_file, validate_read
 from tools.configs._edits import Change, edit, folders_to_create, make_folders, remove_folders, write_new_file
 from tools.configs._examples import EXAMPLES_DIR, example_descriptions, example_paths, resolve_config
 from tools.configs._facts import (
@@ -73,13 +73,13 @@ __all__ = [
     "Change",
     "EXAMPLES_DIR",
     "ExampleInfo",
-    "ExampleList",
     "FIELD_BEFORE",
     "Finding",
     "IN_SCHEMA",
     "Interpreter",
     "Issue",
     "ListExamplesInput",
+    "ListExamplesResult",
     "MAX_CONFIG_BYTES",
     "MODEL_BEFORE",
     "MODEL_BEFORE_NOT_MIRRORED",
@@ -87,14 +87,14 @@ __all__ = [
     "NOT_MIRRORED",
     "NOT_RAISING",
     "PrepareConfigInput",
-    "PreparedConfig",
+    "PrepareConfigResult",
     "PrimeOptions",
     "RULES",
     "SCHEMA_SNAPSHOT_DIR",
     "SFT_ONLINE_EVAL_KEYS",
     "SchemaChoice",
     "ValidateConfigInput",
-    "ValidationReport",
+    "ValidateConfigResult",
     "Verdict",
     "VerdictCache",
     "check_real_schema",
@@ -151,7 +151,8 @@ with warnings.catch_warnings():
             default=None,
             description="Force rl or sft (like `prime train --sft`); null = decide like the prime CLI.",
         )
-        schema: SchemaChoice = Field(default="auto", description=(
+        # The tool's argument name; it shadows pydantic's deprecated BaseModel.schema() on purpose.
+        schema: SchemaChoice = Field(default="auto", description=(  # type: ignore[assignment]
             "Which schema checks the config: auto (the real prime-rl schema when an interpreter with prime-rl is "
             "found: prime_rl_dir, PRIME_RL_DIR, the working folder's prime-rl checkout, the prime CLI's cached "
             "schema venvs, MODEL_FACTORY_SCHEMA_PYTHON; else the snapshot shipped with this package), real (falls "
@@ -189,7 +190,7 @@ class ExampleInfo(BaseModel):
         "One-line description from examples/PROVENANCE.md (with detail)."))
 
 
-class ExampleList(BaseModel):
+class ListExamplesResult(BaseModel):
     """Result of :func:`list_examples`."""
 
     examples: list[ExampleInfo] = Field(description="The examples, sorted by id.")
@@ -205,7 +206,7 @@ class ListExamplesInput(BaseModel):
     detail: bool = Field(default=False, description="Also each example's path and description (longer output).")
 
 
-class PreparedConfig(BaseModel):
+class PrepareConfigResult(BaseModel):
     """Result of :func:`prepare_config`."""
 
     path: str = Field(description="Absolute path of the new TOML.")
@@ -218,7 +219,7 @@ class PreparedConfig(BaseModel):
         "Folders created for dest, outermost first, as mkdir -p would; null when its folder existed."))
     valid: bool | None = Field(description="validation.valid: true when the written file passes validation, null "
                                            "when no schema judged it; the CLI exits 1 unless true, as validate-config.")
-    validation: ValidationReport = Field(description="mf_validate_config's report of the written file.")
+    validation: ValidateConfigResult = Field(description="mf_validate_config's report of the written file.")
 
 
 class PrepareConfigInput(BaseModel):
@@ -242,7 +243,7 @@ class PrepareConfigInput(BaseModel):
 
 
 @tool
-def validate_config(inp: ValidateConfigInput, ctx: Context) -> ValidationReport:
+def validate_config(inp: ValidateConfigInput, ctx: Context) -> ValidateConfigResult:
     """Validate a prime-rl TOML for Model Factory.
 
     Parses with tomllib (and warns where the ``toml`` package ``prime train`` uses reads it
@@ -272,7 +273,7 @@ def validate_config(inp: ValidateConfigInput, ctx: Context) -> ValidationReport:
 
 
 @tool
-def list_examples(inp: ListExamplesInput, ctx: Context) -> ExampleList:
+def list_examples(inp: ListExamplesInput, ctx: Context) -> ListExamplesResult:
     """List the bundled prime-rl examples (``tools/configs/examples``, verbatim from prime-rl 559b447).
 
     Each entry: ``id`` (for mf_prepare_config), path, mode, model, max_steps, deployment
@@ -301,11 +302,11 @@ def list_examples(inp: ListExamplesInput, ctx: Context) -> ExampleList:
             id=ident, path=str(path) if inp.detail else None, mode=report.mode, model_name=report.model_name,
             max_steps=report.max_steps, deployment_type=report.deployment_type, gpu_count=report.gpu_count,
             hosted_ok=report.valid is True, hosted_reason=reason, description=notes.get(ident) if inp.detail else None))
-    return ExampleList(examples=out, count=len(out))
+    return ListExamplesResult(examples=out, count=len(out))
 
 
 @tool
-def prepare_config(inp: PrepareConfigInput, ctx: Context) -> PreparedConfig:
+def prepare_config(inp: PrepareConfigInput, ctx: Context) -> PrepareConfigResult:
     """Copy a bundled example (or an existing TOML) to ``dest`` ready for a hosted run.
 
     Edits, with tomlkit so comments, key order and value types stay as they were: removes
@@ -347,6 +348,6 @@ def prepare_config(inp: PrepareConfigInput, ctx: Context) -> PreparedConfig:
         remove_folders(made)  # nothing left behind
         raise
     report = validate_file(dest, ctx)
-    return PreparedConfig(
+    return PrepareConfigResult(
         path=str(dest), source=label, mode=mode, sha256=hashlib.sha256(text).hexdigest(), size_bytes=len(text),
         changes=changes, created_folders=[str(f) for f in made] or None, valid=report.valid, validation=report)

@@ -1,5 +1,5 @@
 """Analysis shared by the config tools and by planning: a parsed TOML in, a
-:class:`ValidationReport` out.
+:class:`ValidateConfigResult` out.
 
 :func:`analyze` runs the ``file`` rules of :data:`~tools.configs._rules.RULES` (what ``prime
 train`` checks itself, the guardrails, advice), asks the chosen schema back-end for its verdict
@@ -70,7 +70,7 @@ class Issue(BaseModel):
     fix: str | None = Field(default=None, description="What to change, starting with a verb.")
 
 
-class ValidationReport(BaseModel):
+class ValidateConfigResult(BaseModel):
     """Result of :func:`validate_config`: verdict, issues, which schema decided, and facts later steps use.
 
     Facts come from the TOML with prime-rl's defaults filled in (reference/prime-rl.md §3.5):
@@ -136,7 +136,7 @@ def analyze(
     home: Path | None = None,
     timeout: float = 60.0,
     cache: VerdictCache | None = None,
-) -> ValidationReport:
+) -> ValidateConfigResult:
     """Validate a parsed TOML (``data``; ``text``: the file as read, for positions and the
     other TOML reader) with the ``schema`` back-end and gather the facts. Reads env files;
     may start a prime-rl interpreter or ``prime`` (see ``_schema_backends``)."""
@@ -164,7 +164,7 @@ def analyze(
     model, model_source = model_name_of(c)
     count, count_detail = gpu_count(c)
     where = f" at {verdict.schema_commit[:12]} ({verdict.interpreter})" if verdict.interpreter else ""
-    report = ValidationReport(
+    report = ValidateConfigResult(
         config_path=str(path), valid=_valid(errors, verdict), mode=chosen, mode_reason=reason, errors=errors,
         warnings=warnings, notes=notes, model_name=model, model_name_source=model_source, max_steps=max_steps_of(c),
         deployment_type=c.deployment_type, gpu_count=count, gpu_count_detail=count_detail,
@@ -244,13 +244,13 @@ def _others(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity != "error"]
 
 
-def fit_budget(report: ValidationReport, budget: int = OUTPUT_BUDGET_CHARS) -> ValidationReport:
+def fit_budget(report: ValidateConfigResult, budget: int = OUTPUT_BUDGET_CHARS) -> ValidateConfigResult:
     """Drop warnings, then errors, from the end until the JSON fits ``budget`` characters
     (``valid`` still reflects every error)."""
     errors, warnings = report.errors, report.warnings
     issues = len(errors) + len(warnings)
 
-    def build(k: int) -> ValidationReport:
+    def build(k: int) -> ValidateConfigResult:
         if k == issues:
             return report
         kept_e, kept_w = errors[:k], warnings[:max(0, k - len(errors))]
@@ -265,7 +265,7 @@ def fit_budget(report: ValidationReport, budget: int = OUTPUT_BUDGET_CHARS) -> V
 
 def validate_read(path: Path, raw: bytes, ctx: Context, mode: Mode | None = None, *, schema: SchemaChoice = "auto",
                   prime_rl_dir: str | Path | None = None, prime: PrimeOptions | None = None,
-                  timeout: float = 60.0) -> ValidationReport:
+                  timeout: float = 60.0) -> ValidateConfigResult:
     """:func:`analyze` the bytes ``raw`` read from ``path`` (so a caller that hashed them validates
     exactly those) with the context's environment, known secrets, working folder, home and state
     folder (the disk cache); not fitted to the output budget. Raises ToolFailure ``invalid_toml``."""
@@ -279,7 +279,7 @@ def validate_read(path: Path, raw: bytes, ctx: Context, mode: Mode | None = None
 
 def validate_file(path: Path, ctx: Context, mode: Mode | None = None, *, schema: SchemaChoice = "auto",
                   prime_rl_dir: str | Path | None = None, prime: PrimeOptions | None = None,
-                  timeout: float = 60.0) -> ValidationReport:
+                  timeout: float = 60.0) -> ValidateConfigResult:
     """Read ``path`` (a regular file of at most 1 MiB) and :func:`validate_read` it, fitted to the
     output budget. Raises ToolFailure ``config_not_found`` / ``invalid_toml``."""
     return fit_budget(validate_read(path, read_bounded(path), ctx, mode, schema=schema, prime_rl_dir=prime_rl_dir,

@@ -9,7 +9,7 @@ import contextlib
 import os
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -89,7 +89,7 @@ def edit(doc: tomlkit.TOMLDocument, mode: Mode, *, gpu_type: str | None = None, 
             _remove(doc, "run", "run", changes)
     deployment = doc.get("deployment")
     if num_train_gpus is not None or num_infer_gpus is not None:
-        kind = deployment.get("type", "single_node") if hasattr(deployment, "get") else "single_node"
+        kind = deployment.get("type", "single_node") if isinstance(deployment, Mapping) else "single_node"
         if kind != "single_node":
             raise fail("bad_arguments", f"This example is a {kind} deployment: its size is set in nodes, not with "
                        "num_train_gpus/num_infer_gpus.",
@@ -109,7 +109,7 @@ def edit(doc: tomlkit.TOMLDocument, mode: Mode, *, gpu_type: str | None = None, 
         _set(doc, "max_steps", max_steps, "max_steps", changes)
         for sub in ("trainer", "orchestrator") if mode == "rl" else ():
             table = doc.get(sub)
-            if hasattr(table, "get") and table.get("max_steps") is not None:
+            if isinstance(table, Mapping) and table.get("max_steps") is not None:
                 _set(table, "max_steps", max_steps, f"{sub}.max_steps", changes)
     if name is not None:
         _set(doc, "name", name, "name", changes)

@@ -7,6 +7,7 @@ handling); reference/prime-api.md §3.2 (what ``prime train`` reads itself and n
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -72,10 +73,10 @@ class Config:
         return self.deployment_type == "single_node"
 
     @property
-    def gpus_per_node(self) -> int:
+    def gpus_per_node(self) -> builtins.int:
         return self.int("deployment.gpus_per_node") or DEFAULT_GPUS_PER_NODE
 
-    def gpus(self, key: str) -> int:
+    def gpus(self, key: str) -> builtins.int:
         """deployment.num_train_gpus / num_infer_gpus with prime-rl's default of 1 (SFT also
         reads the alias num_eval_gpus)."""
         value = self.int(f"deployment.{key}")

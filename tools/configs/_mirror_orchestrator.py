@@ -17,8 +17,10 @@ from tools.configs._mirror_base import Invalid, Node, copy_value, mirrors
 
 def _env_id(source: dict[str, Any]) -> str:
     """verifiers EnvConfig.env_id: the taskset id, prefixed by the env id when both are set."""
-    env = source.get("env") if isinstance(source.get("env"), dict) else {}
-    taskset = env.get("taskset") if isinstance(env.get("taskset"), dict) else {}
+    env = source.get("env")
+    env = env if isinstance(env, dict) else {}
+    taskset = env.get("taskset")
+    taskset = taskset if isinstance(taskset, dict) else {}
     env_id, taskset_id = env.get("id") or "", taskset.get("id") or ""
     if taskset_id and env_id:
         return f"{env_id}+{taskset_id}"

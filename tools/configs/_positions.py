@@ -97,7 +97,7 @@ class _Scanner:
             self.pos = end + 3
             return ""
         self.pos += 1
-        out = []
+        out: list[str] = []
         while self.pos < len(self.text):
             c = self.text[self.pos]
             if c == '"':

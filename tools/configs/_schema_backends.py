@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -104,7 +105,7 @@ def check_real(config: Mapping[str, Any], mode: Mode, *, python: str | Path | No
             return hit
         try:
             worker = worker_for(interpreter, timeout=timeout, env=env, identity=identity)
-            findings = run_pipeline(raw, mode, lambda data, w=worker: validate_with(w, data, mode, timeout),
+            findings = run_pipeline(raw, mode, partial(validate_with, worker, mode=mode, timeout=timeout),
                                     run_start=run_start)
         except RealBackendUnavailable as unavailable:
             failures.append(unavailable.finding)

@@ -64,7 +64,8 @@ def _jsonable(value: Any) -> Any:
 
 def _model_annotations(cls: Any) -> dict[str, Any]:
     decorators = cls.__pydantic_decorators__.model_validators
-    before, after = [], []
+    before: list[str] = []
+    after: list[str] = []
     for dec in decorators.values():
         func = getattr(dec.func, "__func__", dec.func)
         (before if dec.info.mode == "before" else after).append(_qualname(func))
@@ -212,7 +213,7 @@ def main() -> None:
         elif isinstance(value, (set, frozenset)):
             value = sorted(value)
         facts[name] = list(value)
-    versions = {}
+    versions: dict[str, str | None] = {}
     for dist in DISTRIBUTIONS:
         try:
             versions[dist] = metadata.version(dist)

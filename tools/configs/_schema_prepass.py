@@ -250,9 +250,9 @@ def coerce(value: Any, schema: dict[str, Any]) -> Any:
     if "integer" in types and isinstance(value, bool):
         return int(value)
     if "number" in types and not isinstance(value, (int, float)) or ("number" in types and isinstance(value, bool)):
-        converted = _to_float(value)
-        if converted is not None:
-            return converted
+        as_float = _to_float(value)
+        if as_float is not None:
+            return as_float
     if "boolean" in types and not isinstance(value, bool):
         converted = _to_bool(value)
         if converted is not None:
@@ -355,11 +355,11 @@ class Prepass:
                 continue
             field = value[name]
             for fn_name in prop.get("x-field-before", ()):
-                fn = FIELD_BEFORE.get(fn_name)
-                if fn is None:
+                field_fn = FIELD_BEFORE.get(fn_name)
+                if field_fn is None:
                     self.unknown_validators.add(fn_name)
                 else:
-                    field = fn(field)
+                    field = field_fn(field)
             value[name] = self.value(field, prop, (*loc, name))
         return value
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -75,18 +75,21 @@ class SnapshotSchema:
     def _convert(self, error: ValidationError, data: Any) -> list[Finding]:
         loc = tuple(error.absolute_path)
         keyword = error.validator
+        # Errors of a validator run always carry their schema node and keyword value (Unset only before).
+        schema: Mapping[str, Any] = error.schema if isinstance(error.schema, Mapping) else {}
+        expected: Any = error.validator_value
         if keyword == "anyOf":
             return self._any_of(error, data)
         if keyword == "additionalProperties" and isinstance(error.instance, dict):
-            declared = error.schema.get("properties", {})
-            patterns = error.schema.get("patternProperties", {})
+            declared = schema.get("properties", {})
+            patterns = schema.get("patternProperties", {})
             extras = [k for k in error.instance if k not in declared and not any(re.search(p, k) for p in patterns)]
             where = f"[{_dotted(loc)}]" if loc else "the top level"
             return [Finding((*loc, k), f"unknown key {k!r} in {where}: extra keys are not permitted",
                             "schema:additionalProperties", kind="extra_forbidden") for k in extras]
         if keyword == "required" and isinstance(error.instance, dict):
-            tag = error.schema.get("x-discriminator")
-            missing = [k for k in error.validator_value if k not in error.instance]
+            tag = schema.get("x-discriminator")
+            missing = [k for k in expected if k not in error.instance]
             if tag is not None and tag in missing:
                 return [Finding(loc, f"{tag!r} is not set, so the kind of [{_dotted(loc)}] is unknown",
                                 "schema:discriminator", kind="union_tag_not_found")]
@@ -94,7 +97,7 @@ class SnapshotSchema:
         if keyword in ("enum", "const") and loc:
             parent = self.node_at(loc[:-1], data)
             if parent is not None and self.index.deref(parent).get("x-discriminator") == loc[-1]:
-                allowed = ", ".join(repr(v) for v in error.validator_value) if keyword == "enum" else ""
+                allowed = ", ".join(repr(v) for v in expected) if keyword == "enum" else ""
                 return [Finding(loc[:-1], f"{loc[-1]} = {error.instance!r} is not one of {allowed}",
                                 "schema:discriminator", kind="union_tag_invalid")]
         if keyword == "not" and error.schema_path and "propertyNames" in error.schema_path:
@@ -107,7 +110,7 @@ class SnapshotSchema:
     def _any_of(self, error: ValidationError, data: Any) -> list[Finding]:
         """A union failed: when only one member takes this kind of value (``X | None`` given a
         table), report that member's own errors, as pydantic does; else one finding."""
-        members = error.validator_value
+        members: Any = error.validator_value
         kind = json_type(error.instance)
         fitting = [i for i, m in enumerate(members) if self.index.fits(self.index.deref(m), error.instance, kind)]
         if not fitting and kind != "null":  # ``X | None`` given neither: report X's own error
@@ -124,13 +127,13 @@ class SnapshotSchema:
     def node_at(self, loc: Sequence[str | int], data: Any) -> dict[str, Any] | None:
         """The schema node of the value at ``loc`` in ``data``: ``$ref`` followed and an
         optional (``X | None``) resolved to ``X`` for a table, a tagged union left whole."""
-        node: dict[str, Any] | None = self.schema
+        node: dict[str, Any] = self.schema
         value = data
         for seg in loc:
-            node = self.index.child(node, value, seg)
-            if node is None:
+            child = self.index.child(node, value, seg)
+            if child is None:
                 return None
-            value = value[seg] if isinstance(value, (dict, list)) and _has(value, seg) else None
+            node, value = child, _child_value(value, seg)
         node = self.index.deref(node)
         for member in node.get("anyOf", ()):
             member = self.index.deref(member)
@@ -139,10 +142,13 @@ class SnapshotSchema:
         return node
 
 
-def _has(value: Any, seg: str | int) -> bool:
+def _child_value(value: Any, seg: str | int) -> Any:
+    """``value[seg]`` of a table or a list, else None."""
     if isinstance(value, dict):
-        return seg in value
-    return isinstance(seg, int) and 0 <= seg < len(value)
+        return value.get(seg)
+    if isinstance(value, list) and isinstance(seg, int) and 0 <= seg < len(value):
+        return value[seg]
+    return None
 
 
 def _dotted(loc: Sequence[str | int]) -> str:
@@ -152,7 +158,7 @@ def _dotted(loc: Sequence[str | int]) -> str:
 def _message(error: ValidationError) -> str:
     where = _dotted(tuple(error.absolute_path)) or "the config"
     keyword = error.validator
-    value = error.validator_value
+    value: Any = error.validator_value
     kind = json_type(error.instance)
     if keyword == "type":
         wanted = value if isinstance(value, str) else " or ".join(value)

@@ -22,7 +22,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -31,11 +31,12 @@ from pydantic import BaseModel
 from tools.errors import ToolError, ToolFailure, fail, from_os_error, from_platform
 from tools.guardrails.scrubbing import Scrubber, argument_scrubber
 from tools.guardrails.secret_detection import refuse_secret_values
+from tools.platform.bounds import Deadline, RetryPolicy, Timeouts
 from tools.platform.errors import PlatformError
 
 if TYPE_CHECKING:
     from tools.guardrails.store import Store
-    from tools.platform.client import PlatformClient, RetryPolicy, Timeouts, TracesClient
+    from tools.platform.client import PlatformClient, TracesClient
     from tools.platform.settings import Settings
 
 #: ``progress(done, total, message)``: ``total`` is ``None`` when unknown.
@@ -72,8 +73,8 @@ class Context:
         sleep: how a tool waits between polls and read retries, seconds (default ``time.sleep``).
             Tests inject both, with a sleep that moves the emulator's clock, instead of waiting.
         timeouts: HTTP timeouts of the clients this context builds
-            (:class:`~tools.platform.client.Timeouts`; default: ``prime``'s 30 s / 10 s / 120 s).
-        retry: the read retry policy of those clients (:class:`~tools.platform.client.RetryPolicy`;
+            (:class:`~tools.platform.bounds.Timeouts`; default: ``prime``'s 30 s / 10 s / 120 s).
+        retry: the read retry policy of those clients (:class:`~tools.platform.bounds.RetryPolicy`;
             default: 3 attempts, backing off and honouring ``Retry-After`` with :attr:`sleep`).
 
     ``clock``, ``sleep``, ``timeouts`` and ``retry`` are the test seam for time: a harness passes
@@ -133,8 +134,6 @@ class Context:
 
     def http_timeouts(self) -> Timeouts:
         """:attr:`timeouts`, or the defaults."""
-        from tools.platform.client import Timeouts
-
         return self.timeouts or Timeouts()
 
     def call_seconds(self) -> float:
@@ -158,9 +157,7 @@ class Context:
     def within(self, seconds: float | None = None) -> Iterator[None]:
         """During the block, every request of the shared clients (:meth:`platform`, :meth:`traces`)
         ends within ``seconds`` in all (default :meth:`call_seconds`), retries included; a request cut
-        short is ``Unavailable`` saying so (:class:`~tools.platform.client.Deadline`)."""
-        from tools.platform.client import Deadline
-
+        short is ``Unavailable`` saying so (:class:`~tools.platform.bounds.Deadline`)."""
         self._deadline = Deadline.after(self.call_seconds() if seconds is None else seconds, self.clock)
         try:
             for client in (self._platform, self._traces):
@@ -175,12 +172,8 @@ class Context:
 
     def retry_policy(self, attempts: int | None = None) -> RetryPolicy:
         """:attr:`retry` (default: waiting with :attr:`sleep`), with ``attempts`` in total when given."""
-        import dataclasses
-
-        from tools.platform.client import RetryPolicy
-
         policy = self.retry or RetryPolicy(sleep=self.sleep)
-        return policy if attempts is None else dataclasses.replace(policy, max_attempts=attempts)
+        return policy if attempts is None else replace(policy, max_attempts=attempts)
 
     def platform_client(self, timeouts: Timeouts | None = None, *, attempts: int | None = None) -> PlatformClient:
         """A new platform client with ``timeouts`` (default :meth:`http_timeouts`) and
@@ -341,7 +334,7 @@ def tool(fn: Callable[[Any, Context], M]) -> Callable[..., M | ToolError]:
         ctx = ctx or Context.from_environment()
         try:
             refuse_secret_values(inp, root="arguments", known_values=ctx.scrubber.known_values())
-            result: BaseModel = fn(inp, ctx)
+            result: M | ToolError = fn(inp, ctx)
         except ToolFailure as failure:
             result = failure.error
         except PlatformError as exc:

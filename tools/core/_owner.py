@@ -83,17 +83,17 @@ def resolve_owner(ctx: Context, requested: str | None = None, *, strict: bool = 
         team_id = requested.strip()
         if not looks_like_team_id(team_id):
             # The value is not repeated: a mistyped argument may be a pasted key.
-            teams = call("mf_list_teams")
+            listing = call("mf_list_teams")
             raise fail("invalid_team", "The team argument is not a team id (c followed by 24 lowercase letters/digits) "
                        "nor 'personal' (value not shown).",
-                       f"Pass one of the team ids {teams} lists, or personal.", next_calls=[teams])
+                       f"Pass one of the team ids {listing} lists, or personal.", next_calls=[listing])
         if strict:
-            teams = {t.team_id: t for t in ctx.platform().list_all_teams()}
-            if team_id not in teams:
+            by_id = {t.team_id: t for t in ctx.platform().list_all_teams()}
+            if team_id not in by_id:
                 listing = call("mf_list_teams")
                 raise fail("invalid_team", f"This API key is not a member of team {team_id}.",
                            f"Pass one of the team ids {listing} lists, or personal.", next_calls=[listing])
-            return Owner(kind="team", team_id=team_id, team_name=teams[team_id].name, source="argument")
+            return Owner(kind="team", team_id=team_id, team_name=by_id[team_id].name, source="argument")
         return Owner(kind="team", team_id=team_id, source="argument")
 
     settings = ctx.settings

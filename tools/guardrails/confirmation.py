@@ -469,7 +469,7 @@ def record_outcome(
         if run_id and outcome in ("created", "reconciled") and record.action in ("launch", "resume"):
             link = RunLink(run_id=run_id, platform_url=record.platform_url, plan_id=plan_id,
                            continues=record.run_id if record.action == "resume" else None, at=at)
-        return store.add_outcome(OutcomeRecord(attempt_id=attempt_id, outcome=outcome, run_id=run_id,  # type: ignore[arg-type]
+        return store.add_outcome(OutcomeRecord(attempt_id=attempt_id, outcome=outcome, run_id=run_id,
                                                facts=OutcomeFacts(**facts), at=at), link=link)
 
 

@@ -109,7 +109,7 @@ class Scrubber:
         ignored (the caller reports it)."""
         try:
             parsed = parse_env_file(path, env or {})
-            items = parsed.values.items()
+            items: Iterable[tuple[str, str]] = parsed.values.items()
         except EnvFileError:
             try:
                 items = raw_env_values(Path(path))
@@ -149,7 +149,8 @@ class Scrubber:
         spans: list[tuple[int, int, str]] = []
         if len(text) >= 16:
             for match in _ANY_FORMAT.finditer(text):
-                spans.append((match.start(), match.end(), KEY_FORMATS[int(match.lastgroup[1:])][0]))
+                group = match.lastgroup or "f0"  # every alternative is a named group f<i>
+                spans.append((match.start(), match.end(), KEY_FORMATS[int(group[1:])][0]))
             for match in KEYED_HEX.finditer(text):
                 spans.append((match.start(1), match.end(1), "40-hex key"))
         for value, name in self._ordered:

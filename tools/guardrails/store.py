@@ -474,7 +474,7 @@ class Store:
                 "expires_at) VALUES (?,?,?,?,?,?,?,?,?)",
                 (plan_id, plan_hash, token_sha256, channel, checked, owner, terms_json, minted, expires_at))
         return ApprovalRecord(approval_id=int(cursor.lastrowid or 0), plan_id=plan_id, plan_hash=plan_hash,
-                              token_sha256=token_sha256, channel=channel, checked=checked, owner=owner,  # type: ignore[arg-type]
+                              token_sha256=token_sha256, channel=channel, checked=checked, owner=owner,
                               terms=terms or {}, minted_at=minted, expires_at=expires_at)
 
     def add_attempt(self, record: AttemptRecord) -> None:

@@ -50,7 +50,8 @@ from tools.launch._approval import (
 )
 from tools.launch._cost import CostEstimate
 from tools.launch._dispatch import (
-    DispatchResult,
+    DispatchRunResult,
+    ResumeRunResult,
     already,
     count_active,
     new_plan_id,
@@ -84,19 +85,20 @@ from tools.platform import wire
 __all__ = [
     "ApprovalRequest",
     "CostEstimate",
-    "DispatchResult",
     "DispatchRunInput",
+    "DispatchRunResult",
     "LaunchEntry",
-    "LaunchList",
     "ListLaunchesInput",
+    "ListLaunchesResult",
     "PLAN_MAX_AGE_SECONDS",
     "PauseRunInput",
     "PauseRunResult",
     "PlanRunInput",
+    "PlanRunResult",
     "RestartRunInput",
     "RestartRunResult",
     "ResumeRunInput",
-    "RunPlan",
+    "ResumeRunResult",
     "RuntimeInfo",
     "StopRunInput",
     "StopRunResult",
@@ -116,7 +118,7 @@ __all__ = [
 # -- plan_run ---------------------------------------------------------------------------------
 
 
-class RunPlan(BaseModel):
+class PlanRunResult(BaseModel):
     """A planned run (nothing launched). Sources: the config file, GET /user/teams (owner),
     GET /training/available-fft-models (price), GET /training/available-gpu-types, GET
     /training/volumes, POST /training/runs/prepare (runtime)."""
@@ -161,7 +163,7 @@ class RunPlan(BaseModel):
 
 
 @tool
-def plan_run(inp: PlanRunInput, ctx: Context) -> RunPlan:
+def plan_run(inp: PlanRunInput, ctx: Context) -> PlanRunResult:
     """Plan a run: costs nothing, launches nothing; records the plan in the state store.
 
     Errors: ``secret_in_input``, ``config_not_found``, ``invalid_toml``, ``invalid_config``,
@@ -183,7 +185,7 @@ def plan_run(inp: PlanRunInput, ctx: Context) -> RunPlan:
         plan_id, draft.plan_hash, draft.material, arguments=args, config_path=str(draft.config_path),
         env_files=[str(p) for p in draft.env_files], fingerprint=draft.fingerprint, owner_label=draft.owner.label,
         model=draft.model, summary=summary))
-    return RunPlan(
+    return PlanRunResult(
         plan_id=plan_id, plan_hash=draft.plan_hash, summary=summary, config_path=str(draft.config_path),
         config_sha256=draft.config_sha256, file_sha256=draft.file_sha256, mode=draft.mode, model=draft.model,
         run_name=draft.run_name, owner=draft.owner, gpu_type=draft.gpu_type, gpu_type_source=draft.gpu_type_source,
@@ -232,7 +234,7 @@ def _create_body(ctx: Context, draft: Draft) -> dict:
 
 
 @tool
-def dispatch_run(inp: DispatchRunInput, ctx: Context) -> DispatchResult:
+def dispatch_run(inp: DispatchRunInput, ctx: Context) -> DispatchRunResult:
     """Launch a planned run exactly once (POST /training/runs; never retried).
 
     The plan is rebuilt here, over the current config file, env files, owner and prices: this is
@@ -315,7 +317,7 @@ class LaunchEntry(BaseModel):
         "The existing run a resume, stop, pause or restart plan names (a resume's paused run); null for a launch."))
 
 
-class LaunchList(BaseModel):
+class ListLaunchesResult(BaseModel):
     """The state store's plans of this platform, most recently active first. Source: <state>/state.db."""
 
     store_path: str = Field(description="The state database (per user, outside the working folder).")
@@ -344,7 +346,7 @@ def _entry(s: gate.LaunchState) -> LaunchEntry:
 
 
 @tool
-def list_launches(inp: ListLaunchesInput, ctx: Context) -> LaunchList:
+def list_launches(inp: ListLaunchesInput, ctx: Context) -> ListLaunchesResult:
     """The state store's plans of this platform (launches, resumes, stops, pauses, restarts) with their
     approvals, attempts, outcome and run id, and why the store cannot be written here, if so. Local only
     (the platform URL from the settings; no request)."""
@@ -353,10 +355,10 @@ def list_launches(inp: ListLaunchesInput, ctx: Context) -> LaunchList:
     notes = [note] if (note := store.note()) else []
     notes += [imported.words() for imported in store.imported]
 
-    def build(k: int) -> LaunchList:
+    def build(k: int) -> ListLaunchesResult:
         omitted = len(entries) - k
-        return LaunchList(store_path=str(store.path), store_warning=" ".join(notes) or None, launches=entries[:k],
-                          truncated=omitted > 0, omitted=omitted,
-                          narrow_hint=f"Pass a smaller limit (e.g. {max(1, k)})." if omitted else None)
+        return ListLaunchesResult(store_path=str(store.path), store_warning=" ".join(notes) or None,
+                                  launches=entries[:k], truncated=omitted > 0, omitted=omitted,
+                                  narrow_hint=f"Pass a smaller limit (e.g. {max(1, k)})." if omitted else None)
 
     return fit_largest(build, len(entries))

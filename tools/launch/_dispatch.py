@@ -58,7 +58,7 @@ def plan_of_token(store: Store, confirmation: str) -> gate.LaunchState | None:
         return None
 
 
-class DispatchResult(BaseModel):
+class DispatchRunResult(BaseModel):
     """A launch or resume that happened (or was found again). Source: POST /training/runs (launch),
     POST /training/runs/{id}/resume (resume), GET /rft/runs (reconciliation)."""
 
@@ -79,8 +79,19 @@ class DispatchResult(BaseModel):
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
 
 
+class ResumeRunResult(DispatchRunResult):
+    """A resume that happened (or was found again): the fields of :class:`DispatchRunResult`, the
+    new run in ``run_id`` and the paused one in ``resumed_from``. Source: POST /training/runs/{id}/resume,
+    GET /rft/runs (reconciliation)."""
+
+    @classmethod
+    def of(cls, done: DispatchRunResult) -> ResumeRunResult:
+        """``done`` as a resume's result (:func:`result` builds one for every resume plan)."""
+        return done if isinstance(done, ResumeRunResult) else cls(**dict(done))
+
+
 def result(ctx: Context, state: gate.LaunchState, status: str, run_id: str, message: str,
-           facts: OutcomeFacts | None = None) -> DispatchResult:
+           facts: OutcomeFacts | None = None) -> DispatchRunResult:
     """The answer for ``state``'s plan, carried out as ``run_id`` (``facts``: those recorded with its
     outcome; the plan's own where they say nothing)."""
     facts = facts or OutcomeFacts()
@@ -88,7 +99,8 @@ def result(ctx: Context, state: gate.LaunchState, status: str, run_id: str, mess
     check, wait = call("mf_check_progress", run_id=run_id), call("mf_wait_for_run", run_id=run_id)
     channel = next((a.channel for a in reversed(state.attempts) if a.channel), None)
     price = plan.cost.usd_per_gpu_hour if plan.cost else None
-    return DispatchResult(
+    kind = ResumeRunResult if plan.action == "resume" else DispatchRunResult
+    return kind(
         plan_id=state.plan_id, status=status, run_id=run_id, run_name=plan.name,
         resumed_from=plan.run_id if plan.action == "resume" else None,
         dashboard_url=dashboard_url(ctx, run_id), approval_channel=facts.channel or channel,
@@ -98,7 +110,7 @@ def result(ctx: Context, state: gate.LaunchState, status: str, run_id: str, mess
         next_step=f"Watch it: {check} (is it progressing?) or {wait}.")
 
 
-def already(ctx: Context, state: gate.LaunchState) -> DispatchResult:
+def already(ctx: Context, state: gate.LaunchState) -> DispatchRunResult:
     """``already_dispatched``: the plan was carried out before; nothing is sent again."""
     attempt = next((a for a in reversed(state.attempts) if a.outcome in ("created", "reconciled")), None)
     facts = attempt.facts if attempt else None
@@ -107,7 +119,7 @@ def already(ctx: Context, state: gate.LaunchState) -> DispatchResult:
                   f"Plan {state.plan_id} was already {verb} as run {state.run_id}; nothing was sent again.", facts)
 
 
-def reconcile(ctx: Context, store: Store, state: gate.LaunchState) -> DispatchResult:
+def reconcile(ctx: Context, store: Store, state: gate.LaunchState) -> DispatchRunResult:
     """Find the run of an attempt whose outcome is unknown (:mod:`tools.launch._reconcile`);
     never re-send. Raises ``ambiguous_launch`` (``ambiguous: true``) while it is not found."""
     lookup = look_for_lost_run(ctx, store, state)
@@ -158,7 +170,7 @@ def refused(exc: perr.PlatformError, plan_id: str, action: str) -> ToolFailure:
 
 def send_create(ctx: Context, store: Store, plan_id: str, plan_hash: str, token: str, *, again: Call,
                 send: Callable[[], wire.HostedRunCreated], planned_gpu: str | None,
-                planned_price: float | None, message: Callable[[str], str]) -> DispatchResult:
+                planned_price: float | None, message: Callable[[str], str]) -> DispatchRunResult:
     """Claim ``plan_id`` with ``token``, call ``send`` once and record the outcome (module
     docstring). ``again``: the call that repeats this one (named when nothing was sent);
     ``message(run_id)``: what happened, in words. Raises ToolFailure: the claim's codes,

@@ -30,7 +30,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from tools import configs
 from tools.core import MAX_SECONDS_PER_STEP, MAX_STEPS, Context, Owner, resolve_owner
-from tools.errors import Call, FieldProblem, ToolFailure, call, fail
+from tools.errors import Call, ErrorCode, FieldProblem, ToolFailure, call, fail
 from tools.guardrails import secret_detection
 from tools.guardrails.confirmation import config_sha256, plan_hash
 from tools.guardrails.policy import load_for_context
@@ -350,7 +350,7 @@ def _choose_gpu(ctx: Context, args: PlanRunInput, toml_gpu: str | None, owner: O
     if chosen:
         how = "argument" if args.gpu_type else "config (gpu_type)"
         if allowed and chosen not in allowed:
-            code = "bad_arguments" if args.gpu_type else "invalid_config"
+            code: ErrorCode = "bad_arguments" if args.gpu_type else "invalid_config"
             again = plan_again(args, gpu_type=allowed[0])
             raise fail(code, f"GPU type {chosen} is not available to the {owner.label}; available: "
                        f"{', '.join(allowed)}.", f"Pick one of those and plan again, e.g. {again}.",
@@ -460,6 +460,7 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     names = forwarded_names(args.secrets, ctx, files, warnings, plan_again(args), without)
 
     from_config = report.max_steps
+    cap: int | None
     if args.max_steps is not None:
         cap, reason = args.max_steps, "explicit max_steps argument"
     elif args.run_kind == "smoke":

@@ -37,7 +37,7 @@ from tools.guardrails.store import Store
 from tools.guardrails.text import shown
 from tools.launch._approval import check_unchanged, obtain_confirmation, request_from_state
 from tools.launch._cost import CostEstimate, estimate_cost, magnitude_warnings
-from tools.launch._dispatch import DispatchResult, already, count_active, reconcile, send_create
+from tools.launch._dispatch import DispatchRunResult, already, count_active, reconcile, send_create
 from tools.launch._plan import APPROVAL_TTL_SECONDS, SECRETS_HELP, DisplayText, SecretNames, forwarded_names, usd
 from tools.launch._reconcile import look_for_lost_run
 from tools.platform import errors as perr
@@ -125,6 +125,7 @@ def _gpu(ctx: Context, store: Store, args: ResumeRunInput, run: wire.RLRun,
          warnings: list[str]) -> tuple[str | None, str, float | None, str | None]:
     """(GPU type, where it came from, USD per GPU-hour or None, why unknown)."""
     platform = ctx.platform()
+    gpu: str | None
     if args.gpu_type:
         allowed = platform.list_gpu_types(team_id=run.team_id).gpu_types
         if allowed and args.gpu_type not in allowed:
@@ -257,7 +258,7 @@ def _facts(d: ResumeDraft) -> PlanFacts:
 
 
 def carry_out(ctx: Context, store: Store, state: gate.LaunchState, confirmation: str | None,
-              draft: ResumeDraft | None = None) -> DispatchResult:
+              draft: ResumeDraft | None = None) -> DispatchRunResult:
     """Send the resume of plan ``state`` once (``draft``: the plan just built; else rebuilt from the
     recorded arguments over current facts and checked against the recorded hash). A plan sent
     before is answered from the store (``already_dispatched``) or reconciled, never re-sent."""

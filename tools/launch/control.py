@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -40,7 +40,7 @@ from tools.guardrails.records import PlanRecord
 from tools.guardrails.store import Store
 from tools.guardrails.text import shown
 from tools.launch._approval import check_unchanged, obtain_confirmation, request_from_state
-from tools.launch._dispatch import DispatchResult, new_plan_id, plan_of_token, refused
+from tools.launch._dispatch import ResumeRunResult, new_plan_id, plan_of_token, refused
 from tools.launch._plan import APPROVAL_TTL_SECONDS
 from tools.launch._reconcile import Lookup, look_for_lost_action, unresolved_action_lines
 from tools.launch._resume import ResumeRunInput, build_resume, carry_out, record
@@ -160,7 +160,7 @@ def _still_unresolved(ctx: Context, store: Store, run: wire.RLRun, plan_id: str)
 
 
 def _material(ctx: Context, run: wire.RLRun, action: Action, unresolved: list[Lookup]) -> dict:
-    material = {"action": action, "platform_url": ctx.settings.base_url, "account_id": ctx.account_id(),
+    material: dict[str, Any] = {"action": action, "platform_url": ctx.settings.base_url, "account_id": ctx.account_id(),
                 "run_id": run.id, "config_sha256": None, "team_id": run.team_id, "gpu_type": None,
                 "gpu_count": run.gpu_count, "volume": None, "source_ref": None, "image_tag": None, "secret_names": [],
                 "max_steps": None, "cost": None}
@@ -297,7 +297,10 @@ def _poll(ctx: Context, run_id: str, status: str, timeout: float, done: Callable
     return status, round(ctx.clock() - start, 2)
 
 
-def _untouched(cls: type[ControlResult], run: wire.RLRun, outcome: str, message: str, **extra: object) -> ControlResult:
+R = TypeVar("R", bound=ControlResult)
+
+
+def _untouched(cls: type[R], run: wire.RLRun, outcome: str, message: str, **extra: Any) -> R:
     inspect = call("mf_get_run", run_id=run.id)
     return cls(run_id=run.id, status=run.status, outcome=outcome, plan_id=None, approval_channel=None,
                waited_seconds=0.0, message=message, next_step=f"Inspect it with {inspect}.", next_calls=[inspect],
@@ -361,7 +364,7 @@ def pause_run(inp: PauseRunInput, ctx: Context) -> PauseRunResult:
     if run.is_terminal():
         return _untouched(PauseRunResult, run, "already_terminal", f"Run {run.id} is already {run.status}; nothing "
                           "was sent.")
-    sent = _send(ctx, run, "pause", inp.confirmation, lambda: ctx.platform().pause_run(run.id).status)
+    sent = _send(ctx, run, "pause", inp.confirmation, lambda: ctx.platform().pause_run(run.id).status or run.status)
     state, channel = sent.state, sent.channel
     status, waited = _poll(ctx, run.id, sent.status, inp.timeout_seconds, wire.RunStatus.is_terminal)
     upper = status.upper()
@@ -432,7 +435,7 @@ def restart_run(inp: RestartRunInput, ctx: Context) -> RestartRunResult:
 
 
 @tool
-def resume_run(inp: ResumeRunInput, ctx: Context) -> DispatchResult:
+def resume_run(inp: ResumeRunInput, ctx: Context) -> ResumeRunResult:
     """Resume a PAUSED run as a NEW billed run (POST /training/runs/{id}/resume), exactly once.
 
     Without a confirmation the plan is made (owner, GPUs, price per GPU-hour, cost of the steps
@@ -453,7 +456,7 @@ def resume_run(inp: ResumeRunInput, ctx: Context) -> DispatchResult:
     store.require_writable()
     if not inp.confirmation or not inp.confirmation.strip():
         draft = build_resume(inp, ctx, new_plan_id("resume"))
-        return carry_out(ctx, store, record(ctx, store, draft), None, draft)
+        return ResumeRunResult.of(carry_out(ctx, store, record(ctx, store, draft), None, draft))
     state = plan_of_token(store, inp.confirmation)
     if state is None or state.plan.action != "resume" or state.plan.run_id != inp.run_id:
         again = call("mf_resume_run", run_id=inp.run_id)
@@ -470,4 +473,4 @@ def resume_run(inp: ResumeRunInput, ctx: Context) -> DispatchResult:
         raise fail("bad_arguments", f"The confirmation approves plan {state.plan_id}, whose {', '.join(differ)} "
                    "differ from this call's.", f"Call {again} (the plan's own arguments apply), or resume with the "
                    "new arguments without a confirmation to get a new plan approved.", next_calls=[again])
-    return carry_out(ctx, store, state, inp.confirmation)
+    return ResumeRunResult.of(carry_out(ctx, store, state, inp.confirmation))

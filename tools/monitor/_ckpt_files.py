@@ -182,6 +182,12 @@ class FileJob:
     settled: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def opened(self) -> int:
+        """The partial file's descriptor (opened before any part is fetched)."""
+        if self.fd is None:
+            raise RuntimeError(f"{self.rel}: the partial file is not open")
+        return self.fd
+
     def close(self) -> None:
         """Close the partial file."""
         if self.fd is not None:
@@ -259,7 +265,7 @@ class Transfer:
                 for chunk in self.reader.read(job.obj.key, start, end, etag=job.obj.etag):
                     if self.stop.is_set():
                         raise _Stopped
-                    os.pwrite(job.fd, chunk, pos)
+                    os.pwrite(job.opened(), chunk, pos)
                     pos += len(chunk)
                 return end - start + 1
             except perr.Unavailable:
@@ -287,7 +293,8 @@ class Transfer:
                         fetching[pool.submit(self._fetch_part, *nxt)] = nxt
                     if not fetching and not hashing:
                         break
-                    finished, _ = wait([*fetching, *hashing], return_when=FIRST_COMPLETED)
+                    pending: list[Future[Any]] = [*fetching, *hashing]
+                    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                     for future in finished:
                         if future in hashing:
                             job = hashing.pop(future)
@@ -358,7 +365,7 @@ class Transfer:
             pos = start
             while pos <= end:
                 with memoryview(buffer)[:min(_READ_BACK, end + 1 - pos)] as piece:
-                    got = os.preadv(job.fd, [piece], pos)
+                    got = os.preadv(job.opened(), [piece], pos)
                     if not got:
                         break
                     job.digest.update(piece[:got])

@@ -134,6 +134,13 @@ class Trend:
         return f"{head}: {self.slope:+.2g} per step +/- {self.half_width:.2g} (95%), {self.direction}"
 
 
+#: The verdict for a trend's direction: of a metric that should rise (reward), and one that should fall (loss).
+_RISING_IS_GOOD: dict[str, LearningVerdict] = {"rising": "learning", "flat": "flat", "falling": "worsening",
+                                               "too_few": "too_early"}
+_FALLING_IS_GOOD: dict[str, LearningVerdict] = {"falling": "learning", "flat": "flat", "rising": "worsening",
+                                                "too_few": "too_early"}
+
+
 def trend(metric: str, pts: Sequence[tuple[int, float]]) -> Trend:
     """The :class:`Trend` of ``pts`` ((step, value), by step)."""
     n = len(pts)
@@ -315,8 +322,7 @@ def _rl(recent: Sequence[dict], findings: list[Finding], key_of: _KeyOf, first: 
     if saturated:
         verdict = "saturated"
     else:
-        verdict = {"rising": "learning", "flat": "flat", "falling": "worsening", "too_few": "too_early"}[
-            fit.direction]
+        verdict = _RISING_IS_GOOD[fit.direction]
     fix = None
     if verdict == "flat":
         fix = (f"If it stays flat, the run is not learning: {BASELINE_ADVICE}; or raise the learning rate "
@@ -346,8 +352,7 @@ def _sft(recent: Sequence[dict], findings: list[Finding], key_of: _KeyOf) -> Lea
         return Learning(verdict="unknown", findings=[])
     pts = points(recent, metric)
     fit = trend(metric, pts)
-    verdict: LearningVerdict = {"falling": "learning", "flat": "flat", "rising": "worsening",
-                                "too_few": "too_early"}[fit.direction]
+    verdict = _FALLING_IS_GOOD[fit.direction]
     fix = {"flat": "If it stays flat: a higher learning rate (optim.lr), or check the dataset and its template.",
            "worsening": "The loss rises: a lower learning rate (optim.lr); the earlier checkpoints keep the better "
                         "weights."}.get(verdict)

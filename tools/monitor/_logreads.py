@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TypedDict
 
 from tools.platform import errors as perr
 from tools.platform import wire
@@ -70,7 +71,7 @@ def env_names(platform: PlatformClient, run: wire.RLRun) -> list[str]:
     return list(dict.fromkeys(names or run.environment_labels()))
 
 
-def targets(platform: PlatformClient, run: wire.RLRun, components: list[str] | None = None) -> list[Target]:
+def targets(platform: PlatformClient, run: wire.RLRun, components: Sequence[str] | None = None) -> list[Target]:
     """Every stream of the run (orchestrator, trainer, inference, each env server; SFT: trainer and env
     servers), or those of ``components``."""
     wanted = components or (["trainer", "env-server"] if run.is_sft else
@@ -84,10 +85,17 @@ def targets(platform: PlatformClient, run: wire.RLRun, components: list[str] | N
     return out
 
 
+class _Filters(TypedDict):
+    search: str | None
+    regex: bool
+    level: str | None
+    since_seconds: int | None
+
+
 def fetch(platform: PlatformClient, run_id: str, target: Target, tail: int, *, search: str | None = None,
           regex: bool = False, level: str | None = None, since: int | None = None) -> wire.RunLogs:
     """One read, routed as the CLI does (§5.5): ``name/N`` on a non-dedicated run uses ``/env-server-logs``."""
-    filters = {"search": search, "regex": regex, "level": level, "since_seconds": since}
+    filters = _Filters(search=search, regex=regex, level=level, since_seconds=since)
     env_name = target.env_name
     if target.component == "env-server" and env_name and (m := _ENV_INDEX.match(env_name)):
         try:

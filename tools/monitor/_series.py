@@ -85,8 +85,8 @@ def points(records: Iterable[dict], key: str) -> list[tuple[int, float]]:
 def step_seconds(records: list[dict]) -> float | None:
     """Median seconds per step between consecutive records (their ``step`` and ``timestamp``), one decimal;
     ``None`` with fewer than two timed steps."""
-    stamps = [(r["step"], parse_time(r.get("timestamp"))) for r in records if isinstance(r.get("step"), int)]
-    stamps = sorted((s, t) for s, t in stamps if t is not None)
+    parsed = [(r["step"], parse_time(r.get("timestamp"))) for r in records if isinstance(r.get("step"), int)]
+    stamps = sorted((s, t) for s, t in parsed if t is not None)
     gaps = [(t2 - t1).total_seconds() / (s2 - s1) for (s1, t1), (s2, t2) in itertools.pairwise(stamps) if s2 > s1]
     gaps = [g for g in gaps if g > 0]
     return round(statistics.median(gaps), 1) if gaps else None

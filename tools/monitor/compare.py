@@ -34,6 +34,7 @@ from tools.monitor._series import metric_key, numeric_keys, points, step_seconds
 from tools.monitor.metrics import MAX_PANELS, _metric_names, _select, png_target, records_of, render_png
 from tools.monitor.spend import spend_so_far
 from tools.platform import errors as perr
+from tools.platform import wire
 
 #: Config paths that differ, listed at most (the rest are counted).
 MAX_DIFF_PATHS = 30
@@ -189,7 +190,9 @@ def _summary(sides: list[RunSide], differences: list[ConfigDifference]) -> str:
     costs = ", ".join(f"{s.run_id} {_money(s.platform_usd)}" + (f" (plan {_money(s.plan_expected_usd)})"
                                                                   if s.plan_expected_usd is not None else "")
                       for s in sides)
-    sentences.append(f"Cost (the platform's usage figure, so far for a run still going): {costs}")
+    going = any(not wire.RunStatus.is_terminal(s.status) for s in sides)
+    sentences.append(f"Cost (the platform's usage figure{', so far for a run still going' if going else ''}): "
+                     f"{costs}")
     return ". ".join(sentences) + "."
 
 

@@ -142,7 +142,9 @@ class _Writer:
     """The texts of one stream's reads into lines, counted, with their first and last timestamps."""
 
     def __init__(self) -> None:
-        self.lines, self.first, self.last = 0, None, None
+        self.lines = 0
+        self.first: str | None = None
+        self.last: str | None = None
 
     def chunks(self, texts: Iterator[str]) -> Iterator[bytes]:
         for text in texts:

@@ -187,7 +187,8 @@ def get_logs(inp: GetLogsInput, ctx: Context) -> GetLogsResult:
                      message=excerpt(ln.message, MAX_MESSAGE_CHARS),
                      exception=excerpt(ln.exception, MAX_TRACEBACK_CHARS) if ln.exception else None)
              for ln in parsed.lines][-inp.tail_lines:]
-    note, calls = None, []
+    note: str | None = None
+    calls: list[Call] = []
     if not lines and window is not None:
         run = require_run(ctx, inp.run_id)
         note, calls = _window_note(inp, run, server_now(platform), window)
@@ -326,7 +327,7 @@ def summarize_logs(inp: SummarizeLogsInput, ctx: Context) -> SummarizeLogsResult
         caps.append(f"The run started {minutes((now - run.started_at).total_seconds())} ago: lines older than 24 h "
                     f"(before {(now - timedelta(seconds=MAX_SINCE)).isoformat(timespec='seconds')}) are beyond the "
                     "logs API's search window.")
-    if ended_long_ago:
+    if run.completed_at is not None and ended_long_ago:
         caps.append(f"The run ended {minutes((now - run.completed_at).total_seconds())} ago, more than the 24 h the "
                     "logs API searches: only the newest 5,000 lines of each component were read (the orchestrator's "
                     "200).")
@@ -350,12 +351,12 @@ def summarize_logs(inp: SummarizeLogsInput, ctx: Context) -> SummarizeLogsResult
                 for line in parse_logs(text).lines:
                     table.add(target.label, line)
                     reach.error_lines += 1
-            warnings = fetch(platform, run.id, target, MAX_TAIL, level="WARNING", since=window)
+            warning_read = fetch(platform, run.id, target, MAX_TAIL, level="WARNING", since=window)
             reach.requests = sweep.reads + 1
-            for line in parse_logs(warnings.logs).lines:
+            for line in parse_logs(warning_read.logs).lines:
                 table.add(target.label, line)
                 reach.warning_lines += 1
-            if len(warnings.lines()) >= MAX_TAIL:
+            if len(warning_read.lines()) >= MAX_TAIL:
                 lower.add((target.label, "WARNING"))
                 reach.note = "over 5,000 warnings: only the newest 5,000 read"
             if sweep.capped:

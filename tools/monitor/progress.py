@@ -66,8 +66,9 @@ PULL_FAILED_POD_STATES = frozenset({"ImagePullBackOff", "ErrImagePull", "Invalid
 CRASH_POD_STATES = frozenset({"CrashLoopBackOff", "CreateContainerError", "CreateContainerConfigError",
                               "RunContainerError"})
 FAILED_POD_STATES = frozenset({"Error", "Failed", "OOMKilled"})
-_VERDICT_OF_STATUS = {"QUEUED": "queued", "PENDING": "pending", "COMPLETED": "completed", "FAILED": "failed",
-                      "STOPPED": "stopped", "PAUSED": "paused", "PAUSING": "paused"}
+_VERDICT_OF_STATUS: dict[str, Verdict] = {"QUEUED": "queued", "PENDING": "pending", "COMPLETED": "completed",
+                                          "FAILED": "failed", "STOPPED": "stopped", "PAUSED": "paused",
+                                          "PAUSING": "paused"}
 
 
 class CheckProgressInput(BaseModel):
@@ -332,7 +333,7 @@ def check_progress(inp: CheckProgressInput, ctx: Context) -> CheckProgressResult
         and not result.step_overdue
     bad_env = next((e.env_name for e in result.env_servers if e.status in CRASH_POD_STATES), None)
     result.next_step, result.next_calls = next_step(result.verdict, run.id, run.status, bad_env,
-                                                    overdue=result.step_overdue, sft=run.is_sft)
+                                                    overdue=bool(result.step_overdue), sft=run.is_sft)
     learning = result.learning
     problems = [f.signal for f in learning.findings if not f.ok] if learning else []
     if learning and problems and result.verdict in ("progressing", "completed", "stopped", "paused"):
@@ -366,6 +367,7 @@ def _startup(run: wire.RLRun, platform: PlatformClient, now: datetime, servers: 
     evidence = result.evidence
     since_start = seconds_since(run.started_at, now)
     states = {s.status for s in servers}
+    allowance: float
     if "Pending" in states:
         phase, age, allowance = "scheduling", since_start, POD_SCHEDULING_GRACE_SECONDS
         doing = ("env server pods Pending (no node assigned yet)", "while a node with free GPUs is found or "

@@ -26,7 +26,7 @@ from tools.core import (
     resolve_owner,
     tool,
 )
-from tools.errors import Call, ToolFailure, call, fail
+from tools.errors import Call, ErrorCode, ToolFailure, call, fail
 from tools.guardrails import confirmation as gate
 from tools.monitor._clock import parse_time, seconds_since, server_now
 from tools.monitor._series import OVERDUE_STEP_MULTIPLE, overdue_multiple, step_seconds
@@ -562,7 +562,7 @@ def _concern(client: PlatformClient, run: wire.RLRun, step: int | None, seconds_
 def _stale(inp: WaitForRunInput, ctx: Context, run: wire.RLRun | None, step: int | None, error: perr.PlatformError,
            age: float) -> ToolFailure:
     """The wait ended while the platform could not be read: the error, with the last status read called stale."""
-    code = "rate_limited" if isinstance(error, perr.RateLimited) else "unavailable"
+    code: ErrorCode = "rate_limited" if isinstance(error, perr.RateLimited) else "unavailable"
     why = "rate limiting" if code == "rate_limited" else "unreachable or failing"
     if run is None:
         seen = f"Nothing could be read about run {inp.run_id}."

@@ -3,7 +3,8 @@
 - :mod:`tools.platform.settings` - :func:`resolve_settings` -> :class:`Settings` (read-only,
   ``prime`` 0.18.0 precedence).
 - :mod:`tools.platform.client` - :class:`PlatformClient` (``{base}/api/v1``) and
-  :class:`TracesClient` (``{traces_url}/api/v1``), with :class:`RetryPolicy` and :class:`Timeouts`.
+  :class:`TracesClient` (``{traces_url}/api/v1``).
+- :mod:`tools.platform.bounds` - :class:`Timeouts`, :class:`Deadline`, :class:`RetryPolicy` (no httpx).
 - :mod:`tools.platform.wire` - pydantic wire models and the request-body builders
   (:func:`build_create_body`, :func:`build_prepare_body`).
 - :mod:`tools.platform.errors` - the typed error set.
@@ -12,7 +13,8 @@
   :class:`~tools.platform.paging.NumberedWalk`).
 
 Imports nothing from ``tools`` outside ``tools.platform``. Importing this package is
-cheap: the client module (httpx, tenacity) loads on first attribute access.
+cheap: the client module (httpx, tenacity) loads on first access to ``PlatformClient`` or
+``TracesClient`` (httpx and tenacity cost ~60 ms of a local tool's start; none of them needs it).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
+from tools.platform.bounds import Deadline, RetryPolicy, Timeouts
 from tools.platform.errors import (
     Ambiguous,
     Conflict,
@@ -41,12 +44,13 @@ from tools.platform.settings import Settings, resolve_settings
 sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 if TYPE_CHECKING:
-    from tools.platform.client import PlatformClient, RetryPolicy, Timeouts, TracesClient
+    from tools.platform.client import PlatformClient, TracesClient
 
 __all__ = [
     "Ambiguous",
     "Conflict",
     "CredentialsMissing",
+    "Deadline",
     "Forbidden",
     "InvalidRequest",
     "NotFound",
@@ -65,7 +69,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("PlatformClient", "TracesClient", "RetryPolicy", "Timeouts"):
+    if name in ("PlatformClient", "TracesClient"):
         from tools.platform import client
 
         return getattr(client, name)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit
@@ -39,15 +39,13 @@ from tools.platform import wire
 from tools.platform._http import (
     NOT_THE_API,
     BaseClient,
-    Deadline,
-    RetryPolicy,
-    Timeouts,
     clean_params,
     default_user_agent,
     error_from_response,
     parse_retry_after,
     path_segment,
 )
+from tools.platform.bounds import Deadline, RetryPolicy, Timeouts
 from tools.platform.files import write_atomic
 from tools.platform.paging import CursorWalk
 from tools.platform.settings import Settings
@@ -512,7 +510,7 @@ class TracesClient(BaseClient):
     def stream_raw_trace(
         self, trace_id: str, *, team_id: str | None = None, chunk_size: int | None = None,
         expected_bytes: int | None = None,
-    ) -> Iterator[bytes]:
+    ) -> Generator[bytes, None, None]:
         """GET ``/traces/{id}?raw=true`` (row 30), streamed: yields the exact stored bytes.
 
         ``chunk_size``: bytes per yielded chunk (``None`` = as received from the network).
@@ -533,11 +531,11 @@ class TracesClient(BaseClient):
         go to ``dest`` only when complete (:func:`~tools.platform.files.write_atomic`; as the SDK).
         """
         chunks = self.stream_raw_trace(trace_id, team_id=team_id)
-        if not hasattr(dest, "write"):
-            return write_atomic(Path(dest), chunks)[0]  # type: ignore[arg-type]
+        if isinstance(dest, (str, os.PathLike)):
+            return write_atomic(Path(dest), chunks)[0]
         written = 0
         for chunk in chunks:
-            dest.write(chunk)  # type: ignore[union-attr]
+            dest.write(chunk)
             written += len(chunk)
         return written
 
@@ -612,7 +610,7 @@ class TracesClient(BaseClient):
 
     def stream_raw_episode(
         self, episode_id: str, *, team_id: str | None = None, chunk_size: int | None = None
-    ) -> Iterator[bytes]:
+    ) -> Generator[bytes, None, None]:
         """GET ``/episodes/{id}?raw=true``, streamed: the stored envelope (``traces`` = member ids)."""
         path = f"/episodes/{self._id(episode_id, 'episode_id')}"
         return self._stream(path, {"raw": "true"}, team_id, chunk_size)
@@ -721,10 +719,10 @@ class TracesClient(BaseClient):
     def _stream(
         self, path: str, params: Mapping[str, Any], team_id: str | None, chunk_size: int | None,
         expected_bytes: int | None = None,
-    ) -> Iterator[bytes]:
+    ) -> Generator[bytes, None, None]:
         self._require_key()  # eager: fail at call time, not at first iteration
 
-        def generate() -> Iterator[bytes]:
+        def generate() -> Generator[bytes, None, None]:
             opened: tuple[httpx.Response, Iterator[bytes], bytes] | None = None
             for attempt in self._retrying():
                 with attempt:

@@ -165,7 +165,8 @@ class RLRun(CamelWireModel):
         """One label per environment: the first of ``slug``, ``name``, ``id``, ``taskset.id``, else ``env-<i>``."""
         labels = []
         for index, env in enumerate(self.environments):
-            taskset = env.get("taskset") if isinstance(env.get("taskset"), dict) else {}
+            taskset = env.get("taskset")
+            taskset = taskset if isinstance(taskset, dict) else {}
             label = env.get("slug") or env.get("name") or env.get("id") or taskset.get("id")
             labels.append(str(label) if label else f"env-{index}")
         return labels

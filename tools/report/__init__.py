@@ -38,7 +38,7 @@ Decisions where the platform is silent:
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -50,7 +50,7 @@ from tools.platform import errors as perr
 from tools.platform import wire
 from tools.traces import download_summary
 
-__all__ = ["RunReport", "RunReportInput", "run_report"]
+__all__ = ["RunReportResult", "RunReportInput", "run_report"]
 
 #: Checkpoints listed by step at most; the rest are counted.
 MAX_CHECKPOINTS_LISTED = 5
@@ -75,7 +75,7 @@ class RunReportInput(BaseModel):
         "Write the metrics PNG (mf_plot_metrics' default path) and name it in the report."))
 
 
-class RunReport(BaseModel):
+class RunReportResult(BaseModel):
     """The end-of-run report (markdown) and the few facts a program needs."""
 
     run_id: str = Field(description="Run id.")
@@ -101,7 +101,10 @@ class RunReport(BaseModel):
     next_calls: list[Call] = Field(default_factory=list, description="The tool calls next_step names.")
 
 
-def _result(value: BaseModel | ToolError) -> BaseModel | None:
+M = TypeVar("M", bound=BaseModel)
+
+
+def _result(value: M | ToolError) -> M | None:
     return None if isinstance(value, ToolError) else value
 
 
@@ -297,7 +300,7 @@ def _traces(ctx: Context, run: monitor.GetRunResult, traces_dir: str | None) -> 
 
 
 @tool
-def run_report(inp: RunReportInput, ctx: Context) -> RunReport:
+def run_report(inp: RunReportInput, ctx: Context) -> RunReportResult:
     """The end-of-run report as markdown (sources in the module docstring).
 
     Errors: ``not_found`` (the run), the platform codes of GET ``/rft/runs/{id}``. Other parts
@@ -350,11 +353,11 @@ def run_report(inp: RunReportInput, ctx: Context) -> RunReport:
     else:
         lines.append("- Launch: not in this state store (secret names and approval unknown here)")
     next_step, calls = _next(run, progress, download if complete is not True else None, fetch)
-    return RunReport(run_id=run.run_id, status=run.status, terminal=run.terminal, markdown="\n".join(lines),
-                     plot_path=plot_path, traces_complete=complete, failed_episodes=traces.failed_episodes,
-                     unscored_traces=traces.unscored_traces, verdict=progress.verdict if progress else None,
-                     learning=learning.verdict if learning else None, next_step=next_step,
-                     next_calls=calls + [c for c in earlier_calls if c not in calls])
+    return RunReportResult(run_id=run.run_id, status=run.status, terminal=run.terminal, markdown="\n".join(lines),
+                           plot_path=plot_path, traces_complete=complete, failed_episodes=traces.failed_episodes,
+                           unscored_traces=traces.unscored_traces, verdict=progress.verdict if progress else None,
+                           learning=learning.verdict if learning else None, next_step=next_step,
+                           next_calls=calls + [c for c in earlier_calls if c not in calls])
 
 
 def _progress(progress: monitor.CheckProgressResult, spend: monitor.SpendSoFar) -> str:

@@ -216,7 +216,7 @@ class Record:
                outcome: dict[str, Any] | None = None) -> None:
         """A file landed (or was checked): index it and append its line to the journal. ``outcome``:
         the :data:`OUTCOME_KEYS` of its kind."""
-        entry = {"kind": kind, _ID[kind]: identifier, "file": file}
+        entry: dict[str, Any] = {"kind": kind, _ID[kind]: identifier, "file": file}
         if kind == "trace":
             entry.update(episode_id=episode_id, run_step=run_step)
         entry.update(bytes=nbytes, sha256=sha256, **{k: v for k, v in (outcome or {}).items()
@@ -354,5 +354,6 @@ def _tally(kind: str, record: dict[str, Any], tally: dict[str, int], errors: Cou
         tally["episodes"] += 1
         if record.get("ok") is False:
             tally["episodes_failed"] += 1
-            error = record.get("error") if isinstance(record.get("error"), str) else "no error given"
+            error = record.get("error")
+            error = error if isinstance(error, str) else "no error given"
             errors[error if error in errors or len(errors) < MAX_DISTINCT_ERRORS else "other"] += 1

@@ -23,7 +23,7 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +44,8 @@ _UNSAFE_NAME = re.compile(r'[/\\<>:"|?*\x00-\x1f\x7f]')
 MAX_ID_CHARS = 200
 #: Attempts per file download (a cut stream is retried once, then the call stops).
 FILE_ATTEMPTS = 2
+#: A raw document as it streams (closed when a download stops early, to free its connection).
+_Chunks = Generator[bytes, None, None]
 #: Listing pages a download follows at most (100 traces each).
 MAX_LIST_PAGES = 100_000
 
@@ -187,7 +189,7 @@ class _Done:
     episode: dict[str, Any] | None = None
 
 
-def _file_job(path: Path, known: tuple[int, str] | None, resume: bool, stream: Callable[[], Iterator[bytes]],
+def _file_job(path: Path, known: tuple[int, str] | None, resume: bool, stream: Callable[[], _Chunks],
               members: bool, stop: threading.Event) -> _Done:
     """Check ``path`` against its recorded (bytes, sha256), else download it atomically (a cut
     stream is retried once); for an episode also read its member trace ids."""
@@ -237,7 +239,7 @@ def _episode_outcome(envelope: dict[str, Any]) -> dict[str, Any] | None:
     return {"ok": envelope["ok"], "error": error}
 
 
-def _whole_json(chunks: Iterator[bytes], what: str) -> Iterator[bytes]:
+def _whole_json(chunks: _Chunks, what: str) -> _Chunks:
     """``chunks`` passed on; ``Unavailable(sent=True)`` after the last one when together they are
     not one JSON document (an episode envelope cut short in a well-framed answer)."""
     received: list[bytes] = []
@@ -246,7 +248,7 @@ def _whole_json(chunks: Iterator[bytes], what: str) -> Iterator[bytes]:
             received.append(chunk)
             yield chunk
     finally:
-        getattr(chunks, "close", lambda: None)()
+        chunks.close()
     try:
         json.loads(b"".join(received))
     except ValueError:
@@ -427,7 +429,7 @@ class _Download:
             pool.close()
         return stopped
 
-    def _stream(self, kind: str, identifier: str, size: int | None = None) -> Callable[[], Iterator[bytes]]:
+    def _stream(self, kind: str, identifier: str, size: int | None = None) -> Callable[[], _Chunks]:
         """The download of one file. A trace answer must have the trace's ``size`` and an episode's
         must be one JSON document: one cut short in a well-framed body raises Unavailable, so it is
         never written (and is fetched again)."""
