@@ -195,7 +195,8 @@ def unknown_ids(data: Any, index: SchemaIndex, plugins: dict[str, Any], commit: 
         if node.get("x-model") not in SOURCE_MODELS or not isinstance(table.get("env"), dict):
             continue
         env = table["env"]
-        found = [(("taskset", "id"), "taskset", env.get("taskset"), tasksets)]
+        found: list[tuple[tuple[str, ...], str, Any, set[str]]] = [
+            (("taskset", "id"), "taskset", env.get("taskset"), tasksets)]
         found += [((role, "harness", "id"), "harness", value.get("harness"), harnesses)
                   for role, value in env.items() if isinstance(value, dict) and role != "taskset"]
         for where, kind, plugin, known in found:

@@ -80,7 +80,7 @@ def _versions():
     return out
 
 
-_SKIPPED = []
+_SKIPPED = []  # type: list[str]
 
 
 def _lenient_tasksets():
