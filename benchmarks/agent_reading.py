@@ -1,24 +1,31 @@
-"""How much an agent reads on the smoke-run path: the skill text it is told to read, plus the MCP
-result text of every tool call in the smoke sequence (the tool catalogue is not counted).
+"""How much an agent reads on the smoke-run path: the tool catalogue (every tool's definition, as the model
+gets it on every turn), the skill text it is told to read, and the MCP result text of every tool call in the
+smoke sequence.
 
 The request: "run the reverse-text RL example on Model Factory as a quick smoke test under my
 personal account, forward my W&B key, watch it until it finishes, then download its traces and
-tell me how it went". :data:`DOCS_READ` lists the documents SKILL.md sends an agent to on that
-path; :func:`smoke` is the tool sequence SKILL.md's workflow gives for it. It is replayed through
+tell me how it went". The documents read are SKILL.md and each reference its "When to read a reference"
+table sends an agent to on that path (:data:`OCCASIONS`: forwarding the W&B key, the
+``confirmation_required`` code, and any other code a result gives); :func:`smoke` is the tool sequence
+SKILL.md's workflow gives for it. It is replayed through
 the MCP server (the SDK's in-memory client) against the local emulator, whose clock moves with
 each wait (no wall time): a person approves the plan at the terminal (``model-factory approve``,
 here its function) when the dispatch asks for it, as SKILL.md tells the agent to ask.
 
-    uv run python benchmarks/agent_reading.py          # a table, one row per call
-    uv run python benchmarks/agent_reading.py --json   # {skill_chars, tool_output_chars, total_chars, ...}
+    uv run python benchmarks/agent_reading.py          # a table, one row per document and call
+    uv run python benchmarks/agent_reading.py --json   # {catalogue_chars, skill_chars, total_chars, ...}
 
-Goal: ``total_chars`` <= :data:`BUDGET_CHARS` (tests/test_agent_reading.py keeps it).
+Goals: ``catalogue_chars`` <= :data:`CATALOGUE_BUDGET_CHARS` (the Anthropic form, compact JSON:
+:func:`skill.registry.catalogue_chars`) and ``total_chars`` <= :data:`BUDGET_CHARS`
+(tests/test_agent_reading.py and tests/test_registry.py keep them). ``tools_list_chars`` is the MCP
+``tools/list`` answer as the server sends it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -31,9 +38,29 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 
 REQUEST = ("run the reverse-text RL example on Model Factory as a quick smoke test under my personal account, "
            "forward my W&B key, watch it until it finishes, then download its traces and tell me how it went")
-#: What SKILL.md tells an agent to read on this path (paths relative to the repository): itself only.
-DOCS_READ = ("SKILL.md",)
-BUDGET_CHARS = 35_000
+SKILL_MD = "SKILL.md"
+#: What the smoke path meets that SKILL.md's reference table could send an agent to read for, as the words
+#: a table row would name it by (regular expressions); the codes the results give are added to these.
+OCCASIONS = {"forwarding the W&B key": r"\bW&B\b|WANDB_API_KEY|\bsecrets?\b",
+             "an error code": r"\bany (error )?code\b|\berror codes\b"}
+BUDGET_CHARS = 45_000
+CATALOGUE_BUDGET_CHARS = 15_000
+_ROW = re.compile(r"^\| \[[^\]]+\]\((references/[^)#]+)[^)]*\) \| (.*) \|$")
+
+
+def reference_rows() -> list[tuple[str, str]]:
+    """(reference path, when to read it) of each row of SKILL.md's "When to read a reference" table."""
+    text = (ROOT / SKILL_MD).read_text(encoding="utf-8")
+    table = text.split("## When to read a reference", 1)[1].split("\n## ", 1)[0]
+    return [(m[1], m[2]) for m in map(_ROW.match, table.splitlines()) if m]
+
+
+def docs_read(codes: set[str]) -> list[str]:
+    """SKILL.md, then each reference whose row names an occasion of the path or a code in ``codes`` (the
+    ToolError codes the path's results gave)."""
+    patterns = [*OCCASIONS.values(), *(rf"`{re.escape(code)}`" for code in sorted(codes))]
+    sent = [path for path, when in reference_rows() if any(re.search(p, when) for p in patterns)]
+    return [SKILL_MD, *dict.fromkeys(sent)]
 FAKE_WANDB = "wandb_v1_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE00"
 
 
@@ -53,21 +80,33 @@ class SimulatedTime:
 
 @dataclass
 class Reading:
-    """What the agent read: each call's tool, arguments and result text, in order."""
+    """What the agent read: each call's tool, arguments and result text, in order, and the MCP listing."""
 
     calls: list[dict[str, Any]] = field(default_factory=list)
+    tools_list_chars: int = 0
+
+    def codes(self) -> set[str]:
+        """The ToolError codes the results gave."""
+        return {c["code"] for c in self.calls if c.get("code")}
+
+    def documents(self) -> list[str]:
+        return docs_read(self.codes())
 
     def skill_chars(self) -> int:
-        return sum(len((ROOT / doc).read_text(encoding="utf-8")) for doc in DOCS_READ)
+        return sum(len((ROOT / doc).read_text(encoding="utf-8")) for doc in self.documents())
 
     def tool_output_chars(self) -> int:
         return sum(c["chars"] for c in self.calls)
 
     def figures(self) -> dict[str, Any]:
-        skill, tools = self.skill_chars(), self.tool_output_chars()
-        return {"skill_chars": skill, "tool_output_chars": tools, "total_chars": skill + tools,
-                "budget_chars": BUDGET_CHARS, "docs_read": list(DOCS_READ), "tool_calls": len(self.calls),
-                "calls": [{"tool": c["tool"], "chars": c["chars"]} for c in self.calls]}
+        from skill.registry import catalogue_chars
+
+        catalogue, skill, tools = catalogue_chars(), self.skill_chars(), self.tool_output_chars()
+        return {"catalogue_chars": catalogue, "skill_chars": skill, "tool_output_chars": tools,
+                "total_chars": catalogue + skill + tools, "budget_chars": BUDGET_CHARS,
+                "catalogue_budget_chars": CATALOGUE_BUDGET_CHARS, "tools_list_chars": self.tools_list_chars,
+                "docs_read": self.documents(), "references_sent": len(self.documents()) - 1,
+                "tool_calls": len(self.calls), "calls": [{"tool": c["tool"], "chars": c["chars"]} for c in self.calls]}
 
 
 class Agent:
@@ -79,8 +118,10 @@ class Agent:
     async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
         result = await self.client.call_tool(tool, arguments)
         text = "".join(block.text for block in result.content if getattr(block, "type", "") == "text")
-        self.reading.calls.append({"tool": tool, "arguments": arguments, "chars": len(text), "text": text})
-        return dict(result.structured_content or {})
+        structured = dict(result.structured_content or {})
+        self.reading.calls.append({"tool": tool, "arguments": arguments, "chars": len(text), "text": text,
+                                   "code": structured.get("code") if result.is_error else None})
+        return structured
 
 
 async def smoke(agent: Agent, approve: Any) -> dict[str, Any]:
@@ -142,6 +183,9 @@ def replay() -> tuple[Reading, dict[str, Any]]:
 
         async def main() -> dict[str, Any]:
             async with Client(build_server(context)) as client:
+                listing = await client.list_tools()
+                reading.tools_list_chars = len(json.dumps(listing.model_dump(mode="json", by_alias=True,
+                                                                             exclude_none=True), separators=(",", ":")))
                 return await smoke(Agent(client, reading), approve)
 
         report = anyio.run(main)
@@ -160,13 +204,16 @@ def main(argv: list[str] | None = None, replayed: tuple[Reading, dict[str, Any]]
         return 0
     print(f"request: {REQUEST}")
     print(f"{'read':28} {'chars':>7}")
-    for doc in DOCS_READ:
+    print(f"{'tool catalogue':28} {figures['catalogue_chars']:>7}")
+    for doc in figures["docs_read"]:
         print(f"{doc:28} {len((ROOT / doc).read_text(encoding='utf-8')):>7}")
     for c in reading.calls:
         print(f"{c['tool']:28} {c['chars']:>7}")
+    print(f"{'catalogue (budget ' + format(CATALOGUE_BUDGET_CHARS, ',') + ')':28} {figures['catalogue_chars']:>7}")
     print(f"{'skill text':28} {figures['skill_chars']:>7}")
     print(f"{'tool output':28} {figures['tool_output_chars']:>7}")
     print(f"{'total (budget ' + format(BUDGET_CHARS, ',') + ')':28} {figures['total_chars']:>7}")
+    print(f"{'MCP tools/list answer':28} {figures['tools_list_chars']:>7}")
     print(f"run {report.get('run_id')}: {report.get('status')}, traces complete: {report.get('traces_complete')}")
     return 0
 

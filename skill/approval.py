@@ -124,6 +124,31 @@ def _controlling_terminal() -> _Tty | None:
         return None
 
 
+def _audit(plan_id: str, outcome: str, ctx: Any = None, usd_approved: float | None = None) -> None:
+    """Record an approval attempt in the audit trail (surface ``terminal``, tool ``approve``): ``outcome`` is
+    ``approved``, ``wrong_check_word``, ``not_approved`` (end of input), ``interrupted``, a refusal
+    (``refused_agent_shell``, ``refused_no_terminal``, ``refused_json``) or an error code. The check word
+    and the code minted are never recorded. A store that cannot be written records nothing."""
+    import json
+
+    from tools.core import Context
+    from tools.errors import ToolFailure
+    from tools.guardrails.records import AuditRecord, iso, utc_now
+    from tools.guardrails.text import shown
+
+    own = ctx is None
+    try:
+        ctx = ctx or Context.from_environment()
+        ctx.store().add_audit(AuditRecord(
+            at=iso(utc_now()), surface="terminal", tool="approve", arguments=json.dumps({"plan_id": shown(plan_id)}),
+            outcome=outcome, plan_id=shown(plan_id), usd_approved=usd_approved, platform_url=ctx.settings.base_url))
+    except (ToolFailure, OSError, ValueError):
+        return
+    finally:
+        if own and ctx is not None:
+            ctx.close()
+
+
 def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
     """Run the terminal approval for ``plan_id``; returns the process exit code."""
     from tools.core import shell_command
@@ -132,17 +157,20 @@ def approve_at_terminal(plan_id: str, *, as_json: bool = False) -> int:
     if as_json:
         _say("Refused: approving a plan needs a person at an interactive terminal; --json output is not "
              f"accepted. Run `{yourself}` yourself, without --json.", sys.stderr)
+        _audit(plan_id, "refused_json")
         return EXIT_CONFIRMATION
     if marker := agent_marker(os.environ):
         _say(f"Refused: this shell belongs to an agent ({marker[1]} set {marker[0]} in it), and an agent cannot "
              f"approve plans. Run `{yourself}` in a terminal of your own, outside the agent (a new terminal window, "
              "not one the agent started), or approve in the host's own prompt (the model-factory MCP server asks "
              "there).", sys.stderr)
+        _audit(plan_id, "refused_agent_shell")
         return EXIT_CONFIRMATION
     tty = _controlling_terminal() if sys.stdin.isatty() and sys.stdout.isatty() else None
     if tty is None:
         _say("Refused: `model-factory approve` must be run by a person in an interactive terminal (stdin and "
              "stdout a terminal, and a controlling terminal to ask on). Agents cannot approve plans.", sys.stderr)
+        _audit(plan_id, "refused_no_terminal")
         return EXIT_CONFIRMATION
     with tty:
         return _approve(plan_id, tty)
@@ -168,6 +196,7 @@ def _approve(plan_id: str, tty: _Tty) -> int:
 
             fix = for_people(err.fix, err.next_calls)
             _say(f"Cannot approve {shown(plan_id)}: [{err.code}] {shown(err.message)}\nFix: {fix}{hint}", sys.stderr)
+            _audit(plan_id, err.code, ctx)
             return EXIT_CONFIRMATION if err.code in _REFUSED_CODES else EXIT_TOOL_ERROR
 
         for line in terminal.block(ctx.scrubber.scrub_text(request.summary).splitlines(), terminal.stdout().width):
@@ -188,12 +217,16 @@ def _approve(plan_id: str, tty: _Tty) -> int:
                 answer = tty.ask("\n".join(question) + " ")
             except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the message that follows starts on a line of its own
                 print(flush=True)
+                _audit(plan_id, "interrupted", ctx)
                 raise
             answer = answer.strip() if answer is not None else None
             if answer == challenge:
                 break
             if answer is None or attempt == TRIES:
+                if answer is None:  # Ctrl-D: the prompt's line is ended first
+                    print(flush=True)
                 again = "" if answer is None else f" To try again, run `{_approve_again(plan_id, ctx)}`."
+                _audit(plan_id, "not_approved" if answer is None else "wrong_check_word", ctx)
                 _say(f"Not approved; nothing was done.{again}")
                 return EXIT_CONFIRMATION
             _say(f"That is not {challenge} ({TRIES - attempt} more {'try' if TRIES - attempt == 1 else 'tries'}; "
@@ -206,7 +239,9 @@ def _approve(plan_id: str, tty: _Tty) -> int:
 
             _say(f"Not approved: [{err.code}] {shown(err.message)}\nFix: {for_people(err.fix, err.next_calls)}",
                  sys.stderr)
+            _audit(plan_id, err.code, ctx)
             return EXIT_CONFIRMATION if err.code in _REFUSED_CODES else EXIT_TOOL_ERROR
+        _audit(plan_id, "approved", ctx, usd_approved=request.usd_high if request.action != "stop" else None)
         _say(f"Approved. Confirmation code (valid {request.ttl_seconds // 60} minutes, works once):")
         from skill import terminal
 

@@ -712,8 +712,9 @@ def _interrupted_hint(argv: list[str]) -> str:
     if command in ("dispatch-run", "stop-run", "pause-run", "restart-run", "resume-run"):
         return ("Interrupted. If the request was already sent, its outcome is unknown: do not plan again. "
                 f"See `{shell_command(['list-launches'])}` before anything else.")
-    if command == "download-traces":
-        return "Interrupted. The folder keeps what was downloaded: run the same command again to resume."
+    if command in ("download-traces", "download-checkpoint"):
+        return ("Interrupted. The folder keeps what was downloaded (not yet complete): run the same command again to "
+                "resume.")
     spec = tool_spec(command) if command else None
     if (spec is not None and spec.read_only and spec.positional[:1] == ("run_id",) and len(argv) > 1
             and not argv[1].startswith("-")):  # watching a run: only the watching stopped

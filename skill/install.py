@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO
 
+from skill import terminal
 from skill.exit_codes import EXIT_OK, EXIT_TOOL_ERROR
 
 #: Each agent's skills folder: (per user, per project). Sources: the agents' skills documentation
@@ -410,6 +411,13 @@ def mcp_entry(agent: str) -> str:
     return json.dumps({"mcpServers": {SERVER_NAME: entry}}, indent=2)
 
 
+def _say(text: str, stream: TextIO, end: str = "\n") -> None:
+    """``text`` for a person on ``stream``: at a terminal wrapped to its width, a command in backticks whole on
+    a line of its own (:func:`skill.terminal.wrap`); piped, one line as is."""
+    lines = terminal.wrap(text, terminal.Terminal.of(stream).width, "  ", "", commands=True)
+    print("\n".join(lines), end=end, file=stream, flush=True)
+
+
 def main(dest: str | os.PathLike[str] | None = None, *, agent: str = "claude-code", project: bool = False,
          force: bool = False, hook: bool | None = None, remove: bool = False, out: TextIO | None = None,
          err: TextIO | None = None) -> int:
@@ -423,24 +431,24 @@ def main(dest: str | os.PathLike[str] | None = None, *, agent: str = "claude-cod
 
     out, err = out or sys.stdout, err or sys.stderr
     if dest is not None and (hits := scan_for_secrets(str(dest), root="--dest")):  # the guard every argument has
-        print(f"Not installed: --dest holds a secret-looking value ({hits[0].kind}; not shown); nothing was written. "
-              "Pass a folder path without a secret in it.", file=err)
+        _say(f"Not installed: --dest holds a secret-looking value ({hits[0].kind}; not shown); nothing was written. "
+              "Pass a folder path without a secret in it.", err)
         return EXIT_TOOL_ERROR
     folder = Path(dest) if dest is not None else skills_folder(agent, project)
     try:
         result = install(folder, force=force)
     except InstallError as exc:
-        print(f"Not installed: {exc}", file=err)
+        _say(f"Not installed: {exc}", err)
         return EXIT_TOOL_ERROR
     said = {"installed": "Installed", "replaced": "Upgraded", "unchanged": "Already up to date:"}[result.status]
-    print(f"{said} the {result.path.name} skill in {result.path} ({len(result.files)} files).", file=out)
+    _say(f"{said} the {result.path.name} skill in {result.path} ({len(result.files)} files).", out)
     if agent in MCP_AGENTS:
         connect = shell_command(["mcp-config", "--agent", agent])
-        print(f"The skill calls model-factory's tools: connect them with the MCP entry `{connect}` prints, or let "
-              f"the agent run the commands `{shell_command(['--help'])}` lists, with --json.", file=err)
+        _say(f"The skill calls model-factory's tools: connect them with the MCP entry `{connect}` prints, or let "
+              f"the agent run the commands `{shell_command(['--help'])}` lists, with --json.", err)
     else:
-        print(f"The skill calls model-factory's tools: let the agent run the commands `{shell_command(['--help'])}` "
-              "lists, with --json, or register `" + " ".join(server_command()) + "` as a local MCP server.", file=err)
+        _say(f"The skill calls model-factory's tools: let the agent run the commands `{shell_command(['--help'])}` "
+              "lists, with --json, or register `" + " ".join(server_command()) + "` as a local MCP server.", err)
     return _offer_hook(agent, hook, out, err)
 
 
@@ -451,30 +459,30 @@ def _offer_hook(agent: str, hook: bool | None, out: TextIO, err: TextIO) -> int:
 
     if agent not in HOOK_FILES:
         if hook:
-            print(f"No guard hook for {agent}: {_NO_HOOK}", file=err)
+            _say(f"No guard hook for {agent}: {_NO_HOOK}", err)
         return EXIT_OK
     if hook is None:
         if not (sys.stdin.isatty() and err.isatty()):
             command = shell_command(["install-skill", "--agent", agent, "--hook"])
-            print(f"Also install the guard hook that stops {agent}'s own shell from approving plans or writing the "
-                  f"state folder (in {HOOK_FILES[agent]}): `{command}`", file=err)
+            _say(f"Also install the guard hook that stops {agent}'s own shell from approving plans or writing the "
+                  f"state folder (in {HOOK_FILES[agent]}): `{command}`", err)
             return EXIT_OK
-        print(f"Install the guard hook in {HOOK_FILES[agent]}? It stops the agent's own shell from running "
+        _say(f"Install the guard hook in {HOOK_FILES[agent]}? It stops the agent's own shell from running "
               "`model-factory approve`, `prime train run|stop|delete|restart --yes` and commands on the state folder "
-              "[y/N] ", end="", file=err, flush=True)
+              "[y/N] ", err, end="")
         hook = sys.stdin.readline().strip().lower() in ("y", "yes")
     if not hook:
         return EXIT_OK
     try:
         change = install_hook(agent, state_folder(os.environ, None))
     except InstallError as exc:
-        print(f"Guard hook not installed: {exc}", file=err)
+        _say(f"Guard hook not installed: {exc}", err)
         return EXIT_TOOL_ERROR
     said = "Installed" if change.status == "installed" else "Already installed:"
-    print(f"{said} the guard hook (a PreToolUse entry) in {change.path}.", file=out)
+    _say(f"{said} the guard hook (a PreToolUse entry) in {change.path}.", out)
     trust = " Codex runs it once you trust it in its /hooks screen." if agent == "codex" else ""
-    print(f"Remove it with `{shell_command(['install-skill', '--agent', agent, '--remove-hook'])}`, or delete the "
-          f"PreToolUse entry naming {HOOK_SCRIPT} from that file.{trust}", file=err)
+    _say(f"Remove it with `{shell_command(['install-skill', '--agent', agent, '--remove-hook'])}`, or delete the "
+          f"PreToolUse entry naming {HOOK_SCRIPT} from that file.{trust}", err)
     return EXIT_OK
 
 
@@ -484,21 +492,21 @@ _NO_HOOK = ("its host has no hook model-factory installs (Cursor's would have to
 
 def _remove_hook(agent: str, out: TextIO, err: TextIO) -> int:
     if agent not in HOOK_FILES:
-        print(f"No guard hook for {agent}: {_NO_HOOK}", file=err)
+        _say(f"No guard hook for {agent}: {_NO_HOOK}", err)
         return EXIT_OK
     try:
         change = remove_hook(agent)
     except InstallError as exc:
-        print(f"Guard hook not removed: {exc}", file=err)
+        _say(f"Guard hook not removed: {exc}", err)
         return EXIT_TOOL_ERROR
-    print(f"Removed the guard hook from {change.path}." if change.status == "removed" else
-          f"No guard hook of model-factory's in {change.path}; nothing was changed.", file=out)
+    _say(f"Removed the guard hook from {change.path}." if change.status == "removed" else
+          f"No guard hook of model-factory's in {change.path}; nothing was changed.", out)
     return EXIT_OK
 
 
 def mcp_config_main(agent: str, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Print ``agent``'s MCP entry on stdout and where it goes on stderr."""
     out, err = out or sys.stdout, err or sys.stderr
-    print(f"MCP server entry for {agent}: {MCP_AGENTS[agent]}.", file=err)
+    _say(f"MCP server entry for {agent}: {MCP_AGENTS[agent]}.", err)
     print(mcp_entry(agent), file=out)
     return EXIT_OK

@@ -3,11 +3,11 @@
 What a client gets:
 
 - ``tools/list``: :func:`skill.registry.mcp_tools` (name, title, description, inputSchema,
-  outputSchema, annotations).
+  annotations; no outputSchema, see there).
 - ``tools/call``: :func:`skill.registry.call_tool` in a worker thread. The result model
-  dump is ``structuredContent``; the text block carries a one-line summary and the same
-  JSON without its null fields (for clients that ignore ``structuredContent``, and most hosts
-  show the model only the text: a null says nothing a reader needs, so the text leaves it out).
+  dump is ``structuredContent``; the text block carries the same JSON without its null fields, after
+  a ``NAME failed [code]`` line when it is an error (for clients that ignore ``structuredContent``, and
+  most hosts show the model only the text: a null says nothing a reader needs, so the text leaves it out).
   A :class:`~tools.errors.ToolError` is an ``isError: true`` result, with structured content too. A tool with an
   ``image_field`` (``mf_plot_metrics``) also returns its PNG as an image block.
 - Progress: when the request carries a ``progressToken``, ``ctx.report(done, total,
@@ -49,7 +49,7 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from skill import registry
+from skill import apps, registry
 from skill.registry import is_error
 from tools.core import Context
 
@@ -72,12 +72,10 @@ MAX_IMAGE_BYTES = 4_000_000
 # -- the SDK server -----------------------------------------------------------------------
 
 
-def _summary_line(name: str, payload: dict[str, Any], error: bool) -> str:
-    """One line for people and clients that only read text."""
-    if error:  # message and fix follow in the JSON
-        return f"{name} failed [{payload.get('code')}]"
-    facts = [f"{k}={v}" for k, v in payload.items() if isinstance(v, (str, int, float, bool)) and len(str(v)) <= 40][:3]
-    return f"{name} ok" + (": " + ", ".join(facts) if facts else "")
+def _summary_line(name: str, payload: dict[str, Any]) -> str:
+    """The line in front of a failed call's JSON (its message and fix follow there). A result that is
+    not an error is its JSON alone: a line repeating its first fields would cost every call's reader."""
+    return f"{name} failed [{payload.get('code')}]\n"
 
 
 def without_nulls(value: Any) -> Any:
@@ -93,7 +91,7 @@ def result_content(name: str, spec: Any, result: Any) -> Any:
     """The MCP ``CallToolResult`` for a registry result of tool ``name`` (see module docstring)."""
     error = is_error(result)
     payload = result.model_dump(mode="json", by_alias=True)
-    text = _summary_line(name, payload, error) + "\n" + json.dumps(without_nulls(payload), separators=(",", ":"))
+    text = (_summary_line(name, payload) if error else "") + json.dumps(without_nulls(payload), separators=(",", ":"))
     content: list[Any] = [types.TextContent(text=text)]
     path = payload.get(spec.image_field) if spec and spec.image_field and not error else None
     if isinstance(path, str) and path.lower().endswith(".png"):
@@ -218,6 +216,13 @@ def _tool_context(request_ctx: Any, params: Any, approvals: Approvals, make_cont
 
         tool_ctx.progress = progress
     if not _elicitation_declared(session):
+        if apps.client_has_apps(session) and getattr(params, "name", None) in apps.GATED_TOOLS:
+
+            def show_view(request: Any) -> bool:  # the call ends with the approval view (skill.apps)
+                raise apps.NeedsView(request)
+
+            show_view.channel = "mcp_app"  # type: ignore[attr-defined]
+            tool_ctx.approver = show_view
         return tool_ctx
     if session.can_send_request:  # handshake era: ask now, from the worker thread
 
@@ -250,13 +255,42 @@ def build_server(make_context: Callable[[], Any] | None = None) -> Any:
     ``make_context``: builds the tools Context of each call (default: one over the process
     environment); in-process harnesses pass one with their own env, folders, clock and sleep."""
     make_context = make_context or Context.from_environment
-    listing = types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in registry.mcp_tools()])
-    approvals = Approvals()
+    tools = registry.mcp_tools()
+    listing = types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in tools])
+    with_apps = types.ListToolsResult(tools=[types.Tool.model_validate(apps.linked(t)) for t in tools]
+                                      + [types.Tool.model_validate(apps.answer_tool())])
+    approvals, nonces = Approvals(), apps.ViewNonces()
 
     async def on_list_tools(ctx: Any, params: Any) -> Any:
-        return listing
+        return with_apps if apps.client_has_apps(ctx.session) else listing
+
+    async def on_list_resources(ctx: Any, params: Any) -> Any:
+        return types.ListResourcesResult(resources=[types.Resource.model_validate(r) for r in apps.view_resources()])
+
+    async def on_read_resource(ctx: Any, params: Any) -> Any:
+        if str(params.uri) not in apps.VIEWS:
+            from mcp.shared.exceptions import MCPError
+
+            raise MCPError(code=-32002, message=f"No resource {params.uri}; this server has {', '.join(apps.VIEWS)}.")
+        return types.ReadResourceResult.model_validate(apps.view_contents(str(params.uri)))
+
+    async def on_answer(ctx: Any, params: Any) -> Any:
+        from tools.errors import ToolError
+
+        if not apps.client_has_apps(ctx.session):  # the view exists only where the client renders MCP Apps
+            return result_content(params.name, None, ToolError(
+                code="unknown_tool", message=f"No tool named {params.name!r}.",
+                fix="List the tools (MCP tools/list or `model-factory tools export`)."))
+        tool_ctx = make_context()
+        try:
+            result = await anyio.to_thread.run_sync(apps.answer, params.arguments or {}, nonces, tool_ctx)
+        finally:
+            tool_ctx.close()
+        return result_content(params.name, None, result)
 
     async def on_call_tool(ctx: Any, params: Any) -> Any:
+        if params.name == apps.ANSWER_TOOL:
+            return await on_answer(ctx, params)
         try:
             spec = registry.get(params.name)
         except KeyError:
@@ -275,6 +309,16 @@ def build_server(make_context: Callable[[], Any] | None = None) -> Any:
                 message=_approval_message(needed.request), requested_schema=APPROVAL_SCHEMA))
             return types.InputRequiredResult(input_requests={"approval": form},
                                              request_state=approvals.ask(needed.request))
+        except apps.NeedsView as needed:  # the person answers in the view shown with this result
+            error = apps.view_error(params.name, needed.request)
+            recorder = make_context()
+            try:
+                registry.audit(recorder, "mcp", params.name, params.arguments or {}, error)
+            finally:
+                recorder.close()
+            shown = result_content(params.name, spec, error)
+            meta = apps.view_meta(params.name, needed.request, nonces.mint(params.name, needed.request))
+            return shown.model_copy(update={"meta": meta})
         except Exception as exc:  # noqa: BLE001 - never a traceback to the client
             LOG.exception("tools/call %s failed", params.name)
             from tools.errors import ToolError
@@ -283,8 +327,11 @@ def build_server(make_context: Callable[[], Any] | None = None) -> Any:
                 code="internal_error", message=f"{params.name} failed unexpectedly: {type(exc).__name__}",
                 fix="This is a bug in model-factory-skill; retry once, then report it with the server's stderr log."))
 
-    return Server(SERVER_NAME, version=_version(), title="Model Factory", instructions=INSTRUCTIONS,
-                  on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    server = Server(SERVER_NAME, version=_version(), title="Model Factory", instructions=INSTRUCTIONS,
+                    on_list_tools=on_list_tools, on_call_tool=on_call_tool, on_list_resources=on_list_resources,
+                    on_read_resource=on_read_resource)
+    server.extensions[apps.EXTENSION_ID] = {}  # MCP Apps: the approval view (skill.apps)
+    return server
 
 
 def _version() -> str:

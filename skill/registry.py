@@ -26,9 +26,10 @@ import functools
 import importlib
 import json
 import re
+import time
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -62,6 +63,8 @@ class ToolSpec:
         long_running: the tool reports progress (downloads, bounded waits).
         image_field: result field holding the path of a PNG the tool wrote; the MCP
             server returns that picture as an image content block.
+        hints: terse descriptions of input fields as the model sees them (:func:`model_schema`), beside
+            :data:`FIELD_HINTS`; the model's own field descriptions stay for the CLI and OpenAI strict form.
     """
 
     name: str
@@ -74,6 +77,7 @@ class ToolSpec:
     positional: tuple[str, ...] = ()
     long_running: bool = False
     image_field: str | None = None
+    hints: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def command(self) -> str:
@@ -117,169 +121,117 @@ def _spec(name: str, phase: str, description: str, **kw: Any) -> ToolSpec:
     return ToolSpec(name=f"mf_{name}", target=f"tools.{phase}:{name}", description=description, **kw)
 
 
-#: The whole catalogue, in workflow order.
+#: The whole catalogue, in workflow order. Each description says what the tool does, when to call it
+#: ("Use ...") and what its result leads to ("Then ..."); details live in SKILL.md's references and in
+#: each result's ``fix`` / ``next_step`` / ``next_calls`` (tests/test_registry.py holds them to that).
 TOOLS: tuple[ToolSpec, ...] = (
     _spec("preflight", "preflight",
-          "Check that this machine can use Model Factory: API key source and validity, owner "
-          "(team or personal), API reachability, prime CLI presence/version, uv. Call it first in "
-          "a session and whenever another tool reports unauthorized/unavailable. Read-only; "
-          "never shows a key."),
+          "Check the API key, owner, API and optional tools. Use first in a session and after an "
+          "unauthorized error. Then fix each failed required check by its fix."),
     _spec("list_examples", "configs",
-          "List the checked-in prime-rl example configs bundled with this skill (RL and SFT), "
-          "with model, steps, GPUs and whether a hosted run accepts them (detail true: paths and "
-          "descriptions too). Use it to pick a starting point before mf_prepare_config. "
-          "Local, no network.", open_world=False, positional=()),
+          "List the bundled prime-rl example configs. Use to pick a starting point. Then mf_prepare_config.",
+          open_world=False, positional=()),
     _spec("prepare_config", "configs",
-          "Copy a bundled prime-rl example (or a TOML) to a new task TOML for hosted runs: drops "
-          "[slurm], [k8s], output_dir, run.dir, clean and dry_run (SFT: also the online-eval blocks), "
-          "sets GPU counts, gpu_type, max_steps and name when given, keeps comments and dtypes. "
-          "Never overwrites an existing file. Use it instead of writing a config from scratch.",
-          read_only=False, idempotent=True, open_world=False, positional=("example", "dest")),
+          "Copy a bundled example (or a TOML) to a new TOML for hosted runs, validated; never overwrites. Use "
+          "instead of writing a config. Then mf_plan_run.",
+          read_only=False, idempotent=True, open_world=False, positional=("example", "dest"),
+          hints={"example": "example id or TOML path"}),
     _spec("validate_config", "configs",
-          "Validate a prime-rl TOML for Model Factory: parse, RL vs SFT as the prime CLI decides, "
-          "structural and hosted-run rules, secret-looking values. Local, no network; run it "
-          "before mf_plan_run and after every edit. It does not run the full prime-rl schema; "
-          "the result says when `prime train validate` is worth running.",
+          "Check a prime-rl TOML for hosted runs: mode, rules, schema, secret values. Use after every edit. "
+          "Then fix each error, or mf_plan_run.",
           open_world=False, positional=("config_path",)),
     _spec("list_models", "catalogue",
-          "List trainable base models and on-demand GPU prices (USD per GPU-hour) for the owner. "
-          "Use it to check a config's model is available and what it will cost. Not needed to price "
-          "a plan: mf_plan_run does that."),
+          "List trainable models and GPU prices. Use to check that a model is offered. Then mf_plan_run."),
     _spec("list_gpus", "catalogue",
-          "List GPU types the owner can train on, with on-demand price per GPU-hour when known. Use it "
-          "to choose gpu_type for mf_prepare_config or mf_plan_run."),
+          "List GPU types with price per GPU-hour. Use to choose gpu_type. Then mf_plan_run."),
     _spec("list_volumes", "catalogue",
-          "List the owner's storage volumes (name, size, status); with volume, that volume's files under "
-          "path (one folder level, paged, with totals). Use it before volume= of mf_plan_run."),
+          "List the owner's volumes, or a volume's files under path. Use before passing volume. Then mf_plan_run."),
     _spec("list_teams", "catalogue",
-          "List the teams this API key belongs to, and which owner is currently selected and why. "
-          "Use it when a plan stops with owner_ambiguous."),
+          "List the key's teams and the selected owner. Use on owner_ambiguous. Then ask who pays."),
     _spec("plan_run", "launch",
-          "Plan a training run without launching it: resolves the owner, GPU type and count, "
-          "price per GPU-hour, low/expected/high cost with assumptions, step cap (smoke runs "
-          "default to 20 steps), forwarded secret NAMES, warnings; returns plan_id and "
-          "plan_hash. Show the summary to the user. Costs nothing. Plan again after any change to the "
-          "config or arguments; never dispatch a plan the user has not seen.",
-          read_only=False, idempotent=False, open_world=True, positional=("config_path",)),
+          "Plan a run, launching nothing: owner, GPUs, price, cost range, steps, secret names; gives plan_id. Use "
+          "before every launch and after any change. Then show summary verbatim; mf_dispatch_run.",
+          read_only=False, idempotent=False, open_world=True, positional=("config_path",),
+          hints={"run_kind": "smoke: <= 20 steps", "acknowledge_unresolved": "only after unresolved_launch"}),
     _spec("dispatch_run", "launch",
-          "Launch a planned run exactly once. Needs a confirmation minted by a human for this "
-          "exact plan (host approval, MCP elicitation, `model-factory approve PLAN_ID` in a "
-          "terminal, or a human-written budget policy). Spends money. If a previous attempt's "
-          "outcome is unknown it only reconciles, never re-sends. Never call it twice to 'retry'.",
+          "Launch a plan exactly once; needs a person's approval of this plan. Use once they saw the plan. Then "
+          "follow fix on confirmation_required; never retry, it reconciles.",
           read_only=False, destructive=False, idempotent=False, positional=("plan_id",)),
     _spec("stop_run", "launch",
-          "Stop a run (irreversible), then wait up to timeout_seconds and report its terminal status. "
-          "Gated like dispatch: needs the user's confirmation for this run. Use it only when the user "
-          "asked to stop; never to 'clean up'.",
+          "Stop a run for good; needs the person's approval. Use only when asked. Then read outcome.",
           read_only=False, destructive=True, idempotent=True, positional=("run_id",)),
     _spec("pause_run", "launch",
-          "Pause a RUNNING run (it saves a checkpoint and stops billing GPUs), then wait up to timeout_seconds "
-          "for PAUSED. Gated like stop: needs the user's confirmation for this pause of this run (never a budget "
-          "policy). Use it when the user asks to pause or to stop spending for now but keep the run resumable.",
+          "Pause a RUNNING run (checkpoint; GPUs stop billing); needs approval. Use when asked. Then "
+          "mf_resume_run later.",
           read_only=False, destructive=False, idempotent=True, positional=("run_id",)),
     _spec("resume_run", "launch",
-          "Resume a PAUSED run as a NEW billed run, exactly once. Without a confirmation it plans the resume "
-          "(owner, GPUs, price per GPU-hour, cost of the steps left, secret NAMES) and asks for approval like a "
-          "launch: the user's budget policy may approve it within its limits, else the user approves the plan it "
-          "shows. A second resume of the same pause says 'already resumed as run X' and needs the user. Never "
-          "call it twice to 'retry': call it again with the same confirmation (it only reconciles).",
+          "Resume a PAUSED run as a new billed run, planned and approved like a launch. Use when asked. Then "
+          "show the plan; never retry, call again with the same code.",
           read_only=False, destructive=False, idempotent=False, positional=("run_id",)),
     _spec("restart_run", "launch",
-          "Restart a RUNNING run from its latest READY checkpoint (steps since then run again, and bill), then "
-          "wait until it runs again. Gated like stop: needs the user's confirmation for this run. Use it when the "
-          "user asks to restart a stuck or crash-looping run; not for a PAUSED run (mf_resume_run).",
+          "Restart a RUNNING run from its latest READY checkpoint; needs approval. Use when asked, for a stuck "
+          "run. Then mf_wait_for_run.",
           read_only=False, destructive=True, idempotent=False, positional=("run_id",)),
     _spec("list_launches", "launch",
-          "List launches and run control actions (resume, stop, pause, restart) recorded in the state store: "
-          "plan, secret names forwarded, approval, attempts, outcome, run id. "
-          "Use it after a restart or an ambiguous launch before doing anything else.",
+          "List recorded launches and control actions with outcomes. Use first in a new session and after an "
+          "ambiguous launch. Then reconcile; never relaunch.",
           open_world=False),
     _spec("get_run", "monitor",
-          "Read one run: status, model, steps, GPUs, owner, timing, error and failure analysis, and the "
-          "secret names it was launched with (when this store launched it). "
-          "A RUNNING status alone does not mean healthy: use mf_check_progress for that.",
+          "Read one run's facts: status, steps, owner, error, secret names. Use for details. Then "
+          "mf_check_progress for health.",
           positional=("run_id",)),
     _spec("list_runs", "monitor",
-          "List the owner's runs, newest first, one page at a time (status, model, planned steps, and on "
-          "page 1 each started run's latest step). Use it to find a run id (\"my run\": the newest "
-          "RUNNING one of this owner, or ask when several run); for one run's details use mf_get_run, for "
-          "its health mf_check_progress."),
+          "List the owner's runs, newest first, paged. Use to find a run id. Then mf_get_run.",
+          hints={"status": "e.g. RUNNING"}),
     _spec("check_progress", "monitor",
-          "Decide whether a run is actually progressing (new steps recently, whether it learns, env "
-          "servers healthy, errors in any component, start-up phases within their normal time, spend against the "
-          "plan), not just RUNNING. Returns a verdict with evidence and next step. Use it "
-          "when mf_wait_for_run's next_step names it (no new step during a wait, start-up included), every few "
-          "waits for the spend, and when a run looks stuck; for a finished run use mf_get_run.",
+          "Judge whether a run progresses and learns: steps, errors, env servers, spend. Use when a wait names "
+          "it, and every ~15 min. Then follow next_step.",
           positional=("run_id",)),
     _spec("get_spend", "monitor",
-          "Say what a run has cost so far: the platform's usage figure (tokens, USD per million tokens) and elapsed "
-          "running time x the plan's hourly rate, beside the plan's low/expected/high estimate, with a warning when "
-          "either passes the high estimate. Use it when the person asks about money, or when a run goes on longer "
-          "than planned. Read-only.", positional=("run_id",)),
+          "A run's cost so far beside the plan's estimate. Use when asked about money. Then report any warning.",
+          positional=("run_id",)),
     _spec("get_logs", "monitor",
-          "Read a bounded tail of one component's logs (orchestrator, trainer, inference, "
-          "env-server) with optional search/level/since filters. Filters see only the last 15 minutes unless "
-          "since_seconds widens them (up to 24 h); the result says which window applied. Prefer "
-          "mf_summarize_logs first; never pull everything.", positional=("run_id",)),
+          "Read a bounded, filtered log tail of one component. Use after mf_summarize_logs. Then narrow by "
+          "narrow_hint.", positional=("run_id",), hints={"env_name": "for env-server"}),
     _spec("summarize_logs", "monitor",
-          "Find every distinct error the run has logged, in every component and env server, as far back as the "
-          "logs API reaches (24 h): count, first and last seen, one traceback each, plus the main warnings, in at "
-          "most 6,000 characters; says how far back it looked and where a cap cut. Use it first when a run fails "
-          "or misbehaves, before mf_get_logs.",
+          "Digest every distinct error and main warning in a run's logs. Use first when a run fails. Then "
+          "mf_get_logs.",
           positional=("run_id",)),
     _spec("export_logs", "monitor",
-          "Save every component's and env server's logs of a run to files under dest (scrubbed of secrets), with a "
-          "manifest saying where the logs API's caps (5,000 lines per read, 24 h back) cut them. Export while the "
-          "run's pods still exist, e.g. right after it ends or before stopping it: logs go when they go. Resumable "
-          "(repeat the same call). For a digest of the errors use mf_summarize_logs instead.",
+          "Save a run's logs to files under dest, resumable. Use before the pods go (run ended, before a stop). "
+          "Then read them locally.",
           read_only=False, idempotent=True, positional=("run_id", "dest"), long_running=True),
     _spec("get_metrics", "monitor",
-          "Read per-step metrics (reward, loss, entropy, ...) for a step range, downsampled to "
-          "fit the output budget. Use it to judge whether the model learns; for a picture use "
-          "mf_plot_metrics.", positional=("run_id",)),
+          "Read per-step metrics, downsampled. Use to judge learning. Then mf_plot_metrics for a picture.",
+          positional=("run_id",)),
     _spec("plot_metrics", "monitor",
-          "Render chosen metrics over steps as a PNG image (file path, and the image over MCP). Use "
-          "it when a person wants to see the curves; for numbers use mf_get_metrics. Writes one PNG "
-          "(replacing an existing PNG at dest).",
+          "Plot metrics as a PNG. Use when a person wants curves. Then show the image.",
           read_only=False, destructive=True, idempotent=True, positional=("run_id",), image_field="path"),
     _spec("compare_runs", "monitor",
-          "Compare 2-8 runs: learning verdicts, steps to 50%/90% of the reward's (SFT: loss's) change, best and last "
-          "values, steps per hour, cost, config differences by key path, and one PNG by step. Use it when asked "
-          "which run learned faster or cost less.",
+          "Compare 2-8 runs: learning, speed, cost, config diffs, a PNG. Use when asked which run did better. "
+          "Then show it.",
           read_only=False, destructive=True, idempotent=True, positional=("run_ids",), image_field="plot_path"),
     _spec("list_checkpoints", "monitor",
-          "List a run's checkpoints (step, status, size, folder on its volume; files=true counts the files "
-          "there). Use it to pick a checkpoint before mf_download_checkpoint; not for traces.",
+          "List a run's checkpoints. Use to pick one. Then mf_download_checkpoint.",
           positional=("run_id",)),
     _spec("download_checkpoint", "monitor",
-          "Download a run's checkpoint (default: latest READY) from its volume into dest, verified and "
-          "resumable. Call it when the run ended or paused; safe to repeat (it fetches only what is missing).",
+          "Download a checkpoint (latest READY) into dest, verified. Use once a run ended or paused. Then "
+          "repeat to resume.",
           read_only=False, idempotent=True, positional=("run_id", "dest"), long_running=True),
     _spec("wait_for_run", "monitor",
-          "Wait until a run reaches a terminal status (or starts, or reaches a step), for at most "
-          "timeout_seconds (default 45, max 55; requests included, under a host's 60 s limit), "
-          "reporting progress. Returns the last status; when reached is false call it again: loop on "
-          "short waits, never ask for one long one. When its next_step names mf_check_progress (RUNNING with no "
-          "new step during the wait, start-up included), call that first: only it sees an image that cannot be "
-          "pulled, a crash loop or a stall. Use it instead of calling mf_get_run in a loop.",
-          positional=("run_id",), long_running=True),
+          "Wait up to 55 s for a run to end, start or reach a step. Use to watch, never poll mf_get_run. Then "
+          "call again while reached is false; call what next_step names.",
+          positional=("run_id",), long_running=True, hints={"timeout_seconds": "at most 55"}),
     _spec("run_report", "report",
-          "The end-of-run report for the person, as markdown: run id and link, owner, steps done of "
-          "planned, outcome (with the platform's failure analysis; a run still going: mf_check_progress's "
-          "verdict, evidence and advice), cost so far against the plan's "
-          "estimate, a metrics summary with a PNG plot, READY checkpoints and how to fetch them, traces "
-          "location and completeness (pass traces_dir, the mf_download_traces dest), forwarded secret "
-          "names, approval channel. Use it as the last step; show its markdown as it is. Writes only "
-          "the plot PNG (plot false: nothing).",
-          read_only=False, idempotent=True, positional=("run_id",)),
+          "The end-of-run report as markdown: outcome, cost, learning, checkpoints, traces. Use last. Then "
+          "show markdown as is.",
+          read_only=False, idempotent=True, positional=("run_id",), hints={"traces_dir": "mf_download_traces dest"}),
     _spec("list_traces", "traces",
-          "List a run's traces (or episodes, or eval runs) one cursor page at a time, with "
-          "filters (step, reward, errors). Use it to look at a few rollouts; to save them all use "
-          "mf_download_traces.", positional=("run_id",)),
+          "Page through a run's traces, episodes or eval runs. Use to look at a few. Then mf_download_traces.",
+          positional=("run_id",)),
     _spec("download_traces", "traces",
-          "Download every trace of a run to a folder, with a manifest (sha256, bytes), resume, "
-          "and a report of what the platform has not uploaded. Writes files only under dest. Use "
-          "it when the user wants the traces on disk; safe to repeat (it resumes).",
+          "Download all of a run's traces into dest with a manifest; resumable. Use when wanted on disk. Then "
+          "mf_run_report(traces_dir).",
           read_only=False, idempotent=True, positional=("run_id", "dest"), long_running=True),
 )
 
@@ -376,6 +328,65 @@ def input_schema(name: str) -> dict[str, Any]:
     return portable_schema(get(name).input_model)
 
 
+#: Terse descriptions of the input fields shared by several tools, as the model sees them
+#: (:func:`model_schema`); a field not named here nor in its spec's ``hints`` has a self-explaining name.
+FIELD_HINTS: Mapping[str, str] = {
+    "team": "'personal' or a team id",
+    "confirmation": "the person's mfc_... code; never made up",
+    "secrets": "env var NAMES: WANDB_API_KEY, HF_TOKEN",
+    "cursor": "next_cursor of the last page",
+    "names": "metric names or prefixes",
+}
+
+
+def _lean(node: Any, strict: bool = False) -> Any:
+    """One portable schema node without descriptions; unless ``strict`` (OpenAI strict mode needs them), also
+    without ``null`` variants, ``required`` and ``additionalProperties``."""
+    if isinstance(node, list):
+        return [_lean(item, strict) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if strict:
+        return {k: ({p: _lean(s, strict) for p, s in v.items()} if k == "properties" else _lean(v, strict))
+                for k, v in node.items() if k != "description"}
+    variants = [v for v in node.get("anyOf", []) if v.get("type") != "null"]
+    if len(variants) == 1:
+        node = {**{k: v for k, v in node.items() if k != "anyOf"}, **variants[0]}
+    elif variants:
+        node = {**node, "anyOf": variants}
+    out = {k: ({p: _lean(s) for p, s in v.items()} if k == "properties" else _lean(v))
+           for k, v in node.items() if k not in ("description", "additionalProperties", "required")}
+    return out
+
+
+@functools.cache
+def model_schema(name: str, strict: bool = False) -> dict[str, Any]:
+    """The input schema of tool ``name`` as the model sees it in the Anthropic and MCP forms: the portable
+    schema (:func:`input_schema`) with only the required fields in ``required``, no ``null`` variants (omit a
+    field for its default), and a description only where :data:`FIELD_HINTS` or the spec's ``hints`` give
+    one. Defaults, bounds and rules stay in the pydantic model: a call outside them gets ``bad_arguments``
+    naming the field and the accepted range. Arguments are still checked against :func:`input_schema`.
+
+    ``strict``: the OpenAI strict-mode form: the portable schema's structure as it is (every property
+    required, optional ones nullable, ``additionalProperties: false``), descriptions as above."""
+    spec = get(name)
+    schema = _lean(input_schema(spec.name), strict)
+    for prop, sub in schema["properties"].items():
+        hint = spec.hints.get(prop) or FIELD_HINTS.get(prop)
+        if hint:
+            sub["description"] = hint
+    required = [f for f, info in spec.input_model.model_fields.items() if info.is_required()]
+    if required and not strict:
+        schema["required"] = [f for f in schema["properties"] if f in required]
+    return schema
+
+
+def catalogue_chars() -> int:
+    """Characters of every tool's definition as the model gets it (the Anthropic form: name, description,
+    input schema), as compact JSON as an API client sends it: what an agent pays on every turn."""
+    return len(json.dumps(anthropic_tools(), separators=(",", ":"), ensure_ascii=False))
+
+
 @functools.cache
 def output_schema(name: str) -> dict[str, Any]:
     """The output JSON Schema: the result model or a :class:`~tools.errors.ToolError`
@@ -407,14 +418,15 @@ def _without_titles(node: Any) -> Any:
 
 
 def openai_tools(api: str = "chat") -> list[dict[str, Any]]:
-    """Tool specs for OpenAI function calling, ``strict: true``.
+    """Tool specs for OpenAI function calling, ``strict: true`` (parameters: :func:`model_schema` ``strict``:
+    about 18,000 characters for every tool, against 35,000 with the full field descriptions).
 
     ``api="chat"`` (Chat Completions: ``{"type": "function", "function": {...}}``) or
     ``"responses"`` (Responses API: the function fields at the top level).
     """
     specs = [
         {"name": s.name, "description": s.description,
-         "parameters": copy.deepcopy(input_schema(s.name)), "strict": True}
+         "parameters": copy.deepcopy(model_schema(s.name, strict=True)), "strict": True}
         for s in TOOLS
     ]
     if api == "responses":
@@ -427,17 +439,22 @@ def openai_tools(api: str = "chat") -> list[dict[str, Any]]:
 def anthropic_tools() -> list[dict[str, Any]]:
     """Tool specs for the Anthropic Messages API (``name``, ``description``, ``input_schema``)."""
     return [
-        {"name": s.name, "description": s.description, "input_schema": copy.deepcopy(input_schema(s.name))}
+        {"name": s.name, "description": s.description, "input_schema": copy.deepcopy(model_schema(s.name))}
         for s in TOOLS
     ]
 
 
 def mcp_tools() -> list[dict[str, Any]]:
-    """Tool definitions as MCP ``tools/list`` items (inputSchema, outputSchema, annotations)."""
+    """Tool definitions as MCP ``tools/list`` items: name, title, description, inputSchema (the model's
+    form, :func:`model_schema`) and annotations.
+
+    No ``outputSchema``: MCP makes it optional, hosts hand the model the text block rather than the
+    schema, and each tool's schema would repeat the whole :class:`~tools.errors.ToolError` shape
+    (216,000 of the listing's 260,000 characters). ``structuredContent`` is still sent with every
+    result; :func:`output_schema` gives its schema."""
     return [
         {"name": s.name, "title": s.annotations()["title"], "description": s.description,
-         "inputSchema": copy.deepcopy(input_schema(s.name)),
-         "outputSchema": copy.deepcopy(output_schema(s.name)), "annotations": s.annotations()}
+         "inputSchema": copy.deepcopy(model_schema(s.name)), "annotations": s.annotations()}
         for s in TOOLS
     ]
 
@@ -468,6 +485,17 @@ def openai_tool_message(tool_call: Any, ctx: Any = None) -> dict[str, Any]:
     """
     function = _field(tool_call, "function")
     result = call_tool(_field(function, "name", ""), _field(function, "arguments"), ctx, surface="openai")
+    return _openai_message(tool_call, result)
+
+
+async def aopenai_tool_message(tool_call: Any, ctx: Any = None) -> dict[str, Any]:
+    """:func:`openai_tool_message` for asyncio backends (through :func:`acall_tool`: cancellable)."""
+    function = _field(tool_call, "function")
+    result = await acall_tool(_field(function, "name", ""), _field(function, "arguments"), ctx, surface="openai")
+    return _openai_message(tool_call, result)
+
+
+def _openai_message(tool_call: Any, result: BaseModel) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": _field(tool_call, "id"), "content": result_json(result)}
 
 
@@ -482,6 +510,16 @@ def anthropic_tool_result(tool_use: Any, ctx: Any = None) -> dict[str, Any]:
     """Run one Anthropic ``tool_use`` block (``id``, ``name``, ``input``) and return the
     ``tool_result`` content block (``is_error`` set for a ToolError)."""
     result = call_tool(_field(tool_use, "name", ""), _field(tool_use, "input"), ctx, surface="anthropic")
+    return _anthropic_block(tool_use, result)
+
+
+async def aanthropic_tool_result(tool_use: Any, ctx: Any = None) -> dict[str, Any]:
+    """:func:`anthropic_tool_result` for asyncio backends (through :func:`acall_tool`: cancellable)."""
+    result = await acall_tool(_field(tool_use, "name", ""), _field(tool_use, "input"), ctx, surface="anthropic")
+    return _anthropic_block(tool_use, result)
+
+
+def _anthropic_block(tool_use: Any, result: BaseModel) -> dict[str, Any]:
     return {"type": "tool_result", "tool_use_id": _field(tool_use, "id"),
             "content": result_json(result), "is_error": is_error(result)}
 
@@ -579,8 +617,9 @@ def check_arguments(name: str, arguments: Mapping[str, Any] | str | None) -> Bas
     arguments = dict(arguments)
     broken = _lone_surrogates(arguments)
     if broken:
-        return _bad_arguments([FieldProblem(path=path, problem="not valid Unicode text: it holds half of a "
-                                            "surrogate pair (a cut emoji?); send the text as UTF-8")
+        return _bad_arguments([FieldProblem(path=path, problem="not valid UTF-8 text (a file name in another "
+                                            "encoding, or half of a cut emoji): rename the file to a UTF-8 name, or "
+                                            "send the text as UTF-8")
                                for path in broken], spec.name)
     properties = input_schema(spec.name)["properties"]
     for prop, schema in properties.items():
@@ -725,6 +764,76 @@ def call_tool(name: str, arguments: Mapping[str, Any] | str | None = None, ctx: 
     finally:
         if own:
             ctx.close()
+
+
+class Cancelled(BaseException):
+    """Raised inside a tool run by :func:`acall_tool` at its next pause (``ctx.sleep``) once the awaiting
+    task was cancelled: a ``BaseException`` so that no tool layer turns it into a result."""
+
+
+async def acall_tool(name: str, arguments: Mapping[str, Any] | str | None = None, ctx: Any = None, *,
+                     surface: str = "python") -> BaseModel:
+    """:func:`call_tool` for asyncio (and any anyio) backends: the same argument checks, guardrails
+    (approvals, exactly-once launches, secrets by name), output budgets and audit trail, run in a worker
+    thread so that the event loop keeps serving other chats meanwhile. Returns the result model or a
+    ToolError, never raises for a tool's failure.
+
+    Cancellable: cancelling the awaiting task (``task.cancel()``, a cancel scope, a client that went
+    away) raises the cancellation in it as usual. A read-only tool (reads, ``mf_wait_for_run``'s waits)
+    stops at its next pause: no request is started after the cancellation (one already in flight ends
+    within its timeout) and ``acall_tool`` returns once it has stopped; nothing is recorded for it. A tool
+    that changes something (plan, launch, stop, pause, restart, resume, a download or an export) is not
+    cut mid-way: the cancellation returns at once and the tool runs to its end in the background, its
+    outcome recorded in the state store and the audit trail as for any call (a launch is never left
+    half-sent; ``mf_list_launches`` shows it). ``ctx``: as for :func:`call_tool`; one you pass stays in use
+    until the tool ends, and its ``sleep`` is wrapped meanwhile.
+    """
+    import threading
+
+    import anyio
+    import anyio.to_thread
+
+    from tools.core import Context
+
+    try:
+        interruptible = get(name).read_only
+    except KeyError:
+        interruptible = True
+    stop, done = threading.Event(), threading.Event()
+
+    def run() -> BaseModel:
+        own = ctx is None
+        context = ctx or Context.from_environment()
+        inner = context.sleep
+
+        def sleep(seconds: float) -> None:
+            if stop.is_set():
+                raise Cancelled
+            if inner is time.sleep:
+                stop.wait(max(0.0, seconds))
+            else:
+                inner(seconds)
+            if stop.is_set():
+                raise Cancelled
+
+        if interruptible:
+            context.sleep = sleep
+        try:
+            return call_tool(name, arguments, context, surface=surface)
+        finally:
+            context.sleep = inner
+            if own:
+                context.close()
+            done.set()
+
+    try:
+        return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+    except anyio.get_cancelled_exc_class():
+        if interruptible:
+            stop.set()
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(done.wait)
+        raise
 
 
 def _call(name: str, arguments: Mapping[str, Any] | str | None, ctx: Any) -> BaseModel:

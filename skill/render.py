@@ -347,10 +347,17 @@ def render_error(error: Any, err: terminal.Terminal | None = None, name: str | N
                 break
     if said:
         message = re.sub(r"[\s;:,]+$", "", message) + ":"
-    message = printable(cli_words(for_people(message), spec))
+    # A message may carry a plan summary after its first line (a stop, pause or restart waiting for a person):
+    # each of its lines is printed as a line, with its own indentation, its characters escaped.
+    head, *summary = message.split("\n")
+    message = printable(cli_words(for_people(head), spec))
     for line in terminal.wrap(f"{err.style('Error', '1', '31')} [{error.code}] {message}", err.width, "  ",
                               commands=True):
         err.print(line)
+    for text in summary:
+        lead = "  " + " " * (len(text) - len(text.lstrip(" ")))
+        for line in terminal.wrap(printable(text.strip()), err.width, lead + "  ", lead):
+            err.print(line)
     for problem in fields:
         path = cli_words(_argument(problem.path, spec), spec) if problem.path else "(input)"
         for line in terminal.wrap(printable(f"- {path}: {cli_words(problem.problem, spec)}"), err.width, "    ", "  "):

@@ -73,12 +73,18 @@ def printed_command(out: str, command: str) -> str:
     return lines[0]
 
 
+def attempts(ctx):
+    """The approval attempts in the audit trail: (plan id, outcome), in order."""
+    return [(a.plan_id, a.outcome) for a in ctx.store().audit() if a.tool == "approve"]
+
+
 def test_refused_without_a_terminal(setup):
     plan = setup["plan"]
     done = subprocess.run([str(CLI), "approve", plan.plan_id], input=plan.plan_id[-4:] + "\n", env=setup["env"],
                           cwd=setup["cwd"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 4 and "interactive terminal" in done.stderr
     assert not TOKEN.search(done.stdout + done.stderr) and approvals(setup["ctx"], plan.plan_id) == 0
+    assert attempts(setup["ctx"]) == [(plan.plan_id, "refused_no_terminal")]  # the audit trail has the attempt
 
 
 def test_refused_with_json_even_at_a_terminal(setup):
@@ -99,6 +105,9 @@ def test_terminal_approval_prints_a_code_that_launches(setup, emulator):
     result = dispatch(setup["ctx"], plan.plan_id, token)
     assert result.status == "created" and result.approval_channel == "terminal"
     assert list(emulator.state.runs) == [result.run_id]
+    approved = [a for a in setup["ctx"].store().audit() if a.tool == "approve"]
+    assert [(a.outcome, a.surface, a.usd_approved) for a in approved] == [("approved", "terminal", plan.cost.usd_high)]
+    assert token not in approved[0].arguments and token[-40:] not in approved[0].model_dump_json()
 
 
 def test_three_wrong_answers_or_a_changed_plan_are_not_approved(setup):
@@ -113,6 +122,8 @@ def test_three_wrong_answers_or_a_changed_plan_are_not_approved(setup):
     code, out = in_terminal([CLI, "approve", "plan_000000000000"], setup["env"], setup["cwd"])
     assert code == 3 and "unknown_plan" in out
     assert approvals(setup["ctx"], plan.plan_id) == 0
+    assert attempts(setup["ctx"]) == [(plan.plan_id, "wrong_check_word"), (plan.plan_id, "plan_changed"),
+                                      ("plan_000000000000", "unknown_plan")]
 
 
 def test_ctrl_c_or_sigterm_at_the_prompt_says_interrupted_on_a_line_of_its_own_and_approves_nothing(setup):
@@ -121,6 +132,11 @@ def test_ctrl_c_or_sigterm_at_the_prompt_says_interrupted_on_a_line_of_its_own_a
         code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], [sig])
         assert code == exit_code and re.search(r"type the letters [a-z]+: \nInterrupted\.\n$", out), out[-200:]
     assert approvals(setup["ctx"], plan.plan_id) == 0
+    assert attempts(setup["ctx"]) == [(plan.plan_id, "interrupted")] * 2
+    # Ctrl-D (the harness types a newline after it)
+    code, out = in_terminal([CLI, "approve", plan.plan_id], setup["env"], setup["cwd"], ["\x04"])
+    assert code == 4 and re.search(r"type the letters [a-z]+: \n+Not approved; nothing was done\.\n$", out), out[-200:]
+    assert attempts(setup["ctx"])[-1] == (plan.plan_id, "not_approved")
 
 
 def test_a_typo_gets_another_try_and_the_code_comes_with_the_command_that_uses_it(setup, emulator):

@@ -118,6 +118,9 @@ def long_text(*values: str) -> str:
     return "trainer crashed:" + " ".join(parts)
 
 
+# Many commands in one test (each its own process or fault): a bound for a hang that fits that much work on a
+# machine loaded ten times over (the default 300 s is per test, sized for one command's work).
+@pytest.mark.timeout(1200)
 def test_no_canary_leaves_through_any_tool_or_command(emu, tmp_path):
     home, project, state = tmp_path / "home", tmp_path / "project", tmp_path / "state"
     home.mkdir()

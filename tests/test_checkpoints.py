@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _helpers import call, err, ok
+from _helpers import call, err, example, ok, planned
 
 from skill.emulator import TEAM_RESEARCH_ID, EmulatorServer, Timing
 from tools.core import Context
@@ -273,6 +273,14 @@ def test_a_run_without_a_volume_is_no_volume(frozen_ctx, emulator, rl_config, tm
     run_id = volume_run(frozen_ctx, emulator, rl_config, volume=None)
     error = err(call(frozen_ctx, "mf_download_checkpoint", run_id=run_id, dest=str(tmp_path / "c")), "no_volume")
     assert "volume" in error.fix
+
+
+def test_a_plan_without_a_volume_says_before_approval_that_its_checkpoints_cannot_be_downloaded(frozen_ctx, tmp_path):
+    config = example(tmp_path)
+    without = planned(frozen_ctx, config, team="personal")
+    assert "Volume:        none (its checkpoints cannot be downloaded; --volume NAME keeps them)" in without.summary
+    with_one = planned(frozen_ctx, config, team=TEAM_RESEARCH_ID, volume="research-data")
+    assert "Volume:        research-data\n" in with_one.summary
 
 
 def test_a_running_run_has_no_ready_checkpoint_yet(frozen_ctx, emulator, rl_config, tmp_path):

@@ -19,6 +19,7 @@ from _helpers import (
     CLI,
     EXAMPLE,
     approved_launch,
+    at_step,
     cli,
     cli_json,
     emulator_banner,
@@ -796,3 +797,30 @@ def test_the_readme_shows_the_export_line_the_emulator_prints():
     block = readme.split("model-factory emulator --port 8765", 1)[1].split("```", 1)[0]
     shown = " ".join(block.replace("\\\n", " ").split("\n", 1)[1].split())
     assert shown == export_line("http://127.0.0.1:8765"), shown
+
+
+def test_a_stop_waiting_for_a_person_prints_its_plan_summary_line_by_line(launch, mf_env):
+    run_id = launch(after=at_step(2))
+    proc = cli("stop-run", run_id, env=mf_env)
+    assert proc.returncode == 4, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert "\\n" not in proc.stderr, proc.stderr
+    assert any(line.startswith("  Stop plan stop_") for line in lines), lines
+    assert any(line.strip().startswith("Owner:") for line in lines), lines
+
+
+@pytest.mark.parametrize("command", ["download-traces", "download-checkpoint"])
+def test_ctrl_c_in_a_download_says_the_folder_is_incomplete_and_the_same_command_resumes(command):
+    from skill.cli import _interrupted_hint
+
+    hint = _interrupted_hint([command, "cabc", "dest"])
+    assert "not yet complete" in hint and "run the same command again to resume" in hint
+
+
+def test_a_config_whose_file_name_is_not_utf8_is_refused_with_what_to_do(tmp_path, mf_env):
+    name = os.fsdecode(b"run\xff\xfe.toml")  # a legal POSIX name, not UTF-8 (surrogate-escaped by Python)
+    (tmp_path / name).write_text(EXAMPLE.read_text())
+    proc = cli("validate-config", str(tmp_path / name), env=mf_env)
+    assert proc.returncode == 2, proc.stderr
+    assert "not valid UTF-8 text (a file name in another encoding" in proc.stderr
+    assert "rename the file to a UTF-8 name" in proc.stderr and "surrogate pair" not in proc.stderr

@@ -125,3 +125,16 @@ def exit_code(argv: list[str]) -> int:
     with pytest.raises(SystemExit) as ended:
         main(argv)
     return ended.value.code
+
+
+def test_two_runs_with_the_same_curve_are_called_level_and_equally_fast_never_one_the_winner(frozen_ctx, emulator):
+    first = frozen_ctx.platform().create_run(wire.build_create_body(RL, name="first")).run_id
+    second = frozen_ctx.platform().create_run(wire.build_create_body(RL, name="second")).run_id
+    emulator.state.advance(past_step(20) + 60)
+    for mine, theirs in zip(emulator.state.run(second).metrics, emulator.state.run(first).metrics, strict=True):
+        mine["reward/all/mean"] = theirs["reward/all/mean"]
+    result = ok(call(frozen_ctx, "mf_compare_runs", run_ids=[first, second]))
+    assert result.runs[0].steps_to_50 == result.runs[1].steps_to_50 is not None
+    assert f"{first} and {second} end level (reward/all/mean" in result.summary
+    assert f"{first} and {second} learned equally fast: 50% of their change in" in result.summary
+    assert "ends best" not in result.summary and "learned fastest" not in result.summary

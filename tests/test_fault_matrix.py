@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from benchmarks._proof import world
 from benchmarks._proof.matrix import FAULTS, bad_files, judge, misclassified, render, run_matrix
 from skill import registry
@@ -30,6 +32,9 @@ def test_every_registry_tool_has_a_set_up():
     assert set(world.SETUPS) <= {spec.name for spec in registry.TOOLS}, "a set-up for a tool the registry lacks"
 
 
+# Many commands in one test (each its own process or fault): a bound for a hang that fits that much work on a
+# machine loaded ten times over (the default 300 s is per test, sized for one command's work).
+@pytest.mark.timeout(1200)
 def test_every_tool_survives_the_reduced_faults(tmp_path: Path):
     report = run_matrix(None, by_name(REDUCED), root=tmp_path)
     table = render(report, by_name(REDUCED))
@@ -42,6 +47,9 @@ def test_every_tool_survives_the_reduced_faults(tmp_path: Path):
     assert pause["commit"].calls and not pause["commit"].problems  # a control call's lost answer: the state is read
 
 
+# Many commands in one test (each its own process or fault): a bound for a hang that fits that much work on a
+# machine loaded ten times over (the default 300 s is per test, sized for one command's work).
+@pytest.mark.timeout(1200)
 def test_the_launch_and_stop_tools_survive_every_fault(tmp_path: Path):
     report = run_matrix(DEEP, FAULTS, root=tmp_path)
     table = render(report, FAULTS)

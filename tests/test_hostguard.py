@@ -135,3 +135,25 @@ def test_install_skill_with_hook_installs_it_and_says_how_to_remove_it(tmp_path,
     out, err = io.StringIO(), io.StringIO()
     assert install.main(agent="claude-code", remove=True, out=out, err=err) == 0
     assert "Removed the guard hook" in out.getvalue()
+
+
+class _Screen(io.StringIO):
+    """What a terminal of COLUMNS columns shows (it says it is one)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("agent", ["codex", "claude-code", "cursor"])
+def test_install_skill_and_mcp_config_fit_80_columns_with_each_command_whole(tmp_path, monkeypatch, agent):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setattr(Path, "home", classmethod(lambda cls: tmp_path))
+    out, err = _Screen(), _Screen()
+    assert install.main(tmp_path / "skills", agent=agent, hook=True, out=out, err=err) == 0
+    install.mcp_config_main(agent, out=io.StringIO(), err=err)
+    lines = (out.getvalue() + err.getvalue()).splitlines()
+    commands = [line for line in lines if "model-factory" in line.split(" ", 1)[0]]
+    long = [line for line in lines if len(line) > 80 and line not in commands and len(line.split()) > 1]
+    assert commands and not long, long  # a path wider than the screen stands alone on its line
+    assert not any("`" in line for line in lines if "model-factory " in line and line not in commands), lines

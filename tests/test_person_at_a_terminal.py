@@ -209,6 +209,9 @@ def run_as_printed(command: str, env: dict[str, str], cwd: Path) -> int:
         return 0
 
 
+# Many commands in one test (each its own process or fault): a bound for a hang that fits that much work on a
+# machine loaded ten times over (the default 300 s is per test, sized for one command's work).
+@pytest.mark.timeout(1200)
 @INSTALL_GROUP
 def test_every_command_the_human_output_prints_runs_as_printed(installed, world):
     env = persons_shell(installed, world["env"])

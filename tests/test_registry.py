@@ -4,6 +4,7 @@ chat-assistant helpers, against real tools and the emulator over HTTP."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -200,3 +201,45 @@ def test_a_list_sent_as_a_json_string_is_read_as_a_list():
     assert parsed.names == ["loss", "entropy"]
     wrong = registry.check_arguments("mf_get_metrics", {"run_id": "r", "names": "loss"})
     assert getattr(wrong, "code", None) == "bad_arguments"
+
+
+# -- what the catalogue costs an agent --------------------------------------------------------
+
+#: What every tool's definition may cost in the Anthropic form today: 15,000 is the budget for all tools
+#: together, and this leaves room for the tools still to come (each a 1-3 sentence description).
+CATALOGUE_HEADROOM_CHARS = 13_500
+
+
+def test_all_tool_definitions_fit_the_catalogue_budget_with_headroom() -> None:
+    sent = json.dumps(registry.anthropic_tools(), separators=(",", ":"), ensure_ascii=False)
+    assert registry.catalogue_chars() == len(sent) <= CATALOGUE_HEADROOM_CHARS < 15_000, len(sent)
+    widest = max(registry.anthropic_tools(), key=lambda t: len(json.dumps(t)))
+    assert len(json.dumps(widest, separators=(",", ":"))) < 1_000, widest["name"]
+
+
+def test_each_description_says_what_the_tool_does_when_to_call_it_and_what_follows() -> None:
+    for spec in registry.TOOLS:
+        sentences = [s for s in spec.description.replace("e.g. ", "e.g._").split(". ") if s]
+        when = [s for s in sentences if s.startswith("Use ")]
+        then = [s for s in sentences if s.startswith("Then ")]
+        assert len(sentences) >= 3 and when and then, spec.name
+        assert sentences.index(when[0]) > 0 and sentences.index(then[0]) > sentences.index(when[0]), spec.name
+        assert len(spec.description) <= 220, (spec.name, len(spec.description))
+        named = set(re.findall(r"\bmf_[a-z_]+[a-z]", spec.description)) - {spec.name}
+        assert all(name in registry._BY_NAME for name in named), (spec.name, named)
+
+
+def test_the_model_sees_only_what_it_needs_and_calls_are_still_checked_in_full() -> None:
+    for spec in registry.TOOLS:
+        lean, strict = registry.model_schema(spec.name), registry.input_schema(spec.name)
+        assert list(lean["properties"]) == list(strict["properties"]), spec.name
+        required = [f for f, info in spec.input_model.model_fields.items() if info.is_required()]
+        assert sorted(lean.get("required", [])) == sorted(required), spec.name
+        assert "null" not in json.dumps(lean) and "additionalProperties" not in json.dumps(lean), spec.name
+    plan = registry.model_schema("mf_plan_run")["properties"]
+    assert plan["team"]["description"] == "'personal' or a team id" and plan["run_kind"]["enum"] == ["smoke", "full"]
+    # bounds the lean form leaves out are still enforced, and the error says the accepted range
+    result = registry.check_arguments("mf_wait_for_run", {"run_id": "r", "timeout_seconds": 600})
+    assert isinstance(result, ToolError) and "55" in result.fields[0].problem
+    result = registry.check_arguments("mf_plan_run", {"config_path": "x.toml", "invented": 1})
+    assert isinstance(result, ToolError) and result.fields[0].path == "invented"

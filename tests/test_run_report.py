@@ -57,7 +57,7 @@ def test_the_report_of_a_finished_run_has_every_part_a_person_asks_for(ctx, emul
     assert report.learning == "learning"
     with open(report.plot_path, "rb") as png:
         assert png.read(8) == PNG_SIGNATURE
-    assert "Checkpoints: 1 READY (steps 20" in text and "prime train checkpoints" in text
+    assert re.search(r"Checkpoints: 1 READY \(steps 20; \d+\.\d MB\)", text) and "prime train checkpoints" in text
     assert "320 traces" in text and "download finished; complete" in text and "manifest.jsonl" in text
     assert f"plan {plan.plan_id}, approved via host_callback; secrets forwarded by name: WANDB_API_KEY" in text
     assert "wandb_v1_FAKE" not in report.model_dump_json()

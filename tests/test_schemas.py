@@ -143,6 +143,8 @@ def mcp_tool_problems(tool: dict[str, Any]) -> list[str]:
     if not tool.get("description"):
         problems.append(f"{name}: no description")
     for key in ("inputSchema", "outputSchema"):
+        if key == "outputSchema" and key not in tool:  # optional in MCP; ours are left out (registry.mcp_tools)
+            continue
         schema = tool.get(key)
         if not isinstance(schema, dict) or schema.get("type") != "object":
             problems.append(f"{name}: {key} must have type: object at the root")

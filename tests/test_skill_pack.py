@@ -475,3 +475,10 @@ def test_the_wheel_layout_is_preferred_and_the_folder_follows_the_frontmatter_na
     result = installer.install(tmp_path / "dest")
     assert result.path == (tmp_path / "dest" / "renamed-skill").resolve()
     assert sorted(tree(result.path)) == [installer.MARKER, "SKILL.md", "references/only.md"]
+
+
+def test_the_skill_and_the_package_carry_one_version():
+    from importlib.metadata import version
+
+    front, _ = split_skill()
+    assert front["metadata"]["version"] == version("model-factory-skill")

@@ -62,11 +62,13 @@ from tools.guardrails.records import (
 )
 from tools.guardrails.store import Store
 
-CHANNELS = ("host_callback", "mcp_elicitation", "terminal", "policy")
+CHANNELS = ("host_callback", "mcp_elicitation", "mcp_app", "terminal", "policy")
 #: What each channel checked, as its approvals record it: never more than the channel can know.
 CHECKED = {
     "terminal": "terminal, same user",
     "mcp_elicitation": "MCP elicitation form answered in the host",
+    "mcp_app": "Approve clicked in the host's MCP Apps view of this plan (its single-use nonce; the button's tool is "
+               "app-only, hidden from the model by a host that honours MCP Apps)",
     "host_callback": "the host's approval callback answered yes",
     "policy": "the budget policy file",
 }
@@ -178,7 +180,7 @@ class ApprovalView(BaseModel):
     """One approval of a plan (the token itself is never stored)."""
 
     approval_id: str = Field(description="First 12 hex digits of sha256(token); identifies the approval.")
-    channel: str = Field(description="host_callback | mcp_elicitation | terminal | policy.")
+    channel: str = Field(description="host_callback | mcp_elicitation | mcp_app | terminal | policy.")
     checked: str = Field(default="", description="What that channel checked, e.g. 'terminal, same user'.")
     owner: str | None = Field(default=None, description="Owner the approval was given for (team id or 'personal').")
     plan_hash: str = Field(description="The plan hash that was approved.")

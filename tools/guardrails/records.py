@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Action = Literal["launch", "resume", "stop", "pause", "restart"]
 #: The channels an approval comes from; the first three are a person's, ``policy`` is the budget policy they wrote.
-Channel = Literal["terminal", "mcp_elicitation", "host_callback", "policy"]
+Channel = Literal["terminal", "mcp_elicitation", "mcp_app", "host_callback", "policy"]
 Outcome = Literal["created", "rejected", "not_sent", "ambiguous", "reconciled", "still_unknown"]
 
 

@@ -12,6 +12,9 @@ dispatch that already re-checked the plan, :func:`tools.guardrails.confirmation.
   ``mf_stop_run`` call it when no confirmation was passed.
 * **mcp_elicitation** - the MCP server's ``ctx.approver`` asks the user with an elicitation
   form; it carries ``channel = "mcp_elicitation"``, which the store records.
+* **mcp_app** - the MCP server's approval view (:mod:`skill.apps`, hosts that render MCP Apps): the
+  person clicks Approve in the plan view shown with the gated tool's result; an app-only tool, called
+  with the single-use nonce minted for that view of that plan, calls :func:`approve_plan`.
 * **policy** - a budget policy written by the person (:mod:`tools.guardrails.policy`),
   outside any folder the agent writes, pre-authorizes launches within its limits.
 
@@ -279,7 +282,7 @@ def approve_plan(plan_id: str, channel: str, ctx: Context, *, plan_hash: str | N
     """Record a human's approval of ``plan_id`` on ``channel`` and return the token (``mfc_...``),
     bound to the plan hash recorded at planning.
 
-    ``channel``: ``terminal`` | ``mcp_elicitation`` | ``host_callback`` | ``policy``. Call it
+    ``channel``: ``terminal`` | ``mcp_elicitation`` | ``mcp_app`` | ``host_callback`` | ``policy``. Call it
     only after a person said yes to the summary of :func:`plan_request`; pass that request's
     ``plan_hash`` so a different plan record cannot be approved in its place. Valid
     :data:`~tools.launch._plan.APPROVAL_TTL_SECONDS`, single use; ``mf_dispatch_run`` refuses it

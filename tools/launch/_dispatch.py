@@ -70,7 +70,7 @@ class DispatchRunResult(BaseModel):
     run_name: str | None = Field(description="The run's name (with the plan fingerprint).")
     resumed_from: str | None = Field(default=None, description="For a resume: the paused run it continues.")
     dashboard_url: str | None = Field(description="{frontend_url}/dashboard/training/{run_id}; " + NO_DASHBOARD + ".")
-    approval_channel: str | None = Field(description="terminal | host_callback | mcp_elicitation | policy.")
+    approval_channel: str | None = Field(description="terminal | host_callback | mcp_elicitation | mcp_app | policy.")
     gpu_type: str | None = Field(description="GPU type (the platform's answer when on-demand, else the plan's).")
     usd_per_gpu_hour: float | None = Field(description="Price per GPU-hour (platform's answer, else the plan's).")
     estimated_usd_per_hour: float | None = Field(description="The platform's estimatedCostPerHour (on-demand runs).")

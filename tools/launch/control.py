@@ -100,7 +100,8 @@ class ControlResult(BaseModel):
     run_id: str = Field(description="The run.")
     status: str = Field(description="Its last status as read after the request.")
     plan_id: str | None = Field(description="The control plan (state store), when a request was sent.")
-    approval_channel: str | None = Field(description="How it was approved (terminal, host_callback, mcp_elicitation).")
+    approval_channel: str | None = Field(description="How it was approved (terminal, host_callback, mcp_elicitation, "
+                                                      "mcp_app).")
     waited_seconds: float = Field(description="Seconds spent polling.")
     message: str = Field(description="What happened, in words.")
     next_step: str = Field(description="What to call next.")

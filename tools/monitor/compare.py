@@ -174,13 +174,21 @@ def _summary(sides: list[RunSide], differences: list[ConfigDifference]) -> str:
         fast = [s for s in group if s.steps_to_50 is not None]
         better = max if mode == "rl" else min
         ends = better(group, key=lambda s: s.last if s.last is not None else (-1e300 if mode == "rl" else 1e300))
-        text = (f"{ends.run_id} ends best ({ends.metric} {ends.last:.4g})" if ends.last is not None else "")
+        text = ""
+        if ends.last is not None:
+            level = [s for s in group if s.last is not None and f"{s.last:.4g}" == f"{ends.last:.4g}"]
+            who = f"{' and '.join(s.run_id for s in level)} end level" if len(level) > 1 else f"{ends.run_id} ends best"
+            text = f"{who} ({ends.metric} {ends.last:.4g})"
         if fast:
-            quick = min(fast, key=lambda s: (s.steps_to_50, s.steps_to_90 if s.steps_to_90 is not None else 1e9))
+            def pace(s: RunSide) -> tuple[float, float]:
+                return (s.steps_to_50 or 0, s.steps_to_90 if s.steps_to_90 is not None else 1e9)
+            quick = min(fast, key=pace)
+            tied = [s for s in fast if pace(s) == pace(quick)]
             others = ", ".join(f"{s.run_id} {s.steps_to_50 if s.steps_to_50 is not None else 'never'}"
-                               for s in group if s is not quick)
-            text += ("; " if text else "") + (f"{quick.run_id} learned fastest: 50% of its change in "
-                                              f"{quick.steps_to_50} steps ({others})")
+                               for s in group if s not in tied)
+            who = (f"{' and '.join(s.run_id for s in tied)} learned equally fast: 50% of their change in "
+                   if len(tied) > 1 else f"{quick.run_id} learned fastest: 50% of its change in ")
+            text += ("; " if text else "") + who + f"{quick.steps_to_50} steps" + (f" ({others})" if others else "")
         else:
             text += ("; " if text else "") + "none of them changed beyond the noise"
         sentences.append(text)

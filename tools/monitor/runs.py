@@ -511,7 +511,7 @@ def wait_for_run(inp: WaitForRunInput, ctx: Context) -> WaitForRunResult:
                   f"image, or just slow; if it is healthy, {again} again.")
         calls = [check, again]
     else:
-        advice, calls = f"Not yet: {again} again.", [again]
+        advice, calls = "Not yet: the same call again.", [again]  # next_calls holds it, run id and all
     return WaitForRunResult(
         run_id=run.id, status=run.status, terminal=run.is_terminal(), reached=reached, until=inp.until,
         latest_step=step, max_steps=run.max_steps, waited_seconds=round(ctx.clock() - started, 2), polls=polls,

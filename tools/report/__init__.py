@@ -201,7 +201,8 @@ def _checkpoint_text(run: monitor.GetRunResult, config: dict[str, Any] | None,
     steps = ", ".join(str(c.step) for c in ready[:MAX_CHECKPOINTS_LISTED])
     more = f" and {len(ready) - MAX_CHECKPOINTS_LISTED} more" if len(ready) > MAX_CHECKPOINTS_LISTED else ""
     size = sum(c.size_bytes or 0 for c in ready)
-    text = f"{len(ready)} READY (steps {steps}{more}; {size / 1e9:.1f} GB)" if ready else "none READY yet"
+    shown = f"{size / 1e9:.1f} GB" if size >= 1e9 else f"{size / 1e6:.1f} MB"
+    text = f"{len(ready)} READY (steps {steps}{more}; {shown})" if ready else "none READY yet"
     if not ready and not busy:
         text = _none_saved(run, config)
     if busy:
