@@ -489,7 +489,7 @@ def _workflow(ctx: Any, say: Any, emu: _Emulator, dest: Path | None, outcome: Ou
     report = _call("validate", "mf_validate_config", {"config_path": str(config)}, ctx)
     say(f"2. Validate {config.parent.name}/{config.name}: {'valid' if report.valid else 'not valid'} "
         f"({report.mode.upper()}), {len(report.errors)} errors, {len(report.warnings)} warnings.")
-    if not report.valid:
+    if report.valid is not True:
         raise DemoFailed("validate", ToolError(code="invalid_config", message="; ".join(
             e.message for e in report.errors), fix="Validate the config: mf_validate_config."))
 

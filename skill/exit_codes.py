@@ -3,7 +3,7 @@
 | code | meaning |
 |---|---|
 | 0 | success |
-| 1 | the check ran and failed: validate-config found errors (valid false), preflight not ready (ok false) |
+| 1 | the check did not pass: validate-config found errors (valid false) or judged nothing (null); preflight not ready |
 | 2 | usage error (unknown command or option, missing argument, bad or out-of-range value) |
 | 3 | the tool returned an error (ToolError on stdout with --json) |
 | 4 | a human confirmation is required or was refused/invalid |
@@ -53,11 +53,12 @@ def interrupt_for(signum: int) -> KeyboardInterrupt:
 
 def exit_code_for(result: Any) -> int:
     """The process exit code for a tool result (see the table above): a check that ran and failed
-    (``valid``/``ok`` false) is 1, so ``model-factory validate-config X && ...`` stops; a ToolError is
+    (``valid`` false or null, ``ok`` false) is 1, so ``model-factory validate-config X && ...`` stops; a ToolError is
     5 when ambiguous (or an earlier launch of the config is unresolved),
     4 for the confirmation codes, 2 for ``bad_arguments``, else 3."""
     if not getattr(result, "error", False) or not hasattr(result, "code"):
-        failed = getattr(result, "valid", True) is False or getattr(result, "ok", True) is False
+        # valid null (no schema judged the file) is no pass either: `validate-config X && plan-run X` stops
+        failed = getattr(result, "valid", True) is not True or getattr(result, "ok", True) is False
         return EXIT_CHECK_FAILED if failed else EXIT_OK
     if result.ambiguous or result.code == "unresolved_launch":  # an earlier launch may have happened
         return EXIT_AMBIGUOUS

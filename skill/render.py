@@ -476,7 +476,7 @@ def _list_examples(r: Any, v: View) -> None:
 
 def _validate(r: Any, v: View) -> None:
     name = r.config_path.rsplit("/", 1)[-1]
-    verdict = "valid" if r.valid else "not valid"
+    verdict = {True: "valid", False: "not valid", None: "not judged by a schema"}[r.valid]
     schema = f"{r.schema_check} schema" + (f", {r.fallback_from} unavailable" if r.fallback_from else "")
     v.opening = [f"{name}: {verdict} ({r.mode.upper()}, {schema}): {_count(len(r.errors), 'error')}, "
                  f"{_count(len(r.warnings), 'warning')}."]
@@ -491,6 +491,9 @@ def _validate(r: Any, v: View) -> None:
     if r.valid:
         plan = call("mf_plan_run", config_path=r.config_path)
         v.hint(f"Plan it (costs nothing): {plan}.", plan)
+    elif r.valid is None:  # only our rules ran: no plan is offered on that
+        again = call("mf_validate_config", config_path=r.config_path, schema="real")
+        v.hint(f"No schema judged it; check it with prime-rl's own schema: {again}.", again)
     else:
         again = call("mf_validate_config", config_path=r.config_path)
         v.hint(f"Fix the errors below, then check again: {again}.", again)
@@ -499,6 +502,7 @@ def _validate(r: Any, v: View) -> None:
 def _prepare(r: Any, v: View) -> None:
     v.opening = [f"Wrote {r.path} ({r.mode.upper()}, from {r.source}, {_count(len(r.changes), 'change')}); "
                  + ("it validates." if r.validation.valid else
+                    "no schema judged it." if r.validation.valid is None else
                     f"{_count(len(r.validation.errors), 'validation error')}.")]
     if r.created_folders:  # made for it, as mkdir -p would
         v.opening.append(f"Created {_count(len(r.created_folders), 'folder')} for it: {', '.join(r.created_folders)}.")

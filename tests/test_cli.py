@@ -672,6 +672,7 @@ def test_list_runs_shows_latest_steps_on_every_page_and_counts_active_runs_of_th
 
 
 def test_a_list_runs_page_cut_to_fit_prints_a_narrower_command_that_pastes(env, emulator, launch):
+    emulator.state.max_concurrent_runs = 1000  # an account allowed this many runs at once
     made = [launch() for _ in range(40)]
     cut = cli("list-runs", "--limit", "40", env=env)
     note = " ".join(cut.stderr.split())

@@ -109,6 +109,7 @@ def test_list_runs_owner_is_explicit(frozen_ctx, launch):
 
 
 def test_list_runs_stays_in_budget(frozen_ctx, emulator, launch):
+    emulator.state.max_concurrent_runs = 1000  # an account allowed this many runs at once
     for _ in range(60):
         launch()
     result = ok(call(frozen_ctx, "mf_list_runs", limit=100))
@@ -123,6 +124,7 @@ def test_list_runs_stays_in_budget(frozen_ctx, emulator, launch):
 
 def test_list_runs_says_why_started_runs_past_the_first_twenty_of_a_page_show_no_latest_step(frozen_ctx, emulator,
                                                                                              launch):
+    emulator.state.max_concurrent_runs = 1000  # an account allowed this many runs at once
     for _ in range(22):
         launch()
     emulator.state.advance(past_step(2))

@@ -28,6 +28,7 @@ BUDGET = 8000
 def busy(module_emulator: EmulatorServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     work = tmp_path_factory.mktemp("busy")
     emu = module_emulator
+    emu.state.max_concurrent_runs = 1000  # a busy account: many runs at once
     ctx = Context(env=emulator_env(emu, PRIME_DISABLE_VERSION_CHECK="1"), home=work, state_dir=work / "state",
                   cwd=work)
     config = tomllib.loads(EXAMPLE.read_text())

@@ -164,6 +164,7 @@ def test_the_client_trace_iterator_raises_after_what_it_read_when_the_cursor_mis
 @pytest.mark.parametrize(("mode", "runs"), [("repeat", 105), ("cycle", 205), ("empty", 5)])
 def test_a_status_scan_of_the_runs_list_ends_when_the_platform_pages_wrongly(frozen_ctx, emulator, rl_config, mode,
                                                                              runs):
+    emulator.state.max_concurrent_runs = 1000  # an account allowed this many runs at once
     for n in range(runs):  # the scan reads pages of 100: a repeat shows on page 2, a cycle (1, 2, 1) on page 3
         frozen_ctx.platform().create_run(wire.build_create_body(rl_config, name=f"many-{n}"))
     honest = ok(call(frozen_ctx, "mf_list_runs", status="QUEUED", limit=100))

@@ -152,6 +152,7 @@ def test_a_create_answered_with_a_garbled_body_is_still_ambiguous_never_retried(
 
 @pytest.mark.parametrize("mode", ["repeat", "cycle"])
 def test_a_runs_list_whose_pages_come_round_again_offers_no_next_page(frozen_ctx, emulator, rl_config, mode):
+    emulator.state.max_concurrent_runs = 1000  # an account allowed this many runs at once
     runs_named(frozen_ctx, emulator, rl_config, 12)
     honest = [ok(call(frozen_ctx, "mf_list_runs", team="personal", limit=4, page=n)) for n in (1, 2, 3)]
     assert [p.next_page for p in honest] == [2, 3, None] and all(p.scan_complete for p in honest)

@@ -183,12 +183,13 @@ def trace_document(trace_id: str, *, episode_id: str, run_id: str, run_step: int
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
-def histogram(values: list[float], bins: int = 10) -> list[dict[str, Any]]:
-    """Bins over [0, 1]: ``{binStart, binEnd, count, range}``."""
+def histogram(values: list[float], bins: int = 10, lo: float = 0.0) -> list[dict[str, Any]]:
+    """Bins over [lo, 1] (rewards: [0, 1]; advantages: [-1, 1]): ``{binStart, binEnd, count, range}``."""
     out = []
+    width = (1.0 - lo) / bins
     for i in range(bins):
-        lo, hi = i / bins, (i + 1) / bins
-        count = sum(1 for v in values if lo <= v < hi or (i == bins - 1 and v == 1.0))
-        out.append({"binStart": round(lo, 2), "binEnd": round(hi, 2), "count": count,
-                    "range": f"{lo:.1f}-{hi:.1f}"})
+        start, end = lo + i * width, lo + (i + 1) * width
+        count = sum(1 for v in values if start <= v < end or (i == bins - 1 and v == 1.0))
+        out.append({"binStart": round(start, 2), "binEnd": round(end, 2), "count": count,
+                    "range": f"{start:.1f}-{end:.1f}"})
     return out

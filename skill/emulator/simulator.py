@@ -42,6 +42,8 @@ PULL_BACKOFF_SECONDS = (10.0, 300.0)
 BILLED_PHASES = frozenset({"stepping", "finalizing", "pausing", "stopping"})
 #: Prefix of the lines the platform adds about pods (events), as the CLI strips it.
 ADMINLOG = "[adminlog] "
+#: How many times longer a run queues on a GPU type listed as not available now (platform silent; README).
+BUSY_QUEUE_FACTOR = 4
 
 
 @dataclass
@@ -108,6 +110,8 @@ class RunPlacement:
     volume_name: str | None = None
     image_tag: str | None = None
     source_commit: str | None = None
+    #: The GPU type had no capacity free when the run was created (``availableNow`` false): it queues longer.
+    busy: bool = False
 
 
 @dataclass
@@ -128,6 +132,8 @@ class SimRun:
     scenarios: dict[str, dict[str, Any]] = field(default_factory=dict)
     step_offset: int = 0
     resumed_from: str | None = None
+    #: The run that resumed this paused one (a paused run is resumed once).
+    resumed_as: str | None = None
 
     status: str = "QUEUED"
     phase: str = "queued"
@@ -280,7 +286,7 @@ class SimRun:
         if self.phase == "queued":
             if "stay_queued" in self.scenarios:
                 return None
-            return self.phase_since + tm.queue_seconds, self._start
+            return self.phase_since + self.queue_seconds, self._start
         if self.phase == "starting":
             if self.pods_scheduled_at is None:
                 return self.phase_since + min(tm.pod_schedule_seconds, tm.startup_seconds), self._schedule_pods
@@ -664,13 +670,19 @@ class SimRun:
         self._line(now, self.primary, "WARNING", f"Restart requested; restarting from step {back_to}")
 
     # -- reads ---------------------------------------------------------------------------
+    @property
+    def queue_seconds(self) -> float:
+        """Seconds QUEUED: ``Timing.queue_seconds``, times :data:`BUSY_QUEUE_FACTOR` on a GPU type listed
+        as not available now (the reference does not say how long; the emulator README says so)."""
+        return self.timing.queue_seconds * (BUSY_QUEUE_FACTOR if self.placement.busy else 1)
+
     def runs_ahead(self, now: float) -> int | None:
         """Queue position while QUEUED."""
         if self.status != "QUEUED":
             return None
         if "stay_queued" in self.scenarios:
             return self.scenarios["stay_queued"]["runs_ahead"]
-        remaining = self.phase_since + self.timing.queue_seconds - now
+        remaining = self.phase_since + self.queue_seconds - now
         return max(1, math.ceil(remaining / 20.0))
 
     def to_wire(self, now: float, *, detail: bool = True) -> dict[str, Any]:
@@ -680,7 +692,7 @@ class SimRun:
         reason = None
         if queued:
             reason = (self.scenarios.get("stay_queued") or {}).get("queue_reason") or \
-                f"Waiting for {spec.gpu_count}x {pl.gpu_type} capacity"
+                f"Waiting for {spec.gpu_count}x {pl.gpu_type} capacity" + (" (none free now)" if pl.busy else "")
         iso = self.iso
         return {
             "id": self.id, "name": self.name, "userId": pl.user_id, "teamId": pl.team_id,
@@ -771,6 +783,10 @@ class SimRun:
                           "uploadedAt": self.iso(c.created_at + c.upload_seconds) if status == "READY" else None})
         return items
 
+    @property
+    def _samples_per_step(self) -> int:
+        return min(self.spec.batch_size or 32, 32)
+
     def _sample_rewards(self, step: int, n: int) -> list[float]:
         r = rng(self.id, "samples", step)
         mean = reward_mean(self.id, step, self.spec.max_steps, self.scenarios)
@@ -778,7 +794,7 @@ class SimRun:
 
     def samples(self, step: int, page: int, limit: int) -> dict[str, Any]:
         """``/samples`` page for one step (empty unless the step has samples)."""
-        total = min(self.spec.batch_size or 32, 32) if step in self.samples_steps else 0
+        total = self._samples_per_step if step in self.samples_steps else 0
         rewards = self._sample_rewards(step, total)
         group = self.spec.rollouts_per_example or 1
         items = []
@@ -799,11 +815,12 @@ class SimRun:
             step = steps[-1] if steps else None
         if step is None or step not in steps:
             return {"chartData": {"histogramData": []}, "step": step, "type": kind}
-        values = self._sample_rewards(step, 64)
-        if kind == "advantages":
+        values = self._sample_rewards(step, self._samples_per_step)  # the rollouts /samples serves
+        if kind == "advantages":  # reward minus the mean, as /samples gives each rollout's (negative ones too)
             mean = sum(values) / len(values)
-            values = [min(1.0, max(0.0, 0.5 + (v - mean))) for v in values]
-        return {"chartData": {"histogramData": histogram(values)}, "step": step, "type": kind}
+            values = [round(v - mean, 4) for v in values]
+        return {"chartData": {"histogramData": histogram(values, lo=-1.0 if kind == "advantages" else 0.0)},
+                "step": step, "type": kind}
 
     def billed_seconds(self, now: float) -> float:
         """Seconds the run has held billed GPUs by ``now`` (:data:`BILLED_PHASES`): prorated to the

@@ -30,6 +30,8 @@ from .traces import Owner, TraceStore
 _VOLUME_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 _VOLUME_SIZE = re.compile(r"^\d+(Gi|Ti)$")
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
+#: Statuses that hold a place under the concurrent-run limit (PAUSED released its GPUs: platform-docs.md).
+ACTIVE_STATUSES = frozenset({"PENDING", "QUEUED", "RUNNING", "PAUSING"})
 
 
 def _commit_of(source_ref: Any) -> str | None:
@@ -61,26 +63,30 @@ class EmulatorState:
             :meth:`reset`. ValueError on a bad name or parameter.
         checkpoint_files: the files of every checkpoint on a volume (default
             :data:`~skill.emulator.storage.CHECKPOINT_FILES`, about 13 MiB; a benchmark passes large sparse ones).
+        max_concurrent_runs: the ``max_concurrent_training_runs`` whoami advertises (default 5) and a create
+            over it refuses (409).
     """
 
     def __init__(self, speed: float = DEFAULT_SPEED, *, seed: Seed | None = None, timing: Timing | None = None,
                  shape: TraceShape | None = None, prepare_submission_supported: bool = False,
                  prepare_available: bool = True, rng_seed: int | None = None,
                  scenario: str | Mapping[str, Mapping[str, Any] | None] | None = None,
-                 checkpoint_files: tuple[StoredFile, ...] = CHECKPOINT_FILES) -> None:
+                 checkpoint_files: tuple[StoredFile, ...] = CHECKPOINT_FILES, max_concurrent_runs: int = 5) -> None:
         self.lock = threading.RLock()
         self._options: dict[str, Any] = {
             "speed": speed, "seed": seed, "timing": timing, "shape": shape,
             "prepare_submission_supported": prepare_submission_supported,
             "prepare_available": prepare_available, "rng_seed": rng_seed, "scenario": scenario_map(scenario),
-            "checkpoint_files": tuple(checkpoint_files),
+            "checkpoint_files": tuple(checkpoint_files), "max_concurrent_runs": max_concurrent_runs,
         }
         self._build(**self._options)
 
     def _build(self, *, speed: float, seed: Seed | None, timing: Timing | None, shape: TraceShape | None,
                prepare_submission_supported: bool, prepare_available: bool, rng_seed: int | None,
-               scenario: dict[str, dict[str, Any]], checkpoint_files: tuple[StoredFile, ...]) -> None:
+               scenario: dict[str, dict[str, Any]], checkpoint_files: tuple[StoredFile, ...],
+               max_concurrent_runs: int) -> None:
         self.clock = SimClock(speed)
+        self.max_concurrent_runs = max_concurrent_runs
         self.seed = seed or default_seed()
         self.timing = timing or Timing()
         self.shape = shape or TraceShape()
@@ -222,7 +228,8 @@ class EmulatorState:
         self.require_member(user, team_id)
         scope = {name: {"read": True, "write": True} for name in ("training", "traces", "volumes", "teams")}
         return {"data": {"id": user.id, "email": user.email, "name": user.name, "slug": user.slug, "scope": scope,
-                         "account_limits": {"max_concurrent_training_runs": 5}, "key_limits": None}}
+                         "account_limits": {"max_concurrent_training_runs": self.max_concurrent_runs},
+                         "key_limits": None}}
 
     def teams(self, user: User, offset: int, limit: int) -> dict[str, Any]:
         """``GET /user/teams``."""
@@ -400,9 +407,13 @@ class EmulatorState:
 
     def list_runs(self, user: User, team_id: str | None, page: int, limit: int, mine: bool) -> dict[str, Any]:
         """``GET /rft/runs``: a team's runs (``team_id``) or the user's personal runs, newest first."""
-        if page < 1 or not 1 <= limit <= 100:
-            raise ApiError(422, [{"loc": ["query", "page" if page < 1 else "limit"],
-                                  "msg": "Input should be >= 1 (limit <= 100)", "type": "greater_than_equal"}])
+        if page < 1 or not 1 <= limit <= 100:  # FastAPI's own messages for Query(ge=1) and Query(ge=1, le=100)
+            field, too_big = ("page", False) if page < 1 else ("limit", limit > 100)
+            raise ApiError(422, [{"loc": ["query", field], "input": str(page if field == "page" else limit),
+                                  "msg": "Input should be less than or equal to 100" if too_big else
+                                  "Input should be greater than or equal to 1",
+                                  "type": "less_than_equal" if too_big else "greater_than_equal",
+                                  "ctx": {"le": 100} if too_big else {"ge": 1}}])
         with self.lock:
             self.require_member(user, team_id)
             now = self.now()
@@ -486,11 +497,18 @@ class EmulatorState:
                 if source.status != "PAUSED":
                     raise ApiError(409, "Run is not PAUSED")
                 resume_of = source
+            if resume_of is not None and resume_of.resumed_as is not None:
+                raise ApiError(409, f"Run was already resumed as run {resume_of.resumed_as}")
+            self._admit(user, team_id)
             volume_name = body.get("volume") or (resume_of.placement.volume_name if resume_of else None)
             if volume_name is not None and self._volume(volume_name, team_id, user) is None:
                 raise ApiError(400, f"Volume '{volume_name}' not found for this account; "
                                     "create it first (prime volumes create)")
             commit = _commit_of(body.get("sourceRef"))
+            image_tag = body.get("imageTag")
+            if resume_of is not None:  # the same image and prime-rl source as the paused run (platform-docs.md)
+                commit = commit or resume_of.placement.source_commit
+                image_tag = image_tag or resume_of.placement.image_tag
             now = self.now()
             run = SimRun(
                 id=self._new_id(), name=name if isinstance(name, str) else None, config=config,
@@ -498,8 +516,8 @@ class EmulatorState:
                 placement=RunPlacement(
                     user_id=user.id, team_id=team_id, gpu_type=gpu.name,
                     on_demand=gpu.price_per_gpu_hour is not None, price_per_gpu_hour=gpu.price_per_gpu_hour,
-                    cluster_id=gpu.cluster_id, volume_name=volume_name, image_tag=body.get("imageTag"),
-                    source_commit=commit),
+                    cluster_id=gpu.cluster_id, volume_name=volume_name, image_tag=image_tag,
+                    source_commit=commit, busy=not gpu.available_now),
                 created_at=now, timing=self.timing, shape=self.shape, store=self.store, iso=self.clock.iso,
                 epoch=self.clock.epoch, wandb_api_key=body.get("wandbApiKey"),
                 scenarios={**self.every_run_scenarios, **self.next_scenarios},
@@ -510,6 +528,7 @@ class EmulatorState:
             self.runs[run.id] = run
             if resume_of is not None:
                 resume_of.notice = f"Resumed as run {run.id}"
+                resume_of.resumed_as = run.id
             response: dict[str, Any] = {"runId": run.id, "tokenValue": "pit_run_fake_" + hex_id(run.id, length=16)}
             if gpu.price_per_gpu_hour is not None:
                 response.update({"onDemand": True, "gpuType": gpu.name, "pricePerGpuHour": gpu.price_per_gpu_hour,
@@ -517,12 +536,30 @@ class EmulatorState:
                                  "isBeta": gpu.is_beta})
             return response
 
+    def _admit(self, user: User, team_id: str | None) -> None:
+        """409 when the account already has ``max_concurrent_training_runs`` (whoami) active runs:
+        QUEUED, PENDING, RUNNING or PAUSING, of the team (``team_id``) or of the user's personal
+        account. The reference does not say how the platform enforces the limit it advertises; a
+        refusal the caller sees is the conservative choice (README)."""
+        now = self.now()
+        active = [r for r in self.runs.values() if not r.deleted and r.placement.team_id == team_id
+                  and (team_id is not None or r.placement.user_id == user.id)]
+        for run in active:
+            run.advance(now)
+        busy = sum(1 for r in active if r.status in ACTIVE_STATUSES)
+        if busy >= self.max_concurrent_runs:
+            raise ApiError(409, f"Concurrent training run limit reached: {busy} of {self.max_concurrent_runs} "
+                                "runs are active for this account (max_concurrent_training_runs). Stop, pause or "
+                                "wait for one, then create the run again.")
+
     def resume_run(self, user: User, run_id: str, body: Any) -> dict[str, Any]:
         """``POST /training/runs/{id}/resume``: a new run continuing a PAUSED one."""
         with self.lock:
             source = self.get_run(user, run_id)
             if source.status != "PAUSED":
                 raise ApiError(409, "Run is not PAUSED")
+            if source.resumed_as is not None:
+                raise ApiError(409, f"Run was already resumed as run {source.resumed_as}")
             body = body if isinstance(body, dict) else {}
             return self.create_run(user, {**body, "gpuType": body.get("gpuType") or source.placement.gpu_type},
                                    resume_of=source)

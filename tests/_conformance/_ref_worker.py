@@ -5,7 +5,9 @@ The worker file is loaded from the installed prime wheel as a module and its ``n
 (everything ``main`` does except the provenance check, which needs a prime-rl installed from
 GitHub at the platform's commit) is called per request. Then, for RL configs the worker
 accepts, the full ``RLConfig`` with the environment sources kept: what the platform validates
-when the run starts.
+when the run starts; for SFT configs with online-eval blocks (which ``prime train run`` does not
+validate locally), the full ``SFTConfig`` with them kept: what the platform validates on
+submission (reference/prime-api.md §3.2 step 10, prime-rl.md "Platform validates it on submission").
 
 Request per line: ``{"id", "config", "mode", "sft_online_eval_keys"}``. Answer per line::
 
@@ -47,6 +49,7 @@ def main():
     sys.stdout = sys.stderr
     worker = _load(sys.argv[1])
     from prime_rl.configs.rl import RLConfig
+    from prime_rl.configs.sft import SFTConfig
 
     protocol.write(json.dumps({"ready": True}) + "\n")
     protocol.flush()
@@ -62,6 +65,13 @@ def main():
             if (data.get("deployment") or {}).get("type") == "multi_node" and "slurm" not in data:
                 data["slurm"] = {}
             answer["run_start"] = _outcome(lambda d=data: RLConfig.model_validate(d))
+        if (request["mode"] == "sft" and answer["worker"].get("ok")
+                and any(k in request["config"] for k in request["sft_online_eval_keys"])):
+            data = copy.deepcopy(request["config"])
+            data.pop("k8s", None)
+            if (data.get("deployment") or {}).get("type") == "multi_node" and "slurm" not in data:
+                data["slurm"] = {}
+            answer["run_start"] = _outcome(lambda d=data: SFTConfig.model_validate(d))
         protocol.write(json.dumps(answer, default=str) + "\n")
         protocol.flush()
 

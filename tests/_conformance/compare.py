@@ -6,7 +6,8 @@ rejects what the reference accepts raises a *false alarm*; one that accepts what
 rejects has a *miss*; both rejecting at different places is a *different first error*.
 When the reference could not run its run-start check (the fixture lacks the config's taskset)
 and a back-end rejects only at that stage, nobody can tell: the case is *unverified* and left
-out of the agreement ratio (it is counted and printed).
+out of the agreement ratio (it is counted and printed). A report no schema judged (``valid``
+null: ``schema_check`` structural) never agrees: it is *not judged*, counted against agreement.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ import tomlkit
 from tests._conformance.reference import RefVerdict
 from tools.configs import ValidateConfigResult, dotted
 
-Outcome = Literal["agree", "miss", "false_alarm", "other_first_error", "unverified"]
-#: The words every issue found by the run-start check ends with.
-RUN_START = "checked when the run starts"
+Outcome = Literal["agree", "miss", "false_alarm", "other_first_error", "unverified", "not_judged"]
+#: The words every issue found by the full checks ends with: the RL run start, the SFT submission.
+RUN_START = ("checked when the run starts", "checked when the run is submitted")
 
 
 def write_table(table: dict[str, Any], path: Path) -> Path:
@@ -49,11 +50,13 @@ def validate(path: Path, ctx: Any, schema: str, mode: str) -> ValidateConfigResu
 def compare(ref: RefVerdict, ours: ValidateConfigResult) -> Outcome:
     """How ``ours`` stands against ``ref``."""
     first = ours.errors[0] if ours.errors else None
+    if ours.valid is None:
+        return "not_judged"
     if ref.valid and first is None:
         return "agree"
     if ref.valid:
         assert first is not None
-        if ref.run_start_unknown and RUN_START in first.message:
+        if ref.run_start_unknown and any(marker in first.message for marker in RUN_START):
             return "unverified"
         return "false_alarm"
     if first is None:
@@ -68,7 +71,8 @@ class Tally:
     name: str
     total: int = 0
     counts: dict[str, int] = field(default_factory=lambda: {"agree": 0, "miss": 0, "false_alarm": 0,
-                                                            "other_first_error": 0, "unverified": 0})
+                                                            "other_first_error": 0, "unverified": 0,
+                                                            "not_judged": 0})
     disagreements: list[tuple[str, Outcome, str]] = field(default_factory=list)
     backends: dict[str, int] = field(default_factory=dict)
 
@@ -98,8 +102,9 @@ class Tally:
 def summary_rows(tallies: Sequence[Tally]) -> list[str]:
     """One printed row per back-end: agreement, misses, false alarms, other first errors."""
     rows = [f"{'back-end':<12}{'agree':>17}{'misses':>8}{'false alarms':>14}{'other 1st error':>17}"
-            f"{'unverified':>12}"]
+            f"{'unverified':>12}{'not judged':>12}"]
     for t in tallies:
         rows.append(f"{t.name:<12}{t.counts['agree']:>7}/{t.judged:<3} {t.agreement:>6.1%}{t.counts['miss']:>8}"
-                    f"{t.counts['false_alarm']:>14}{t.counts['other_first_error']:>17}{t.counts['unverified']:>12}")
+                    f"{t.counts['false_alarm']:>14}{t.counts['other_first_error']:>17}{t.counts['unverified']:>12}"
+                    f"{t.counts['not_judged']:>12}")
     return rows

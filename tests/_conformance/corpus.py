@@ -442,6 +442,32 @@ CASES: tuple[Case, ...] = (
     _c("order/sft/two_fields", "wd-sft", Set("data.seq_len", "long"), Set("optim.lr", "high")),
     _c("order/hosted_after_schema", "rt", Set("clean", True), Set("orchestrator.batch_size", 0)),
     _c("order/deferred_after_hosted", "hs", Set("clean", True), Set("orchestrator.eval.interval", 0)),
+    # --- validation that tells the truth: what each rejection compares ---------------------
+    _c("truth/cross.batch_48_group_5", "rt", Set("orchestrator.batch_size", 48), Set("orchestrator.group_size", 5),
+       about="names orchestrator.batch_size 48 and orchestrator.group_size 5"),
+    _c("truth/cross.seq_len_between_tables", "rt", Delete("seq_len"), Set("orchestrator.seq_len", 8192),
+       Set("trainer.model.seq_len", 4096), about="RLConfig's own validator: both key paths named"),
+    _c("truth/cross.scheduler_shared_max_steps", "rt", Set("trainer.scheduler", {
+        "type": "linear", "warmup_steps": 10, "decay_steps": 15}), about="trainer.max_steps filled from max_steps"),
+    _c("truth/sft/cross.micro_batch_not_dividing", "wd-sft", Set("data.micro_batch_size", 3)),
+    _c("truth/cross.attn_default_with_hf", "wd", Set("trainer.model.impl", "hf"),
+       about="the default attention named as the default"),
+    # --- a taskset the interpreter lacks: only its own settings go unchecked ----------------
+    _c("truth/taskset_missing.train_name_agg", "hs", Set(f"{_SRC}.name", "agg")),
+    _c("truth/taskset_missing.eval_beside_known_train", "rt", Set("orchestrator.eval", {"interval": 10, "source": [
+        {"name": "reverse-text", "env": {"taskset": {"id": "aime24"}}},
+        {"name": "reverse-text", "env": {"taskset": {"id": "reverse-text"}}}]}),
+       about="duplicate eval names, one of them a taskset the fixture lacks"),
+    _c("truth/taskset_missing.unchanged_q30", "q30", about="a taskset the fixture lacks, nothing else wrong"),
+    # --- ids the schema commit knows nothing of: a warning, never an error --------------------
+    _c("truth/unknown_id.taskset_typo", "rt", Set(f"{_SRC}.env.taskset.id", "revers-text")),
+    _c("truth/unknown_id.harness_typo", "wd", Set(f"{_SRC}.env.agent", {"harness": {"id": "bsh"}})),
+    _c("truth/unknown_id.hub_id_known", "rt", Set(f"{_SRC}.env.taskset.id", "PrimeIntellect/reverse-text@0.1.2")),
+    # --- SFT online-eval blocks, as the platform validates them on submission ----------------
+    _c("truth/sft-eval/port_mismatch", "rt-sft", Set("inference.server.port", 8011)),
+    _c("truth/sft-eval/source_env_unknown_key", "rt-sft", Set("eval.source[0].env.taskset.colour", "red")),
+    _c("truth/sft-eval/eval_gpus_over_node", "rt-sft", Set("deployment.num_train_gpus", 8)),
+    _c("truth/sft-eval/vllm_model_mismatch", "rt-sft", Set("inference.vllm.model", "Qwen/Qwen3-1.7B")),
 )
 
 

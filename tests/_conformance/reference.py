@@ -8,7 +8,8 @@ Two long-lived processes run prime's code unchanged:
    wheel's ``training_schema_worker.normalize`` (its provenance check skipped: it is in
    ``main``, and the fixture's prime-rl is a local copy, not a GitHub install), then for RL
    configs it accepts the full ``RLConfig`` with the environment sources kept, as the platform
-   validates when the run starts.
+   validates when the run starts, and for SFT configs with online-eval blocks the full
+   ``SFTConfig`` with them kept, as the platform validates them on submission.
 
 :meth:`Reference.judge` turns their answers into a :class:`RefVerdict`: valid or not, and the
 first error as a key path (:func:`tools.configs.key_path`, so union branch labels are

@@ -218,8 +218,8 @@ class PrepareConfigResult(BaseModel):
     changes: list[Change] = Field(description="Edits made to the copy; comments and key order are kept.")
     created_folders: list[str] | None = Field(default=None, description=(
         "Folders created for dest, outermost first, as mkdir -p would; null when its folder existed."))
-    valid: bool = Field(description="True when the written file passes validation (validation.valid); the CLI exits "
-                                    "1 otherwise, as validate-config does.")
+    valid: bool | None = Field(description="validation.valid: true when the written file passes validation, null "
+                                           "when no schema judged it; the CLI exits 1 unless true, as validate-config.")
     validation: ValidateConfigResult = Field(description="mf_validate_config's report of the written file.")
 
 
@@ -293,6 +293,8 @@ def list_examples(inp: ListExamplesInput, ctx: Context) -> ListExamplesResult:
         if report.errors:
             first = report.errors[0]
             reason = f"hosted runs reject it: {first.message}"[:160]
+        elif report.valid is None:
+            reason = "not judged by a schema: the snapshot could not check it (see mf_validate_config)."
         elif report.deployment_type == "multi_node":
             reason = "multi-node: large and expensive, not a smoke test."
         else:
@@ -300,7 +302,7 @@ def list_examples(inp: ListExamplesInput, ctx: Context) -> ListExamplesResult:
         out.append(ExampleInfo(
             id=ident, path=str(path) if inp.detail else None, mode=report.mode, model_name=report.model_name,
             max_steps=report.max_steps, deployment_type=report.deployment_type, gpu_count=report.gpu_count,
-            hosted_ok=report.valid, hosted_reason=reason, description=notes.get(ident) if inp.detail else None))
+            hosted_ok=report.valid is True, hosted_reason=reason, description=notes.get(ident) if inp.detail else None))
     return ListExamplesResult(examples=out, count=len(out))
 
 

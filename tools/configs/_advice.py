@@ -6,16 +6,17 @@ against every place the schema declares a key of that name (``orchestrator.lr`` 
 ``[trainer.optim]``); keys older prime-rl versions or the hosted format used get the replacement
 named (:data:`REPLACED`), ``eval_base_model`` with its opposite meaning. Other findings get a
 fix by kind (a type, a bound, a literal), or the fix of the rule that raised them
-(:data:`tools.configs._rules.RULES`).
+(:data:`tools.configs._rules.RULES`); a cross-field rejection names the keys the validator
+compared and their values (``_compared``).
 """
 
 from __future__ import annotations
 
 import difflib
-import functools
 from collections.abc import Mapping
 from typing import Any
 
+from tools.configs._compared import annotate, homes
 from tools.configs._facts import Mode
 from tools.configs._rules import RULE_BY_ID
 from tools.configs._schema_findings import Finding, dotted
@@ -53,6 +54,8 @@ def advise(finding: Finding, raw: Mapping[str, Any], mode: Mode) -> tuple[str, s
         return _unknown_key(finding, raw, mode)
     rule = RULE_BY_ID.get(finding.rule)
     if rule is not None and rule.fix:
+        if rule.scope == "validator":  # a cross-field rejection: name the keys compared and their values
+            return annotate(finding, raw, mode, finding.message, rule.fix)
         return finding.message, rule.fix
     if finding.rule.startswith("backend:prime_"):
         return finding.message, ("Fix what the message names (prime on PATH, PRIME_API_KEY, uv and GitHub for its "
@@ -62,7 +65,7 @@ def advise(finding: Finding, raw: Mapping[str, Any], mode: Mode) -> tuple[str, s
                                  "the schema argument snapshot to check against the shipped schema only.")
     if finding.severity == "note":
         return finding.message, None
-    return finding.message, _fix_by_kind(finding)
+    return annotate(finding, raw, mode, finding.message, _fix_by_kind(finding))
 
 
 def _fix_by_kind(f: Finding) -> str:
@@ -93,7 +96,7 @@ def _unknown_key(f: Finding, raw: Mapping[str, Any], mode: Mode) -> tuple[str, s
                 f"Replace {f.path} with {replaced.split(' (')[0]}.")
     valid = _keys_at(tuple(parent), raw, mode)
     close = difflib.get_close_matches(key, valid, n=1, cutoff=0.75)
-    elsewhere = [p for p in _homes(mode).get(key, ()) if p != _template(tuple(parent))]
+    elsewhere = [p for p in homes(mode).get(key, ()) if p != _template(tuple(parent))]
     hints = []
     if close:
         hints.append(f"did you mean {close[0]!r}?")
@@ -121,35 +124,3 @@ def _keys_at(parent: tuple[str | int, ...], raw: Mapping[str, Any], mode: Mode) 
     if node is None:
         return []
     return list(schema.index.properties(node))
-
-
-@functools.lru_cache(maxsize=2)
-def _homes(mode: Mode) -> dict[str, list[str]]:
-    """Every declared key -> the places (templates) where the schema declares it, shortest first."""
-    schema = snapshot_schema(mode)
-    index = schema.index
-    homes: dict[str, set[str]] = {}
-
-    def walk(node: dict[str, Any], path: str, refs: tuple[str, ...]) -> None:
-        ref = node.get("$ref")
-        if isinstance(ref, str):
-            if ref in refs or len(refs) > 12:
-                return
-            refs = (*refs, ref)
-        node = index.deref(node)
-        for member in node.get("anyOf", ()):
-            walk(member, path, refs)
-        for branch in node.get("allOf", ()):
-            if isinstance(branch.get("then"), dict):
-                walk(branch["then"], path, refs)
-        items = node.get("items")
-        if isinstance(items, dict):
-            walk(items, f"{path}[]", refs)
-        for name, prop in node.get("properties", {}).items():
-            if name == node.get("x-discriminator"):
-                continue
-            homes.setdefault(name, set()).add(path)
-            walk(prop, f"{path}.{name}" if path else name, refs)
-
-    walk(schema.schema, "", ())
-    return {name: sorted(places, key=lambda p: (p.count("."), len(p), p)) for name, places in homes.items()}

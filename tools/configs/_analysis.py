@@ -48,9 +48,9 @@ _NOTES = {
                 "checks them when the run starts. For prime-rl's own classes, set the schema argument to real with a "
                 "prime-rl checkout (prime_rl_dir, PRIME_RL_DIR) or MODEL_FACTORY_SCHEMA_PYTHON; schema prime runs "
                 "prime train validate (needs the prime CLI).",
-    "structural": "Only this package's rules ran: the schema snapshot could not check this file (see the "
-                  "warnings). Run prime train validate {path} for the full check (needs the prime CLI, uv and "
-                  "PRIME_API_KEY).",
+    "structural": "Not judged by a schema (valid is null): only this package's rules ran, as the schema snapshot "
+                  "could not check this file (see the warnings). Run prime train validate {path} for the full "
+                  "check (needs the prime CLI, uv and PRIME_API_KEY).",
 }
 
 
@@ -81,7 +81,9 @@ class ValidateConfigResult(BaseModel):
     """
 
     config_path: str = Field(description="Absolute path of the validated file.")
-    valid: bool = Field(description="True when no error was found (warnings allowed).")
+    valid: bool | None = Field(description=(
+        "true: no error found by a schema (warnings allowed); false: errors; null: not judged by a schema "
+        "(schema_check structural: only this package's rules ran and found no error), never a pass."))
     mode: Mode = Field(description="rl or sft: how `prime train` would dispatch the file.")
     mode_reason: str = Field(description="Why this mode (the prime CLI's sniff, or the forced mode).")
     errors: list[Issue] = Field(description="Problems that would stop the run (CLI, schema or hosted rejection), "
@@ -164,8 +166,8 @@ def analyze(
     count, count_detail = gpu_count(c)
     where = f" at {verdict.schema_commit[:12]} ({verdict.interpreter})" if verdict.interpreter else ""
     report = ValidateConfigResult(
-        config_path=str(path), valid=not errors, mode=chosen, mode_reason=reason, errors=errors, warnings=warnings,
-        notes=notes, model_name=model, model_name_source=model_source, max_steps=max_steps_of(c),
+        config_path=str(path), valid=_valid(errors, verdict), mode=chosen, mode_reason=reason, errors=errors,
+        warnings=warnings, notes=notes, model_name=model, model_name_source=model_source, max_steps=max_steps_of(c),
         deployment_type=c.deployment_type, gpu_count=count, gpu_count_detail=count_detail,
         env_ids=c.taskset_ids("orchestrator.train.source") if c.rl else [],
         eval_env_ids=c.taskset_ids("orchestrator.eval.source" if c.rl else "eval.source"),
@@ -180,6 +182,14 @@ def analyze(
     if len(scrub):  # a message or a fact may repeat a flagged value: hide it everywhere
         report = scrub.scrub_model(report)
     return report
+
+
+def _valid(errors: list[Issue], verdict: Verdict) -> bool | None:
+    """False with any error; else True only when a schema judged the file: a structural verdict
+    (the snapshot itself failed) is ``None``, "not judged by a schema", which no caller can read as a pass."""
+    if errors:
+        return False
+    return None if verdict.backend == "structural" else True
 
 
 def _verdict(data: dict[str, Any], mode: Mode, **how: Any) -> Verdict:

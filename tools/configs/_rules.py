@@ -352,6 +352,11 @@ RULES: tuple[Rule, ...] = (
     Rule("sft_online_eval", "warning", _SFT, "hosted", f"{_WORKER} normalize (SFT_ONLINE_EVAL_KEYS)",
          "SFT [eval]/[inference]/[weight_broadcast] set aside (hosted SFT is trainer-only)",
          "Remove the blocks for a hosted run (mf_prepare_config drops them)."),
+    Rule("unknown_plugin_id", "warning", _RL, "file", "advice: verifiers/v1/utils/loaders.py _import_plugin "
+         "imports the taskset or harness only when the run starts; the snapshot back-end names an id its commit "
+         "does not know (tools/configs/_schema_plugins.py unknown_ids)",
+         "a taskset or harness id the snapshot's schema commit knows nothing of",
+         "Check the id for a typo (mf_list_examples shows known ones); keep it if it is your own package."),
     *_validator_rows(),
 )
 RULE_BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}

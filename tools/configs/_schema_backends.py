@@ -13,7 +13,8 @@ set-aside blocks and hosted rejections, and (real, snapshot) the full check the 
 when the run starts. :func:`check` picks: ``snapshot``; ``real`` (falls back to the snapshot,
 with the reason as a warning, when no interpreter works); ``auto`` (real when an interpreter is
 found, else the snapshot, silently); ``prime`` (falls back to the snapshot, saying why, when the
-CLI cannot validate). Verdicts are remembered (``_schema_cache``) by back-end, schema commit,
+CLI cannot validate). Verdicts are remembered (``_schema_cache``) by back-end, schema commit
+(for the real back-end with a digest of the config sources it imports: ``schema_identity``),
 mode, rules version and config sha256. None of these raise for bad input.
 """
 
@@ -35,6 +36,7 @@ from tools.configs._schema_real import (
     RealBackendUnavailable,
     checkout_problem,
     find_interpreters,
+    schema_identity,
     validate_with,
     worker_for,
 )
@@ -94,14 +96,15 @@ def check_real(config: Mapping[str, Any], mode: Mode, *, python: str | Path | No
             "environment).", "backend:not_found", severity="warning", stage="backend", kind="backend"))
     for interpreter in candidates:
         started = time.perf_counter()
-        key = cache_key("real", _identity(interpreter), mode, run_start, raw)
+        identity = schema_identity(interpreter)
+        key = cache_key("real", _identity(interpreter, identity), mode, run_start, raw)
         hit = cache.get(key)
         if hit is not None:
             hit.elapsed_seconds = time.perf_counter() - started
             hit.findings = [*_errors(hit.findings), *failures, *_others(hit.findings)]
             return hit
         try:
-            worker = worker_for(interpreter, timeout=timeout, env=env)
+            worker = worker_for(interpreter, timeout=timeout, env=env, identity=identity)
             findings = run_pipeline(raw, mode, partial(validate_with, worker, mode=mode, timeout=timeout),
                                     run_start=run_start)
         except RealBackendUnavailable as unavailable:
@@ -109,7 +112,10 @@ def check_real(config: Mapping[str, Any], mode: Mode, *, python: str | Path | No
             continue
         verdict = Verdict("real", mode, findings, schema_commit=worker.commit, schema_source=worker.commit_source,
                           interpreter=interpreter.label, elapsed_seconds=time.perf_counter() - started)
-        cache.put(key, verdict, disk=interpreter.cacheable)
+        # Remembered only when the identity names every prime_rl file the worker imported and they did not
+        # change while it judged (an edit during the check gives the next check another identity).
+        if worker.covered and schema_identity(interpreter) == identity:
+            cache.put(key, verdict, disk=interpreter.cacheable)
         return Verdict("real", mode, [*_errors(findings), *failures, *_others(findings)],
                        schema_commit=worker.commit, schema_source=worker.commit_source,
                        interpreter=interpreter.label, elapsed_seconds=verdict.elapsed_seconds)
@@ -118,12 +124,13 @@ def check_real(config: Mapping[str, Any], mode: Mode, *, python: str | Path | No
         kind="backend"))
 
 
-def _identity(interpreter: Interpreter) -> str:
-    """What the cache key says about the schema of ``interpreter``: its commit when that says
-    everything, else the interpreter itself (kept in memory only)."""
+def _identity(interpreter: Interpreter, identity: str) -> str:
+    """What the cache key says about the schema of ``interpreter``: its :func:`schema_identity`
+    (commit plus the digest of the config sources it imports), and for one whose commit does not
+    say everything (kept in memory only) the interpreter too."""
     if interpreter.cacheable and interpreter.commit:
-        return interpreter.commit
-    return f"uncommitted:{interpreter.label}"
+        return identity
+    return f"uncommitted:{interpreter.label}:{identity}"
 
 
 def check_prime(config: Mapping[str, Any], mode: Mode, *, path: Path, options: PrimeOptions,

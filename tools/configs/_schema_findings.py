@@ -137,12 +137,16 @@ class PassResult:
     config with defaults filled in (``model_dump(mode="json")`` for the real back-end), which
     the hosted rejections read; ``warnings``: what the validators warned about (pydantic
     ``warnings.warn``); ``exception``: a failure that is not a validation error (a taskset
-    package that is not installed), message only."""
+    package that is not installed), message only; ``skipped``: environments whose taskset package
+    the interpreter lacks, judged without their taskset's own settings (the import errors);
+    ``remarks``: warnings at a key path (the snapshot: ids its schema commit does not know)."""
 
     errors: list[Finding] = field(default_factory=list)
     resolved: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
     exception: str | None = None
+    skipped: list[str] = field(default_factory=list)
+    remarks: list[Finding] = field(default_factory=list)
 
 
 def dotted(loc: Sequence[str | int]) -> str:

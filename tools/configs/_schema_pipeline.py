@@ -20,9 +20,12 @@ described in docs/validation.md):
    inference GPUs and no fake data are refused;
 5. ``deferred``: the set-aside blocks are put back without their ``source`` lists and
    validated again; errors inside them count, except a validator of the block itself;
-6. ``run_start`` (RL, not part of ``prime train validate``): the full table with the sources
-   kept, which is what the platform validates when the run starts. A taskset the interpreter
-   does not have cannot be checked (a note says so).
+6. ``run_start`` (not part of ``prime train validate``): RL, the full table with the sources
+   kept, which is what the platform validates when the run starts; SFT with online-eval blocks,
+   the full table with them kept, which is what the platform validates on submission (``prime
+   train run`` skips local validation for such a file). A taskset the interpreter
+   does not have cannot be checked: only its own settings are skipped (the real back-end's
+   worker stands in for it), and a note names it.
 
 The first failing stage ends the pipeline, as the worker stops at its first exception.
 """
@@ -167,9 +170,17 @@ def _worker_stages(config: dict[str, Any], mode: Mode, validate: Validate, run_s
         notes.append(Finding((next(iter(deferred)),),
                              f"{keys} set aside: hosted SFT runs are trainer-only, the platform starts no online "
                              "evals. prime train validate checks these blocks' settings (not their sources); prime "
-                             "train run skips local validation for such a config and lets the platform decide.",
+                             "train run skips local validation for such a config and the platform validates it on "
+                             "submission (checked here as it does: SFTConfig with the blocks kept).",
                              "sft_online_eval", severity="warning", stage="deferred", kind="rule",
                              source=RULE_BY_ID["sft_online_eval"].source))
+        if run_start:  # what the platform validates on submission: SFTConfig with the blocks and their sources
+            full = copy_tree(data)
+            full.update(copy_tree(deferred))
+            result = validate(full)
+            stopped = _full_check(result, notes, ON_SUBMISSION)
+            if stopped:
+                return stopped, notes
     if mode == "rl" and run_start and deferred:
         full = copy_tree(data)
         orchestrator = full.setdefault("orchestrator", {})
@@ -178,15 +189,35 @@ def _worker_stages(config: dict[str, Any], mode: Mode, validate: Validate, run_s
         if "eval" in deferred:
             orchestrator["eval"] = copy_tree(deferred["eval"])
         result = validate(full)
-        if result.exception is not None and result.exception.startswith("ModuleNotFoundError"):
-            notes.append(Finding(("orchestrator",), "environment sources not checked here: " + result.exception
-                                 + " (the platform checks them when the run starts)", "run_start:unavailable",
-                                 severity="note", stage="run_start", kind="exception"))
-        elif result.exception is not None:
-            return [_at_run_start(_exception(result.exception))], notes
-        elif result.errors:
-            return [_at_run_start(f) for f in result.errors], notes
+        stopped = _full_check(result, notes, AT_RUN_START)
+        if stopped:
+            return stopped, notes
     return [], notes
+
+
+#: What the findings of the full checks end with: the RL run start, the SFT submission.
+AT_RUN_START = " (checked when the run starts: prime train validate sets environment sources aside)"
+ON_SUBMISSION = " (checked when the run is submitted: prime train validate sets the online-eval blocks aside)"
+
+
+def _full_check(result: PassResult, notes: list[Finding], when: str) -> list[Finding]:
+    """The errors of a full check (the config with what the worker set aside), each marked with
+    ``when``; the remarks, and what could not be checked, added to ``notes``."""
+    notes += result.remarks
+    if result.skipped:  # judged with stand-ins for the environments whose taskset is not installed
+        notes.append(Finding((), "taskset packages not installed in this interpreter ("
+                             + "; ".join(result.skipped) + "): their own settings went unchecked, every other "
+                             "check of the environment sources ran. The platform checks the tasksets' own "
+                             "settings when the run starts", "run_start:taskset_unavailable",
+                             severity="note", stage="run_start", kind="exception"))
+    if result.exception is not None and result.exception.startswith("ModuleNotFoundError"):
+        notes.append(Finding((), "environment sources not checked here: " + result.exception
+                             + " (the platform checks them when the run starts)", "run_start:unavailable",
+                             severity="note", stage="run_start", kind="exception"))
+        return []
+    if result.exception is not None:
+        return [_marked(_exception(result.exception), when)]
+    return [_marked(f, when) for f in result.errors]
 
 
 def _deferred_problems(data: dict[str, Any], deferred: dict[str, Any], mode: Mode,
@@ -229,6 +260,5 @@ def _exception(message: str) -> Finding:
                    source="prime 0.18.0 prime_cli/utils/training_schema_worker.py main")
 
 
-def _at_run_start(f: Finding) -> Finding:
-    return Finding(f.loc, f.message + " (checked when the run starts: prime train validate sets environment sources "
-                   "aside)", f.rule, stage="run_start", kind=f.kind, source=f.source)
+def _marked(f: Finding, when: str) -> Finding:
+    return Finding(f.loc, f.message + when, f.rule, stage="run_start", kind=f.kind, source=f.source)

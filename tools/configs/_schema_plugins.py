@@ -26,16 +26,30 @@ Also the shapes verifiers refuses before any key: a taskset, harness or runtime 
 table, a taskset id that is not a string. Only the first problem of a source is reported
 (pydantic stops the env there, or reports it first). Other values inside these tables are not
 checked; an env with an ``id`` (a paired env class) or an unknown taskset is not checked at all.
+
+:func:`unknown_ids` names the taskset and harness ids the schema commit knows nothing of (a
+warning each, not an error: private environments exist): not the snapshot's tasksets, not one
+verifiers ships (:data:`BUILTIN_TASKSETS`, the harnesses the snapshot records), not one the
+commit's own example configs use. Ids compare as verifiers imports them (``owner/name@version``
+-> ``name``, ``-`` -> ``_``, lower case). Runtimes are chosen by ``type`` from a closed set, so an
+unknown runtime type is already an error above.
 """
 
 from __future__ import annotations
 
+import functools
+import tomllib
+from pathlib import Path
 from typing import Any
 
 from tools.configs._schema_findings import Finding
 from tools.configs._schema_index import SchemaIndex
 from tools.configs._schema_prepass import ModelRejected, plugin_table
 
+#: The tasksets verifiers a60a606 ships (``verifiers/v1/tasksets/``: it imports them before any package).
+BUILTIN_TASKSETS = ("harbor", "lean", "nemo_gym", "openenv", "textarena")
+_EXAMPLES = Path(__file__).resolve().parent / "examples"
+_LOADER = "advice: verifiers/v1/utils/loaders.py _import_plugin imports it when the run starts"
 SOURCE_MODELS = ("prime_rl.configs.orchestrator.TrainSourceConfig", "prime_rl.configs.orchestrator.EvalSourceConfig")
 _RULE = "schema:additionalProperties"
 
@@ -141,3 +155,56 @@ def _role_problem(loc: tuple[str | int, ...], role: Any, spec: dict[str, Any],
             if problem is not None:
                 return problem
     return _extra(loc, role, spec["keys"])
+
+
+def plugin_module(plugin_id: str) -> str:
+    """The module verifiers imports for a plugin id (``_import_plugin``): ``owner/name@v`` -> ``name``,
+    ``-`` -> ``_``, lower case."""
+    return plugin_id.rsplit("/", 1)[-1].split("@", 1)[0].replace("-", "_").lower()
+
+
+@functools.lru_cache(maxsize=1)
+def _example_ids() -> tuple[frozenset[str], frozenset[str]]:
+    """(taskset modules, harness modules) the bundled examples of the schema commit name."""
+    tasksets: set[str] = set()
+    harnesses: set[str] = set()
+
+    def walk(node: Any, key: str = "") -> None:
+        if isinstance(node, dict):
+            if key in ("taskset", "harness") and isinstance(node.get("id"), str):
+                (tasksets if key == "taskset" else harnesses).add(plugin_module(node["id"]))
+            for k, v in node.items():
+                walk(v, k)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, key)
+
+    for path in _EXAMPLES.rglob("*.toml"):
+        walk(tomllib.loads(path.read_text()))
+    return frozenset(tasksets), frozenset(harnesses)
+
+
+def unknown_ids(data: Any, index: SchemaIndex, plugins: dict[str, Any], commit: str) -> list[Finding]:
+    """A warning for each taskset or harness id of an environment source in ``data`` that the
+    schema commit ``commit`` knows nothing of (see the module docstring), at the id's key path."""
+    example_tasksets, example_harnesses = _example_ids()
+    tasksets = {plugin_module(t) for t in plugins.get("tasksets", {}) if t} | set(BUILTIN_TASKSETS) | example_tasksets
+    harnesses = {plugin_module(h) for h in plugins.get("harnesses", {})} | example_harnesses
+    out: list[Finding] = []
+    for loc, table, node in index.models(data):
+        if node.get("x-model") not in SOURCE_MODELS or not isinstance(table.get("env"), dict):
+            continue
+        env = table["env"]
+        found: list[tuple[tuple[str, ...], str, Any, set[str]]] = [
+            (("taskset", "id"), "taskset", env.get("taskset"), tasksets)]
+        found += [((role, "harness", "id"), "harness", value.get("harness"), harnesses)
+                  for role, value in env.items() if isinstance(value, dict) and role != "taskset"]
+        for where, kind, plugin, known in found:
+            ident = plugin.get("id") if isinstance(plugin, dict) else None
+            if isinstance(ident, str) and ident and plugin_module(ident) not in known:
+                out.append(Finding((*loc, "env", *where), (
+                    f"{kind} {ident!r} is not known to prime-rl {commit[:7]} (not shipped with verifiers, recorded "
+                    f"in the snapshot or used by prime-rl's examples): its settings are not checked here, and a "
+                    f"typo would fail only when the run starts"), "unknown_plugin_id", severity="warning",
+                    stage="run_start", kind="rule", source=_LOADER))
+    return out

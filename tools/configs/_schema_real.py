@@ -19,9 +19,14 @@ A bare interpreter reports the commit of its ``direct_url.json`` when it has one
 Each interpreter gets one long-lived worker process (``_worker.py``): importing prime-rl costs
 seconds (about 5 s here, mostly verifiers), a validation then costs milliseconds. Workers are
 kept per interpreter for the life of this process (:func:`close_workers` ends them) and
-restarted when one dies. The environment given to a worker holds no credentials (PATH, HOME,
-locale, temp dir, and for ``uv run`` the ``UV_*`` variables that locate its cache and project
-environment).
+restarted when one dies, and when the schema it imported is no longer the one on disk: each
+check computes the interpreter's :func:`schema_identity` (its commit plus a digest of the
+prime-rl config sources in the working tree or the venv, :func:`source_digest`), and a worker
+started under another identity, or whose imported ``prime_rl`` files (the worker lists them)
+changed since, is replaced, so a long-running process (the MCP server) never judges with the
+schema of an earlier checkout. Verdicts are remembered under that identity. The environment
+given to a worker holds no credentials (PATH, HOME, locale, temp dir, and for ``uv run`` the
+``UV_*`` variables that locate its cache and project environment).
 
 Every failure of the interpreter (not Python 3.12, no ``prime_rl``, exits, hangs past the
 timeout, prints something that is not the protocol) raises :class:`RealBackendUnavailable`
@@ -32,6 +37,7 @@ falls back to the snapshot.
 from __future__ import annotations
 
 import atexit
+import hashlib
 import json
 import os
 import queue
@@ -83,14 +89,19 @@ class Interpreter:
     commit_source: str = ""
     origin: str = "interpreter"
     cacheable: bool = False
+    #: Where its prime-rl config sources are (the checkout's packages/prime-rl-configs, the venv's prime_rl).
+    source_roots: tuple[Path, ...] = ()
 
     @classmethod
     def python(cls, path: str | Path, origin: str = "interpreter") -> Interpreter:
         """A bare interpreter (a venv's ``bin/python``), run isolated (``-I -B``) like the prime CLI
         runs its worker; the commit is read from the venv's ``direct_url.json`` when it has one."""
         commit, source = _venv_commit(Path(path))
+        prefix = Path(path).parent.parent
+        roots = tuple(sorted(prefix.glob("lib/python*/site-packages/prime_rl"))) \
+            if (prefix / "pyvenv.cfg").is_file() else ()
         return cls((str(path), "-I", "-B"), str(path), commit=commit, commit_source=source, origin=origin,
-                   cacheable=commit is not None)
+                   cacheable=commit is not None, source_roots=roots)
 
     @classmethod
     def checkout(cls, root: Path, uv: str | None = None) -> Interpreter:
@@ -100,7 +111,48 @@ class Interpreter:
         source = f"git HEAD of {root}" + (" (with uncommitted changes)" if dirty else "") if commit else ""
         return cls((uv or shutil.which("uv") or "uv", "run", "--no-sync", "python", "-B"),
                    f"uv run --no-sync python in {root}", cwd=root, commit=commit, commit_source=source,
-                   origin="checkout", cacheable=commit is not None and not dirty)
+                   origin="checkout", cacheable=commit is not None and not dirty,
+                   source_roots=(root / "packages" / "prime-rl-configs",))
+
+
+#: (size, mtime_ns, ctime_ns) and sha256 of each source file read, so a check re-reads only what changed.
+_FILE_DIGESTS: dict[Path, tuple[tuple[int, int, int], str]] = {}
+_SOURCE_SUFFIXES = (".py", ".toml")
+
+
+def source_digest(roots: tuple[Path, ...], files: tuple[Path, ...] = ()) -> str:
+    """16 hex digits of a sha256 over the ``*.py``/``*.toml`` files under ``roots`` (caches and
+    bytecode left out) and the ``files``, as they are on disk now: paths and contents. A file
+    is hashed again only when its size or times changed. Missing roots count as empty."""
+    found: set[Path] = set(files)
+    for root in roots:
+        if root.is_dir():
+            found.update(p for p in root.rglob("*") if p.suffix in _SOURCE_SUFFIXES and "__pycache__" not in p.parts)
+    digest = hashlib.sha256()
+    for path in sorted(found):
+        digest.update(str(path).encode() + b"\0" + _file_sha(path).encode() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _file_sha(path: Path) -> str:
+    try:
+        st = path.stat()
+        stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        known = _FILE_DIGESTS.get(path)
+        if known is not None and known[0] == stamp:
+            return known[1]
+        sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return "missing"
+    _FILE_DIGESTS[path] = (stamp, sha)
+    return sha
+
+
+def schema_identity(interpreter: Interpreter) -> str:
+    """What names the schema ``interpreter`` would import now: its commit (``unknown`` when not
+    known) plus :func:`source_digest` of its config sources. A commit moved, a file edited,
+    added or removed, gives another identity."""
+    return f"{interpreter.commit or 'unknown'}+{source_digest(interpreter.source_roots)}"
 
 
 def find_interpreters(*, python: str | Path | None = None, prime_rl_dir: str | Path | None = None,
@@ -219,6 +271,12 @@ class Worker:
     lock: threading.Lock = field(default_factory=threading.Lock)
     next_id: int = 0
     stderr_reader: threading.Thread | None = None
+    #: The :func:`schema_identity` it was started under; the ``prime_rl`` files it imported, their
+    #: digest then, and whether the identity covers them all (they lie under the source roots).
+    identity: str = ""
+    imported: tuple[Path, ...] = ()
+    imported_digest: str = ""
+    covered: bool = False
 
     @property
     def alive(self) -> bool:
@@ -296,6 +354,11 @@ def _start(interpreter: Interpreter, timeout: float, env: Mapping[str, str] | No
                            "'prime-rl-configs @ git+https://github.com/PrimeIntellect-ai/prime-rl@COMMIT"
                            "#subdirectory=packages/prime-rl-configs')", "no_prime_rl")
     worker.import_seconds = float(ready.get("import_seconds") or 0.0)
+    worker.imported = tuple(sorted(Path(f) for f in ready.get("sources") or () if isinstance(f, str)))
+    worker.imported_digest = source_digest((), worker.imported)
+    roots = [r.resolve() for r in interpreter.source_roots]
+    worker.covered = bool(worker.imported) and all(
+        any(f.resolve().is_relative_to(r) for r in roots) for f in worker.imported)
     worker.versions = dict(ready.get("versions") or {})
     if interpreter.commit:
         worker.commit, worker.commit_source = interpreter.commit, interpreter.commit_source
@@ -363,14 +426,21 @@ def _read(worker: Worker, timeout: float, doing: str) -> dict[str, Any]:
                            "protocol")
 
 
-def worker_for(interpreter: Interpreter, *, timeout: float, env: Mapping[str, str] | None = None) -> Worker:
-    """The running worker of ``interpreter``, started (and its import waited for) when needed."""
+def worker_for(interpreter: Interpreter, *, timeout: float, env: Mapping[str, str] | None = None,
+               identity: str | None = None) -> Worker:
+    """The running worker of ``interpreter``, started (and its import waited for) when needed:
+    when none runs, it died, it was started under another :func:`schema_identity` than
+    ``identity`` (default: the interpreter's now), or a ``prime_rl`` file it imported changed."""
     key = (interpreter.command, interpreter.cwd)
+    identity = identity or schema_identity(interpreter)
     with _WORKERS_LOCK:
         worker = _WORKERS.get(key)
         if worker is not None and worker.alive:
-            return worker
+            if worker.identity == identity and source_digest((), worker.imported) == worker.imported_digest:
+                return worker
+            worker.stop()  # the checkout moved on: import its schema again
         worker = _start(interpreter, timeout, env)
+        worker.identity = identity
         _WORKERS[key] = worker
         return worker
 
@@ -409,7 +479,8 @@ def validate_with(worker: Worker, data: dict[str, Any], mode: Mode, timeout: flo
     errors = [_finding(e, data) for e in answer.get("errors") or ()]
     exception = answer.get("exception")
     return PassResult(errors=errors, resolved=answer.get("dump") if not errors and not exception else None,
-                      warnings=[str(w) for w in answer.get("warnings") or ()], exception=exception)
+                      warnings=[str(w) for w in answer.get("warnings") or ()], exception=exception,
+                      skipped=[str(s) for s in answer.get("skipped") or ()])
 
 
 def _finding(error: dict[str, Any], data: dict[str, Any]) -> Finding:

@@ -25,15 +25,17 @@ from tools.configs._rules import Outcome, run_validators
 from tools.configs._schema_export import SNAPSHOT_DIR, load_snapshot
 from tools.configs._schema_findings import Finding, Mode, PassResult
 from tools.configs._schema_index import SchemaIndex, json_type
-from tools.configs._schema_plugins import env_findings
+from tools.configs._schema_plugins import env_findings, unknown_ids
 from tools.configs._schema_prepass import Prepass, Rejected, fill_defaults
 
 
 class SnapshotSchema:
     """The shipped schema of one mode, with its validator built once."""
 
-    def __init__(self, schema: dict[str, Any], facts: dict[str, Any], plugins: dict[str, Any] | None = None) -> None:
+    def __init__(self, schema: dict[str, Any], facts: dict[str, Any], plugins: dict[str, Any] | None = None,
+                 commit: str = "") -> None:
         self.schema = schema
+        self.commit = commit
         self.index = SchemaIndex(schema)
         self.facts = facts
         self.plugins = plugins or {}
@@ -64,7 +66,9 @@ class SnapshotSchema:
             outcome = run_validators(resolved, fields_set, self.index, self.facts, [f.loc for f in findings])
         findings += outcome.findings
         findings.sort(key=lambda f: self.index.order_key(f.loc, prepared))
-        return PassResult(errors=findings, resolved=None if findings else resolved, warnings=outcome.warnings)
+        remarks = unknown_ids(prepared, self.index, self.plugins, self.commit or "its schema commit")
+        return PassResult(errors=findings, resolved=None if findings else resolved, warnings=outcome.warnings,
+                          remarks=remarks)
 
     # ----------------------------------------------------------------------------------
 
@@ -193,7 +197,8 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
 def snapshot_schema(mode: Mode) -> SnapshotSchema:
     """The shipped schema of ``mode``, loaded and compiled once per process."""
     shipped = _shipped()
-    return SnapshotSchema(shipped[mode], shipped["metadata"]["facts"], shipped["metadata"].get("plugins"))
+    return SnapshotSchema(shipped[mode], shipped["metadata"]["facts"], shipped["metadata"].get("plugins"),
+                          str(shipped["metadata"].get("schema_commit") or ""))
 
 
 @functools.lru_cache(maxsize=1)

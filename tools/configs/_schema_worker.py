@@ -8,12 +8,21 @@ say what it is. Protocol, one JSON object per line:
 
 - worker -> caller, at once: ``{"hello": {"python": "3.12.1", "executable": ...}}``;
 - worker -> caller, after importing prime_rl.configs: ``{"ready": true, "import_seconds": s,
-  "versions": {...}, "commit": sha-or-null, "commit_source": ...}`` or
+  "versions": {...}, "commit": sha-or-null, "commit_source": ..., "sources": [the files of the
+  prime_rl modules imported]}`` or
   ``{"ready": false, "error": "..."}`` (then it exits);
 - caller -> worker: ``{"id": n, "mode": "rl"|"sft", "data": {...}, "dump": true}``;
 - worker -> caller: ``{"id": n, "errors": [{"loc": [...], "type": ..., "msg": ...}],
   "dump": <model_dump(mode="json")> or null, "warnings": [...], "exception": null or "...",
-  "seconds": s}``.
+  "skipped": [...], "seconds": s}``.
+
+A taskset whose package this interpreter does not have would stop the whole validation
+(verifiers' ``resolve_env_config`` raises ``ModuleNotFoundError``), switching off every other
+check of the sources with it. So the worker wraps ``resolve_env_config``: for such an
+environment it puts in its place the generic ``EnvConfig`` with the same env and taskset ids,
+built without validation (``model_construct``), and lists the import error in ``skipped``. Only
+what needs the package (the taskset's own settings) goes unchecked; names, duplicates,
+``agg``, eval sources, intervals and the rest are judged as prime-rl judges them.
 
 Anything else the schema's modules print goes to stderr, never into the protocol. The table is
 validated as given: the hosted normalization is the caller's (``_schema_pipeline``).
@@ -71,11 +80,43 @@ def _versions():
     return out
 
 
+_SKIPPED = []  # type: list[str]
+
+
+def _lenient_tasksets():
+    """Wrap verifiers' ``resolve_env_config`` as the module docstring says; nothing when this
+    verifiers has no such function."""
+    try:
+        from verifiers.v1.configs.env import EnvConfig
+        from verifiers.v1.configs.taskset import TasksetConfig
+        from verifiers.v1.utils import loaders
+    except Exception:
+        return
+    original = loaders.resolve_env_config
+
+    def resolve(data):
+        try:
+            return original(data)
+        except ModuleNotFoundError as exc:
+            if isinstance(data, dict):
+                env_id = data.get("id") or ""
+                taskset = data.get("taskset")
+                taskset_id = taskset.get("id", "") if isinstance(taskset, dict) else getattr(taskset, "id", "")
+            else:
+                env_id = getattr(data, "id", "") or ""
+                taskset_id = getattr(getattr(data, "taskset", None), "id", "") or ""
+            _SKIPPED.append(str(exc).split(". ")[0])
+            return EnvConfig.model_construct(id=env_id, taskset=TasksetConfig.model_construct(id=taskset_id or ""))
+
+    loaders.resolve_env_config = resolve
+
+
 def _validate(models, request):
     from pydantic import ValidationError
 
     model = models[request["mode"]]
     started = time.perf_counter()
+    del _SKIPPED[:]
     out = {"id": request.get("id"), "errors": [], "dump": None, "warnings": [], "exception": None}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -89,6 +130,7 @@ def _validate(models, request):
         except Exception as exc:  # a taskset that is not installed, a validator that crashed
             out["exception"] = "%s: %s" % (type(exc).__name__, exc)
     out["warnings"] = [str(w.message) for w in caught]
+    out["skipped"] = sorted(set(_SKIPPED))
     out["seconds"] = time.perf_counter() - started
     return out
 
@@ -105,9 +147,12 @@ def main():
     except BaseException as exc:
         _emit(protocol, {"ready": False, "error": "%s: %s" % (type(exc).__name__, exc)})
         return 3
+    _lenient_tasksets()
     commit, commit_source = _installed_commit()
+    sources = sorted(set(getattr(m, "__file__", None) or "" for n, m in list(sys.modules.items())
+                         if n == "prime_rl" or n.startswith("prime_rl.")) - {""})
     _emit(protocol, {"ready": True, "import_seconds": time.perf_counter() - started, "versions": _versions(),
-                     "commit": commit, "commit_source": commit_source, "pid": os.getpid()})
+                     "commit": commit, "commit_source": commit_source, "pid": os.getpid(), "sources": sources})
     models = {"rl": RLConfig, "sft": SFTConfig}
     for line in sys.stdin:
         if not line.strip():

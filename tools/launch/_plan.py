@@ -217,6 +217,18 @@ def refuse_credential_name(name: str, what: str, field: str | None = None) -> No
                    fields=[FieldProblem(path=field, problem="shaped like a credential")] if field else [])
 
 
+def _config_name_line(d: Draft) -> list[str]:
+    """Why the run's name and the ``name`` inside the config sent differ, when they do: the
+    platform names the run by the create body's ``name`` (reference/prime-api.md §3.5), and the
+    config goes as ``prime train`` sends it (``_hosted_config`` keeps ``name``), so the fingerprint
+    is added to the body's name only."""
+    inside = d.hosted.get("name") if isinstance(d.hosted, dict) else None
+    if not isinstance(inside, str) or inside == d.run_name:
+        return []
+    return [f"                 (the config inside keeps name = {inside!r}, as prime",
+            "                 train sends it; the platform names the run by the request's name)"]
+
+
 def fingerprint(plan_id: str) -> str:
     """``mf`` + 8 hex digits derived from the plan id; appended to the run name so a run whose
     create answer was lost can be found again (``mf_dispatch_run`` reconciles by it)."""
@@ -459,13 +471,18 @@ def build_plan(args: PlanRunInput, ctx: Context, plan_id: str, *, prepare: bool)
     secret_detection.refuse_secret_values(raw, root=path.name, known_values=ctx.scrubber.known_values(),
                                           check_key_names=True)
     report = configs.validate_read(path, data, ctx)  # the bytes hashed below; schema auto, as validate-config
-    if not report.valid:
+    if report.valid is False:
         problems = "; ".join(f"{e.path or '(file)'}: {e.message}" for e in report.errors[:5])
         more = f" (+{len(report.errors) - 5} more)" if len(report.errors) > 5 else ""
         check, again = call("mf_validate_config", config_path=str(path)), plan_again(args)
         raise fail("invalid_config", f"{path} would be refused: {problems}{more}",
                    f"Fix the config ({check} lists every problem), then plan again: {again}.",
                    fields=[FieldProblem(path=e.path, problem=e.message) for e in report.errors],
+                   next_calls=[check, again])
+    if report.valid is None:  # only our rules ran (the snapshot failed): nothing says the platform would accept it
+        check, again = call("mf_validate_config", config_path=str(path), schema="real"), plan_again(args)
+        raise fail("invalid_config", f"{path} was not judged by a schema: {report.schema_note}",
+                   f"Check it with prime-rl's own schema ({check}), then plan again: {again}.",
                    next_calls=[check, again])
     if report.gpu_count is None:
         again = plan_again(args)
@@ -603,6 +620,7 @@ def summary_text(d: Draft, *, policy: str | None = None, policy_reasons: list[st
         f"  Model / mode:  {d.model or 'unknown'} / {d.mode.upper()}",
         f"  Validated:     {d.validation.words()}",
         f"  Run name:      {d.run_name} (-{d.fingerprint} marks this plan, to find a launch whose answer is lost)",
+        *_config_name_line(d),
         f"  GPUs:          {gpu}",
         f"  Price:         {price}",
         f"  Steps:         {f'{d.max_steps:,}' if d.max_steps is not None else 'no limit'} ({d.max_steps_reason})",
