@@ -278,7 +278,7 @@ def test_a_run_without_a_volume_is_no_volume(frozen_ctx, emulator, rl_config, tm
 def test_a_plan_without_a_volume_says_before_approval_that_its_checkpoints_cannot_be_downloaded(frozen_ctx, tmp_path):
     config = example(tmp_path)
     without = planned(frozen_ctx, config, team="personal")
-    assert "Volume:        none (its checkpoints cannot be downloaded; --volume NAME keeps them)" in without.summary
+    assert "Volume:        none (no checkpoint download without one)" in without.summary
     with_one = planned(frozen_ctx, config, team=TEAM_RESEARCH_ID, volume="research-data")
     assert "Volume:        research-data\n" in with_one.summary
 

@@ -94,7 +94,7 @@ def test_an_ended_run_on_a_volume_gets_its_checkpoint_fetched_and_reported(ctx, 
     emulator.state.advance(QUEUE + STARTUP + 20 * STEP + 60 + 60)
     report = ok(call(ctx, "mf_run_report", run_id=run_id, plot=False, traces_dir=None))
     fetch = tool_call("mf_download_checkpoint", run_id=run_id, dest=f"checkpoint-{run_id}")
-    assert fetch in report.next_calls and "GB of disk per checkpoint" in report.markdown
+    assert fetch in report.next_calls and re.search(r"\d+(\.\d)? [kMG]B of disk per checkpoint", report.markdown)
     ok(call(ctx, "mf_download_checkpoint", run_id=run_id, dest=str(tmp_path / "ckpt")))
     done = ok(call(ctx, "mf_run_report", run_id=run_id, plot=False, checkpoint_dir=str(tmp_path / "ckpt")))
     line = next(t for t in done.markdown.splitlines() if t.startswith("- Checkpoints:"))

@@ -20,8 +20,8 @@ import pytest
 from _helpers import EXAMPLE, call, cli, cli_json, err, mf_json, unavailable
 from _schema_env import example, write_config
 
-from benchmarks._conformance import envs
 from skill.registry import call_tool
+from tests._conformance import envs
 from tools.configs import ValidateConfigResult
 from tools.core import STATE_DIR_ENV, Context
 

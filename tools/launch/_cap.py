@@ -66,7 +66,7 @@ def enforce_cap(ctx: Context, run: wire.RLRun, interval_seconds: float,
     figures = (f"spend {usd(cap.spent_usd)} + the next check's {usd(cap.next_check_usd)} would pass the cap "
                f"of {usd(cap.cap_usd)} ({cap.cap_source})")
     resume = call("mf_resume_run", run_id=run.id)
-    status = run.status.upper()
+    status = wire.RunStatus.of(run.status)
     if run.is_terminal() or status == "PAUSING":
         cap.action = "ended" if status != "PAUSED" and status != "PAUSING" else "already_paused"
         cap.message = f"Run {run.id} is {run.status}; {figures}. Nothing was sent."

@@ -632,7 +632,7 @@ def summary_text(d: Draft, *, policy: str | None = None, policy_reasons: list[st
         else "none forwarded"
     lines += [
         f"  Secrets:       {secrets}",
-        f"  Volume:        {d.volume or 'none (its checkpoints cannot be downloaded; --volume NAME keeps them)'}",
+        f"  Volume:        {d.volume or 'none (no checkpoint download without one)'}",
         f"  prime-rl:      image {d.image_tag or 'platform default'}, source ref {d.source_ref or 'none'}; {runtime}",
     ]
     if d.warnings:

@@ -29,6 +29,7 @@ from tools.guardrails import confirmation as gate
 from tools.guardrails.policy import load_for_context
 from tools.monitor.spend import SpendSoFar, spend_so_far
 from tools.platform import wire
+from tools.units import USD
 
 #: Seconds of billing a pause takes (the checkpoint is saved while the GPUs are held), counted into the margin.
 PAUSE_MARGIN_SECONDS = 60.0
@@ -38,12 +39,12 @@ class SpendCap(BaseModel):
     """A run's spend against the cap that applies (USD), and what the watcher did about it."""
 
     run_id: str = Field(description="The run checked.")
-    cap_usd: float = Field(description="The lowest cap that applies (USD).")
+    cap_usd: USD = Field(description="The lowest cap that applies (USD).")
     cap_source: str = Field(description="Where the cap comes from: an approval's --max-usd, or the budget policy.")
-    spent_usd: float | None = Field(description=(
+    spent_usd: USD | None = Field(description=(
         "Spend so far (its resume chain; per-day cap: the day's runs): the larger of the platform's figure and "
         "running time x rate; null when unknown."))
-    next_check_usd: float | None = Field(description=(
+    next_check_usd: USD | None = Field(description=(
         "Cost of the next check interval plus the pause checkpoint at the run's hourly rate; null when unknown."))
     over: bool = Field(description=(
         "True when spent + next_check would pass the cap; false too when either is unknown (no price: the cap "

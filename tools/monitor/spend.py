@@ -53,20 +53,20 @@ class ChainRun(BaseModel):
 
     run_id: str = Field(description="Run id.")
     status: str | None = Field(default=None, description="Its status when read (null: it could not be read).")
-    platform_usd: float | None = Field(default=None, description="The usage endpoint's total_cost_usd.")
-    elapsed_x_rate_usd: float | None = Field(default=None, description="Running time x the plan's hourly rate.")
+    platform_usd: USD | None = Field(default=None, description="The usage endpoint's total_cost_usd.")
+    elapsed_x_rate_usd: USD | None = Field(default=None, description="Running time x the plan's hourly rate.")
 
 
 class ChainSpend(BaseModel):
     """A resume chain's spend, oldest run first, against the launch plan's estimate (USD)."""
 
     runs: list[ChainRun] = Field(description="The chain's runs, oldest first (the state store's run links).")
-    platform_usd: float | None = Field(default=None, description="Sum of the platform figures (null: one unknown).")
-    elapsed_x_rate_usd: float | None = Field(default=None, description="Sum of time x rate (null: one unknown).")
+    platform_usd: USD | None = Field(default=None, description="Sum of the platform figures (null: one unknown).")
+    elapsed_x_rate_usd: USD | None = Field(default=None, description="Sum of time x rate (null: one unknown).")
     plan_id: str | None = Field(default=None, description="The plan that launched the first run.")
-    plan_low_usd: float | None = Field(default=None, description="That plan's low estimate.")
-    plan_expected_usd: float | None = Field(default=None, description="Its expected estimate.")
-    plan_high_usd: float | None = Field(default=None, description="Its high estimate.")
+    plan_low_usd: USD | None = Field(default=None, description="That plan's low estimate.")
+    plan_expected_usd: USD | None = Field(default=None, description="Its expected estimate.")
+    plan_high_usd: USD | None = Field(default=None, description="Its high estimate.")
     line: str = Field(description="The chain's spend in one line.")
 
 
