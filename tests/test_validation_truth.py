@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,8 @@ def broken_snapshot(monkeypatch: pytest.MonkeyPatch) -> None:
         raise RuntimeError("snapshot unreadable")
 
     monkeypatch.setattr("tools.configs._schema_backends.snapshot_schema", fail)
+    # verdicts this process already remembers (an earlier test judged the same bytes) are set aside
+    monkeypatch.setattr("tools.configs._schema_cache._memory", OrderedDict())
 
 
 def test_a_file_no_schema_judged_is_not_valid_but_null(broken_snapshot: None, schema_ctx: Context,
