@@ -31,7 +31,7 @@ from tools.core import Context, require_run, tool
 from tools.errors import Call, FieldProblem, call, fail
 from tools.monitor._learning import LearningVerdict, judge, milestones
 from tools.monitor._series import metric_key, numeric_keys, points, step_seconds
-from tools.monitor.metrics import MAX_PANELS, _metric_names, _select, png_target, records_of, render_png
+from tools.monitor.metrics import _metric_names, metrics_to_plot, png_target, records_of, render_png
 from tools.monitor.spend import spend_so_far
 from tools.platform import errors as perr
 from tools.platform import wire
@@ -207,11 +207,7 @@ def _plot(ctx: Context, inp: CompareRunsInput, sides: list[RunSide],
           records: list[list[dict]]) -> tuple[str | None, list[str]]:
     names = sorted({n for rs in records for n in _metric_names(rs)})
     if inp.names:
-        chosen = _select(names, inp.names, MAX_PANELS)
-        if len(chosen) > MAX_PANELS:
-            raise fail("bad_arguments", f"{len(chosen)} metrics match ({', '.join(chosen[:20])}); a plot has at most "
-                       f"{MAX_PANELS} panels.", "Name fewer metrics, or longer starts of names.",
-                       fields=[FieldProblem(path="names", problem=f"matches more than {MAX_PANELS} metrics")])
+        chosen = metrics_to_plot(names, inp.names)
     else:
         chosen = list(dict.fromkeys(s.metric for s in sides if s.metric))
     def label(s: RunSide) -> str:

@@ -267,11 +267,7 @@ def plot_metrics(inp: PlotMetricsInput, ctx: Context) -> PlotMetricsResult:
         records = records_of(ctx.platform(), inp.run_id, None, None)
     names = _metric_names(records)
     if inp.names:
-        chosen = _select(names, inp.names, MAX_PANELS)
-        if len(chosen) > MAX_PANELS:
-            raise fail("bad_arguments", f"{len(chosen)} metrics match ({', '.join(chosen[:20])}); a plot has at most "
-                       f"{MAX_PANELS} panels.", "Name fewer metrics, or longer starts of names.",
-                       fields=[FieldProblem(path="names", problem=f"matches more than {MAX_PANELS} metrics")])
+        chosen = metrics_to_plot(names, inp.names)
     else:
         reward = reward_key(records)
         chosen = [n for n in (reward, "loss", "entropy") if n in names] or names[:3]
@@ -292,3 +288,14 @@ def plot_metrics(inp: PlotMetricsInput, ctx: Context) -> PlotMetricsResult:
     steps = sorted({s for points in series.values() for s, _ in points})
     return PlotMetricsResult(run_id=inp.run_id, path=str(target), size_bytes=size, metrics=chosen, steps=len(steps),
                              first_step=steps[0] if steps else None, last_step=steps[-1] if steps else None)
+
+
+def metrics_to_plot(names: list[str], wanted: list[str]) -> list[str]:
+    """The metrics of ``names`` that ``wanted`` (names or starts of names) picks, for one plot: at most
+    :data:`MAX_PANELS`. Raises ToolFailure ``bad_arguments`` (field ``names``) when more match."""
+    chosen = _select(names, wanted, MAX_PANELS)
+    if len(chosen) > MAX_PANELS:
+        raise fail("bad_arguments", f"{len(chosen)} metrics match ({', '.join(chosen[:20])}); a plot has at most "
+                   f"{MAX_PANELS} panels.", "Name fewer metrics, or longer starts of names.",
+                   fields=[FieldProblem(path="names", problem=f"matches more than {MAX_PANELS} metrics")])
+    return chosen
