@@ -565,3 +565,14 @@ def test_the_cli_wait_exits_non_zero_when_the_platform_is_gone(emulator, mf_env,
     emulator.faults.status(503, "GET", f"/rft/runs/{run_id}*", skip=2, times=None)
     code, error = mf_json("wait-for-run", run_id, "--timeout-seconds", "1", env=mf_env)
     assert code == 3 and error["code"] == "unavailable" and "stale" in error["message"]
+
+
+def test_a_step_recorded_within_the_date_headers_second_is_zero_seconds_old_not_negative():
+    # The Date header has whole seconds: a step recorded 0.6 s into that second reads "ahead" of it.
+    from datetime import UTC, datetime, timedelta
+
+    from tools.monitor._clock import parse_time, seconds_since
+    header_now = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
+    assert seconds_since(parse_time("2026-12-02T12:00:00.600Z"), header_now) == 0.0
+    assert seconds_since(header_now - timedelta(seconds=42.25), header_now) == 42.2
+    assert seconds_since(None, header_now) is None

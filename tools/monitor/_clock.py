@@ -29,5 +29,8 @@ def server_now(platform: PlatformClient) -> datetime:
 
 
 def seconds_since(then: datetime | None, now: datetime) -> float | None:
-    """``now - then`` in seconds (one decimal), ``None`` when ``then`` is unknown."""
-    return None if then is None else round((now - then).total_seconds(), 1)
+    """``now - then`` in seconds (one decimal, never below 0), ``None`` when ``then`` is unknown.
+
+    ``now`` is the ``Date`` header, which has whole seconds (RFC 9110 §5.6.7): a record made in the
+    same second reads up to a second "ahead" of it. Such an age is 0, never "-1 s ago"."""
+    return None if then is None else max(0.0, round((now - then).total_seconds(), 1))
