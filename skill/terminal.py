@@ -139,6 +139,9 @@ def wrap(text: str, width: int | None, indent: str = "", first_indent: str | Non
                 if after.startswith(")") and opened:
                     after, opened = after[1:], opened - 1
                 line = f"{line} {before}" if line and before else line or before
+                if after.startswith(")") and (i := _open_paren(line)) is not None:
+                    # "(run `cmd`)": the "(" earlier on the line goes with the ")", not left open
+                    line, after = (line[:i] + line[i + 1:]).rstrip(), after[1:]
                 if line:
                     out.append((lead + line).rstrip())
                 out.append(command)
@@ -155,6 +158,19 @@ def wrap(text: str, width: int | None, indent: str = "", first_indent: str | Non
         if line or not after_command:
             out.append((lead + line).rstrip())
     return out if width is None else [fit_alone(line, width) for line in out]
+
+
+def _open_paren(text: str) -> int | None:
+    """The index of the last "(" of ``text`` that no ")" closes, or None."""
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        if text[i] == ")":
+            depth += 1
+        elif text[i] == "(":
+            if depth == 0:
+                return i
+            depth -= 1
+    return None
 
 
 def fit_alone(line: str, width: int | None) -> str:

@@ -202,6 +202,16 @@ def test_a_parenthesis_opened_before_a_bare_command_is_still_closed_after_it():
     assert terminal.wrap("Or (`a b` or `c d`) now.", 80, commands=True) == ["Or", "a b", "or", "c d", "now."]
 
 
+def test_a_parenthesis_opened_earlier_on_the_line_closes_with_the_command_it_holds():
+    # "(run `cmd`)" left "(run" above the command and ")." alone below it
+    assert terminal.wrap("Fix it (run `model-factory preflight --json`).", 80, commands=True) == [
+        "Fix it run", "model-factory preflight --json"]
+    assert terminal.wrap("Plan again (see `model-factory plan-run a.toml`) and go.", 80, commands=True) == [
+        "Plan again see", "model-factory plan-run a.toml", "and go."]
+    # a "(" already closed on the line is kept
+    assert terminal.wrap("A (b) c `x y` d", 80, commands=True) == ["A (b) c", "x y", "d"]
+
+
 def test_the_preflight_hint_at_an_80_column_terminal_closes_its_parenthesis(emulator, mf_env, tmp_path):
     from _helpers import in_terminal
 
