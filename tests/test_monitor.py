@@ -571,7 +571,8 @@ def test_a_step_recorded_within_the_date_headers_second_is_zero_seconds_old_not_
     # The Date header has whole seconds: a step recorded 0.6 s into that second reads "ahead" of it.
     from datetime import UTC, datetime, timedelta
 
-    from tools.monitor._clock import parse_time, seconds_since
+    from tools.monitor import progress  # check-progress reads every age through these
+    parse_time, seconds_since = progress.parse_time, progress.seconds_since
     header_now = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
     assert seconds_since(parse_time("2026-12-02T12:00:00.600Z"), header_now) == 0.0
     assert seconds_since(header_now - timedelta(seconds=42.25), header_now) == 42.2
